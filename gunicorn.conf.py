@@ -1,0 +1,38 @@
+"""gunicorn settings for zemcp: gthread workers sized from the ZEMCP_* settings.
+
+Run: ``gunicorn -c gunicorn.conf.py wsgi:app``. Every value comes from ``zemcp.Settings``
+(environment variables ``ZEMCP_*``, documented in docs/configuration.md), so the server's
+thread budget and gunicorn's thread count cannot drift apart.
+"""
+
+import zemcp
+
+_settings = zemcp.Settings.from_env()
+
+bind = [_settings.bind]
+worker_class = "gthread"
+# Sessions and pending elicitations live in the process that created them: one worker,
+# unless a proxy routes every request of a session to its owner.
+workers = _settings.workers
+threads = _settings.threads
+# An idle kept-alive slot per expected client on top of the busy threads.
+worker_connections = 1000
+# For gthread this is only a liveness heartbeat, not a request timeout, so long
+# elicitations are safe with the default.
+timeout = 30
+graceful_timeout = 30
+keepalive = 5
+# Restarting a worker drops its sessions; never recycle workers by request count.
+max_requests = 0
+# gunicorn's control socket has one default path per user; several instances would collide.
+control_socket_disable = True
+accesslog = "-"
+errorlog = "-"
+loglevel = "info"
+
+
+def post_fork(server, worker):
+    """Make the app's thread budget follow the gunicorn thread count actually in use."""
+    import os
+
+    os.environ["ZEMCP_THREADS"] = str(worker.cfg.threads)

@@ -1,0 +1,158 @@
+"""Settings: every knob of a zemcp server, with safe defaults.
+
+Each field can be set in Python (``Settings(session_ttl=600)``) or through an environment
+variable ``ZEMCP_<FIELD NAME IN CAPITALS>`` read by :meth:`Settings.from_env`. The list with
+units and defaults lives in ``docs/configuration.md``; keep the two in step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+ENV_PREFIX = "ZEMCP_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Configuration of one zemcp process.
+
+    Attributes (units in brackets):
+        bind: ``host:port`` gunicorn listens on; also decides whether the ``Host`` header is
+            checked (only when the host is a loopback address or ``localhost``).
+        allowed_origins: exact ``scheme://host[:port]`` origins a browser may call from, in
+            addition to loopback origins (``http(s)://localhost|127.0.0.1|[::1][:port]``),
+            which are always allowed. A request without ``Origin`` is allowed.
+        session_ttl: [seconds] a session idle this long is ended. A session with a pending
+            elicitation or a running request is never idle.
+        max_sessions: sessions one process holds at most; beyond it ``initialize`` gets 429.
+        max_pending_per_session: pending elicitations one session may have at once.
+        max_pending: pending elicitations the whole process may have at once; ``None``
+            derives it from ``threads`` (see :attr:`pending_budget`).
+        elicitation_timeout: [seconds] how long a handler waits for the answer.
+        keepalive_interval: [seconds] gap between SSE comments on a waiting stream; also the
+            bound on noticing a client that went away.
+        max_body_bytes: [bytes] largest POST body accepted, chunked bodies included.
+        threads: gunicorn gthread threads per worker; also the size of the handler pool.
+        workers: gunicorn worker processes; keep 1 unless a proxy routes each session to
+            its owner (sessions live in the process that created them).
+        endpoint: URL path of the MCP endpoint.
+    """
+
+    bind: str = "127.0.0.1:8000"
+    allowed_origins: tuple[str, ...] = field(default_factory=tuple)
+    session_ttl: float = 1800.0
+    max_sessions: int = 1024
+    max_pending_per_session: int = 32
+    max_pending: int | None = None
+    elicitation_timeout: float = 600.0
+    keepalive_interval: float = 15.0
+    max_body_bytes: int = 1024 * 1024
+    threads: int = 32
+    workers: int = 1
+    endpoint: str = "/mcp"
+
+    def __post_init__(self) -> None:
+        positive = ("session_ttl", "elicitation_timeout", "keepalive_interval")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be a positive number of seconds, got {getattr(self, name)!r}")
+        for name in ("max_sessions", "max_pending_per_session", "max_body_bytes", "workers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
+        if self.threads < 3:
+            raise ValueError(
+                f"threads must be at least 3 (a waiting elicitation holds one thread and its "
+                f"answer needs another), got {self.threads!r}"
+            )
+        if self.max_pending is not None and not 1 <= self.max_pending < self.threads:
+            raise ValueError(
+                f"max_pending must be between 1 and threads - 1 ({self.threads - 1}) so that an "
+                f"answer POST always finds a free thread, got {self.max_pending!r}"
+            )
+        if not self.endpoint.startswith("/"):
+            raise ValueError(f"endpoint must start with '/', got {self.endpoint!r}")
+        object.__setattr__(self, "allowed_origins", tuple(o.rstrip("/").lower() for o in self.allowed_origins))
+
+    @property
+    def thread_reserve(self) -> int:
+        """Threads kept free for answers and other requests: ``max(2, threads // 4)``."""
+        return max(2, self.threads // 4)
+
+    @property
+    def pending_budget(self) -> int:
+        """Process-wide cap on pending elicitations.
+
+        Every pending elicitation holds one gunicorn thread (its open stream) until it is
+        answered, and the answer arrives on a new POST that needs a thread of its own. So the
+        cap is ``threads - thread_reserve`` unless ``max_pending`` sets it.
+        """
+        if self.max_pending is not None:
+            return self.max_pending
+        return max(1, self.threads - self.thread_reserve)
+
+    @property
+    def bind_is_loopback(self) -> bool:
+        """True when :attr:`bind` names a loopback host, so ``Host`` must be loopback too."""
+        if self.bind.startswith("unix:"):
+            return False
+        host = self.bind.rsplit(":", 1)[0] if ":" in self.bind else self.bind
+        return is_loopback_host(host)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> "Settings":
+        """Build settings from ``ZEMCP_*`` variables, then apply keyword ``overrides``.
+
+        Args:
+            environ: the variables to read; ``os.environ`` when omitted.
+            overrides: field values that win over the environment.
+        Returns:
+            a validated :class:`Settings`.
+        Raises:
+            ValueError: a variable does not parse (the message names it and the expected form)
+                or a value is out of range.
+        """
+        environ = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        for f in dataclasses.fields(cls):
+            raw = environ.get(ENV_PREFIX + f.name.upper())
+            if raw is None or raw.strip() == "":
+                continue
+            values[f.name] = _parse(f.name, raw.strip())
+        values.update(overrides)
+        return cls(**values)
+
+
+def _parse(name: str, raw: str) -> object:
+    var = ENV_PREFIX + name.upper()
+    kind = {
+        "bind": str,
+        "endpoint": str,
+        "allowed_origins": tuple,
+        "session_ttl": float,
+        "elicitation_timeout": float,
+        "keepalive_interval": float,
+    }.get(name, int)
+    if kind is str:
+        return raw
+    if kind is tuple:
+        return tuple(part.strip() for part in raw.split(",") if part.strip())
+    try:
+        return kind(raw)
+    except ValueError:
+        unit = "a number of seconds" if kind is float else "a whole number"
+        raise ValueError(f"{var}={raw!r} is not {unit}") from None
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost`` and loopback IP literals (brackets around IPv6 allowed)."""
+    host = host.strip().lower().strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,166 @@
+"""JSON-RPC 2.0 messages as MCP uses them (MCP basic/index, "Messages").
+
+Parses one POST body into a :class:`Request`, :class:`Notification` or :class:`Response`
+and builds the messages the server sends. Pure: no HTTP here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+RequestId = str | int
+
+
+class ProtocolError(Exception):
+    """A message that must be answered with a JSON-RPC error.
+
+    Attributes:
+        code: the JSON-RPC error code (``PARSE_ERROR`` ...).
+        message: what was wrong and what to do instead.
+        id: the request id when it could be read, else ``None``.
+    """
+
+    def __init__(self, code: int, message: str, id: RequestId | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.id = id
+
+    def to_message(self) -> dict:
+        """The error as a JSON-RPC response object."""
+        return error(self.id, self.code, self.message)
+
+
+@dataclass(frozen=True)
+class Request:
+    """A client request: it has an ``id`` and wants exactly one response."""
+
+    id: RequestId
+    method: str
+    params: dict
+
+
+@dataclass(frozen=True)
+class Notification:
+    """A client notification: no ``id``, never answered."""
+
+    method: str
+    params: dict
+
+
+@dataclass(frozen=True)
+class Response:
+    """A client's response to a server-to-client request (for example an elicitation answer).
+
+    Exactly one of ``result`` and ``error`` is set; ``id`` may be ``None`` only for errors.
+    """
+
+    id: RequestId | None
+    result: dict | None
+    error: dict | None
+
+
+Message = Request | Notification | Response
+
+
+def _valid_id(value: Any) -> bool:
+    # bool is an int subclass; JSON true/false is not a valid id, nor is a fraction.
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def parse(body: bytes) -> Message:
+    """Parse one JSON-RPC message from a POST body.
+
+    Args:
+        body: the raw request body (UTF-8 JSON).
+    Returns:
+        a :class:`Request`, :class:`Notification` or :class:`Response`.
+    Raises:
+        ProtocolError: ``PARSE_ERROR`` for bytes that are not JSON; ``INVALID_REQUEST`` for
+            JSON that is not one JSON-RPC 2.0 message (arrays included: batching was removed
+            in MCP 2025-06-18); ``INVALID_PARAMS`` for ``params`` that is not an object.
+    """
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ProtocolError(PARSE_ERROR, f"Parse error: the body is not valid JSON ({exc})") from None
+    if isinstance(data, list):
+        raise ProtocolError(
+            INVALID_REQUEST,
+            "Invalid Request: JSON-RPC batches are not supported since MCP 2025-06-18; send one message per POST",
+        )
+    if not isinstance(data, dict):
+        raise ProtocolError(INVALID_REQUEST, "Invalid Request: the body must be a JSON-RPC 2.0 object")
+    raw_id = data.get("id")
+    id_ = raw_id if _valid_id(raw_id) else None
+    if data.get("jsonrpc") != "2.0":
+        raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', id_)
+    if "method" in data:
+        method = data["method"]
+        if not isinstance(method, str) or not method:
+            raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "method" must be a non-empty string', id_)
+        if "id" in data and not _valid_id(raw_id):
+            raise ProtocolError(
+                INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer (MCP forbids null)'
+            )
+        params = data.get("params", {})
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise ProtocolError(INVALID_PARAMS, 'Invalid params: "params" must be an object', id_)
+        if "id" in data:
+            return Request(raw_id, method, params)
+        return Notification(method, params)
+    has_result, has_error = "result" in data, "error" in data
+    if has_result == has_error:
+        raise ProtocolError(
+            INVALID_REQUEST,
+            'Invalid Request: a message without "method" is a response and needs exactly one of "result" and "error"',
+            id_,
+        )
+    if raw_id is not None and not _valid_id(raw_id):
+        raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
+    if raw_id is None and has_result:
+        raise ProtocolError(INVALID_REQUEST, 'Invalid Request: a result response needs an "id"')
+    result, err = data.get("result"), data.get("error")
+    if has_result and not isinstance(result, dict):
+        raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "result" must be an object', id_)
+    if has_error and not isinstance(err, dict):
+        raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "error" must be an object', id_)
+    return Response(raw_id, result if has_result else None, err if has_error else None)
+
+
+def result(id: RequestId, value: dict) -> dict:
+    """A success response ``{"jsonrpc", "id", "result"}``."""
+    return {"jsonrpc": "2.0", "id": id, "result": value}
+
+
+def error(id: RequestId | None, code: int, message: str, data: Any = None) -> dict:
+    """An error response; ``id`` is ``None`` when the request's id could not be read."""
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": "2.0", "id": id, "error": err}
+
+
+def request(id: RequestId, method: str, params: dict) -> dict:
+    """A server-to-client request."""
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+
+
+def notification(method: str, params: dict) -> dict:
+    """A server-to-client notification."""
+    return {"jsonrpc": "2.0", "method": method, "params": params}
+
+
+def encode(message: dict) -> bytes:
+    """One message as compact single-line UTF-8 JSON (safe inside an SSE ``data:`` line)."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()

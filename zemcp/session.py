@@ -1,0 +1,262 @@
+"""Sessions (MCP basic/transports, "Session Management") and the requests running in them.
+
+A session is created by ``initialize`` and named by the ``Mcp-Session-Id`` header on every
+later request. It lives in the process that created it. It ends on DELETE, or after
+``session_ttl`` seconds without traffic unless it has a request running (a pending
+elicitation keeps it alive). Ending a session wakes every handler of it that waits for an
+elicitation answer. Pure Python: no HTTP here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from zemcp.elicitation import ElicitAborted, RequestCancelled
+from zemcp.jsonrpc import RequestId
+from zemcp.sinks import ReplySink
+
+log = logging.getLogger("zemcp.session")
+
+
+def fingerprint(session_id: str) -> str:
+    """A short, non-reversible label for a session id (safe to log and to show)."""
+    return hashlib.sha256(session_id.encode()).hexdigest()[:12]
+
+
+class SessionError(Exception):
+    """Base of the session lookup failures; the transport maps each to an HTTP status."""
+
+
+class SessionRequired(SessionError):
+    """A request other than ``initialize`` came without ``Mcp-Session-Id`` (HTTP 400)."""
+
+
+class SessionNotFound(SessionError):
+    """The ``Mcp-Session-Id`` names no live session of this process (HTTP 404)."""
+
+
+class SessionLimitReached(SessionError):
+    """``initialize`` found ``max_sessions`` live sessions (HTTP 429 with ``Retry-After``)."""
+
+
+class Session:
+    """One client's session.
+
+    Attributes:
+        id: the ``Mcp-Session-Id`` value (192 random bits from ``secrets``, URL-safe base64).
+        protocol_version: the version negotiated at initialize.
+        client_info: ``clientInfo`` from initialize (``name``, ``version``, ...).
+        capabilities: ``capabilities`` the client declared at initialize.
+        created: [seconds, ``time.time()``] creation time.
+    """
+
+    def __init__(self, protocol_version: str, client_info: dict, capabilities: dict):
+        self.id = secrets.token_urlsafe(24)
+        self.protocol_version = protocol_version
+        self.client_info = client_info
+        self.capabilities = capabilities
+        self.created = time.time()
+        self._elicit = isinstance(capabilities.get("elicitation"), dict)
+        self._lock = threading.Lock()
+        self._last_seen = time.monotonic()
+        self._calls: dict[RequestId, Call] = {}
+        self.ended: str | None = None
+
+    def client_supports_elicit(self) -> bool:
+        """True when the client declared ``capabilities.elicitation`` as a JSON object."""
+        return self._elicit
+
+    def touch(self) -> None:
+        """Record traffic now (resets the idle timer)."""
+        self._last_seen = time.monotonic()
+
+    def idle_for(self, now: float) -> float:
+        """[seconds] since the last traffic; 0 while a request of the session is running."""
+        with self._lock:
+            if self._calls:
+                return 0.0
+        return now - self._last_seen
+
+    def begin(self, request_id: RequestId, sink: ReplySink) -> "Call":
+        """Register a running request.
+
+        Raises:
+            ValueError: a request with the same id is still running in this session (MCP
+                forbids reusing an id within a session).
+        """
+        call = Call(self, request_id, sink)
+        with self._lock:
+            if request_id in self._calls:
+                raise ValueError(f"request id {request_id!r} is already in use by a running request of this session")
+            self._calls[request_id] = call
+        return call
+
+    def finish(self, call: "Call") -> None:
+        """Forget a request whose handler returned."""
+        with self._lock:
+            if self._calls.get(call.request_id) is call:
+                del self._calls[call.request_id]
+        self.touch()
+
+    def call(self, request_id: Any) -> "Call | None":
+        """The running request with this id, if any."""
+        with self._lock:
+            return self._calls.get(request_id)
+
+    def calls(self) -> list["Call"]:
+        """The running requests."""
+        with self._lock:
+            return list(self._calls.values())
+
+
+class Call:
+    """A client request whose handler is running.
+
+    Attributes:
+        session: the session it belongs to.
+        request_id: its JSON-RPC id.
+        sink: where its output goes.
+        aborted: why it can no longer be answered, or None.
+    """
+
+    def __init__(self, session: Session, request_id: RequestId, sink: ReplySink):
+        self.session = session
+        self.request_id = request_id
+        self.sink = sink
+        self.aborted: ElicitAborted | None = None
+
+    def abort(self, reason: ElicitAborted) -> bool:
+        """Mark the request as one that can no longer be answered (first reason wins).
+
+        Returns:
+            True if this call set the reason.
+        """
+        if self.aborted is None:
+            self.aborted = reason
+            return True
+        return False
+
+    @property
+    def cancelled(self) -> bool:
+        """True when the client sent ``notifications/cancelled`` for this request."""
+        return isinstance(self.aborted, RequestCancelled)
+
+    def raise_if_aborted(self) -> None:
+        """Raise the abort reason, if any (checked before a new elicitation is sent)."""
+        if self.aborted is not None:
+            raise self.aborted
+
+
+class SessionRegistry:
+    """The sessions of this process.
+
+    Args:
+        max_sessions: live sessions at most.
+        ttl: [seconds] idle time after which a session is ended.
+        on_end: called as ``on_end(session, why)`` after a session ended (outside the lock).
+    """
+
+    def __init__(self, max_sessions: int, ttl: float, on_end: Callable[[Session, str], None]):
+        self.max_sessions = max_sessions
+        self.ttl = ttl
+        self._on_end = on_end
+        self._lock = threading.Lock()
+        self._sessions: dict[str, Session] = {}
+        self._sweeper: threading.Thread | None = None
+
+    def create(self, protocol_version: str, client_info: dict, capabilities: dict) -> Session:
+        """Create and register a session.
+
+        Raises:
+            SessionLimitReached: ``max_sessions`` sessions are live.
+        """
+        self._start_sweeper()
+        session = Session(protocol_version, client_info, capabilities)
+        with self._lock:
+            if len(self._sessions) >= self.max_sessions:
+                raise SessionLimitReached(
+                    f"this server holds its maximum of {self.max_sessions} sessions; retry later "
+                    f"or end unused sessions with DELETE"
+                )
+            self._sessions[session.id] = session
+        return session
+
+    def get(self, session_id: str | None) -> Session:
+        """The live session named by ``session_id``, touched.
+
+        Raises:
+            SessionRequired: ``session_id`` is None.
+            SessionNotFound: no live session has that id.
+        """
+        if session_id is None:
+            raise SessionRequired(
+                "Bad Request: the Mcp-Session-Id header is required; send initialize first and "
+                "repeat the Mcp-Session-Id it returns on every later request"
+            )
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            raise SessionNotFound(
+                "Session not found: it ended, expired or was never created here; send initialize "
+                "again without Mcp-Session-Id"
+            )
+        session.touch()
+        return session
+
+    def end(self, session_id: str, why: str) -> bool:
+        """End a session; returns False when it was not live."""
+        with self._lock:
+            session = self._sessions.pop(session_id, None)
+        if session is None:
+            return False
+        session.ended = why
+        self._on_end(session, why)
+        return True
+
+    def sweep(self, now: float | None = None) -> int:
+        """End every session idle for longer than the TTL; returns how many ended."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            idle = [s.id for s in self._sessions.values() if s.idle_for(now) > self.ttl]
+        return sum(self.end(sid, "expired") for sid in idle)
+
+    def sessions(self) -> list[Session]:
+        """The live sessions, oldest first."""
+        with self._lock:
+            return sorted(self._sessions.values(), key=lambda s: s.created)
+
+    def __contains__(self, session_id: object) -> bool:
+        with self._lock:
+            return session_id in self._sessions
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    def _start_sweeper(self) -> None:
+        # Started on first use, not at import, so it runs in the gunicorn worker after fork.
+        if self._sweeper is not None:
+            return
+        with self._lock:
+            if self._sweeper is not None:
+                return
+            interval = min(30.0, max(0.5, self.ttl / 4))
+            self._sweeper = threading.Thread(target=self._sweep_forever, args=(interval,), name="zemcp-session-sweeper", daemon=True)
+            self._sweeper.start()
+
+    def _sweep_forever(self, interval: float) -> None:
+        while True:
+            time.sleep(interval)
+            try:
+                ended = self.sweep()
+            except Exception:
+                log.exception("session sweep failed")
+                continue
+            if ended:
+                log.info("ended %d idle session(s)", ended)
