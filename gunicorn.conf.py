@@ -5,6 +5,9 @@ Run: ``gunicorn -c gunicorn.conf.py wsgi:app``. Every value comes from ``zemcp.S
 thread budget and gunicorn's thread count cannot drift apart.
 """
 
+import logging
+import os
+
 import zemcp
 
 _settings = zemcp.Settings.from_env()
@@ -33,6 +36,14 @@ loglevel = "info"
 
 def post_fork(server, worker):
     """Make the app's thread budget follow the gunicorn thread count actually in use."""
-    import os
-
     os.environ["ZEMCP_THREADS"] = str(worker.cfg.threads)
+
+
+def post_worker_init(worker):
+    """Send zemcp's log records (sessions, refusals, handler errors) to gunicorn's error log."""
+    error_log = worker.log.error_log
+    zemcp_log = logging.getLogger("zemcp")
+    zemcp_log.setLevel(error_log.level)
+    zemcp_log.propagate = False
+    for handler in error_log.handlers:
+        zemcp_log.addHandler(handler)

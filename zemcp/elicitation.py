@@ -269,6 +269,8 @@ def elicit(call: "Call", table: "CorrelationTable", timeout: float, message: str
     except CapacityError as exc:
         raise ElicitTooMany(str(exc)) from None
     try:
+        # An abort that landed between the check above and register() found no entry to end.
+        call.raise_if_aborted()
         call.sink.send(
             jsonrpc.request(
                 pending.id, "elicitation/create", {"message": message, "requestedSchema": requested_schema}

@@ -1,0 +1,264 @@
+"""The transport and server core driven in-process through werkzeug's test client.
+
+Fast coverage of the WSGI layer, the in-place JSON to SSE upgrade and the tool API; the same
+rules over real HTTP under gunicorn are in tests/integration.
+"""
+
+import json
+import threading
+import time
+
+import pytest
+from werkzeug.middleware.dispatcher import DispatcherMiddleware
+from werkzeug.test import Client
+from werkzeug.wrappers import Response
+
+import wsgi
+import zemcp
+from zemcp import Settings
+
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INIT = {"protocolVersion": "2025-06-18", "clientInfo": {"name": "inproc", "version": "9"}}
+
+
+class Peer:
+    """One client session over a werkzeug test client."""
+
+    def __init__(self, app, elicit=True, path="/mcp"):
+        self.client = Client(app)
+        self.path = path
+        self.ids = iter(range(1, 10_000))
+        caps = {"elicitation": {}} if elicit else {}
+        r = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {**INIT, "capabilities": caps}})
+        assert r.status_code == 200, r.get_data()
+        self.sid = r.headers["Mcp-Session-Id"]
+
+    def post(self, message, **kw):
+        headers = dict(HEADERS)
+        if getattr(self, "sid", None):
+            headers["Mcp-Session-Id"] = self.sid
+        return self.client.post(self.path, data=json.dumps(message), headers=headers, **kw)
+
+    def call(self, name, arguments, **kw):
+        rid = next(self.ids)
+        return rid, self.post({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                               "params": {"name": name, "arguments": arguments}}, **kw)
+
+    def answer(self, id_, result):
+        # Another client object: the stream holds the first one's response open.
+        other = Client(self.client.application)
+        headers = {**HEADERS, "Mcp-Session-Id": self.sid}
+        return other.post(self.path, data=json.dumps({"jsonrpc": "2.0", "id": id_, "result": result}), headers=headers)
+
+
+def events(response):
+    """Yield parsed SSE events (dicts) and 'keep-alive' markers from a streamed response."""
+    for chunk in response.response:
+        for block in chunk.decode().split("\n\n"):
+            if block.startswith(":"):
+                yield "keep-alive"
+            elif block:
+                data = [line[6:] for line in block.split("\n") if line.startswith("data: ")]
+                yield json.loads("\n".join(data))
+
+
+@pytest.fixture
+def app():
+    return wsgi.create_app(Settings(keepalive_interval=0.05, elicitation_timeout=5, threads=8))
+
+
+def test_plain_call_is_json(app):
+    """A handler that never elicits answers application/json with its result."""
+    peer = Peer(app)
+    rid, r = peer.call("ze_execute", {"command": "session show"})
+    assert r.status_code == 200 and r.mimetype == "application/json"
+    body = r.get_json()
+    assert body["id"] == rid and body["result"]["isError"] is False
+    assert "client: inproc 9" in body["result"]["content"][0]["text"]
+
+
+def test_elicitation_round_trip(app):
+    """elicitation/create is the first event, the answer POST gets 202, the result is the last event."""
+    peer = Peer(app)
+    rid, r = peer.call("ze_execute", {}, buffered=False)
+    assert r.status_code == 200 and r.headers["Content-Type"] == "text/event-stream"
+    assert r.headers["Cache-Control"] == "no-cache" and r.headers["X-Accel-Buffering"] == "no"
+    stream = events(r)
+    ask = next(stream)
+    assert ask["method"] == "elicitation/create" and isinstance(ask["id"], str)
+    assert ask["params"]["message"] == "Which command would you like to run?"
+    assert ask["params"]["requestedSchema"]["required"] == ["command"]
+    reply = peer.answer(ask["id"], {"action": "accept", "content": {"command": "session show"}})
+    assert reply.status_code == 202 and reply.get_data() == b""
+    final = [e for e in stream if e != "keep-alive"]
+    assert len(final) == 1 and final[0]["id"] == rid
+    assert "elicitation: yes" in final[0]["result"]["content"][0]["text"]
+
+
+def test_keepalive_comments_while_waiting(app):
+    """The stream carries SSE comments while the handler waits for the answer."""
+    peer = Peer(app)
+    _, r = peer.call("ze_execute", {}, buffered=False)
+    stream = events(r)
+    ask = next(stream)
+    assert next(stream) == "keep-alive"
+    peer.answer(ask["id"], {"action": "decline"})
+    final = [e for e in stream if e != "keep-alive"]
+    assert final[-1]["result"]["isError"] is True
+    assert final[-1]["result"]["content"][0]["text"].startswith("Error: elicit: the user declined")
+
+
+def test_disconnect_abandons_the_wait(app):
+    """Closing the response (client gone) ends the pending elicitation at once."""
+    peer = Peer(app)
+    _, r = peer.call("ze_execute", {}, buffered=False)
+    next(events(r))
+    server = app.server
+    assert server.pending.count() == 1
+    r.close()
+    deadline = time.monotonic() + 5
+    while server.pending.count() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.pending.count() == 0
+
+
+def test_cancelled_request_gets_no_response(app):
+    """notifications/cancelled for the tools/call ends its stream without a response for its id."""
+    peer = Peer(app)
+    rid, r = peer.call("ze_execute", {}, buffered=False)
+    stream = events(r)
+    ask = next(stream)
+    other = Client(app)
+    resp = other.post("/mcp", headers={**HEADERS, "Mcp-Session-Id": peer.sid}, data=json.dumps(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid, "reason": "user"}}))
+    assert resp.status_code == 202
+    rest = [e for e in stream if e != "keep-alive"]
+    assert all(e.get("id") != rid for e in rest)
+    assert rest == [{"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": ask["id"], "reason": "the client cancelled the request: user"}}]
+    assert app.server.pending.count() == 0
+
+
+def test_delete_wakes_the_waiting_handler(app):
+    """DELETE ends the session: 204, the waiting call ends with an error, later requests get 404."""
+    peer = Peer(app)
+    _, r = peer.call("ze_execute", {}, buffered=False)
+    stream = events(r)
+    next(stream)
+    deleted = Client(app).delete("/mcp", headers={"Mcp-Session-Id": peer.sid})
+    assert deleted.status_code == 204
+    final = [e for e in stream if e != "keep-alive" and "result" in e]
+    assert "the session ended (deleted by the client)" in final[0]["result"]["content"][0]["text"]
+    assert peer.post({"jsonrpc": "2.0", "id": 99, "method": "ping"}).status_code == 404
+
+
+def test_other_session_cannot_answer(app):
+    """An answer posted under another session's id resolves nothing; the owner's answer does."""
+    owner, intruder = Peer(app), Peer(app)
+    _, r = owner.call("ze_execute", {}, buffered=False)
+    stream = events(r)
+    ask = next(stream)
+    assert intruder.answer(ask["id"], {"action": "accept", "content": {"command": "server status"}}).status_code == 202
+    assert app.server.pending.count(owner.sid) == 1
+    owner.answer(ask["id"], {"action": "accept", "content": {"command": "session show"}})
+    final = [e for e in stream if e != "keep-alive"]
+    assert "client: inproc 9" in final[0]["result"]["content"][0]["text"]
+
+
+def make_server():
+    server = zemcp.Server("demo", "1.2.3", settings=Settings(threads=4))
+
+    @server.tool(input_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    def double(n):
+        """Double a number.
+
+        Longer text that is not part of the description.
+        """
+        return {"content": [{"type": "text", "text": str(2 * n)}]}
+
+    @server.tool("fails", description="Always fails")
+    def fails():
+        raise RuntimeError("disk on fire")
+
+    @server.tool("refuses", description="Refuses")
+    def refuses():
+        raise zemcp.ToolError("not today")
+
+    @server.tool("who", description="Names the caller")
+    def who(ctx: zemcp.Context):
+        return {"client": ctx.session.client_info["name"], "request": ctx.request_id}
+
+    return server
+
+
+def test_tool_api_shapes_results_and_errors():
+    """Descriptions come from docstrings; exceptions become isError results; ctx is injected."""
+    peer = Peer(zemcp.McpApp(make_server()))
+    tools = peer.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).get_json()["result"]["tools"]
+    assert [t["name"] for t in tools] == ["double", "fails", "refuses", "who"]
+    assert tools[0]["description"] == "Double a number."
+    assert peer.call("double", {"n": 4})[1].get_json()["result"]["content"][0]["text"] == "8"
+    failed = peer.call("fails", {})[1].get_json()["result"]
+    assert failed == {"content": [{"type": "text", "text": "disk on fire"}], "isError": True}
+    assert peer.call("refuses", {})[1].get_json()["result"]["content"][0]["text"] == "not today"
+    rid, r = peer.call("who", {})
+    assert json.loads(r.get_json()["result"]["content"][0]["text"]) == {"client": "inproc", "request": rid}
+
+
+@pytest.mark.parametrize("params, text", [
+    ({"name": "nope"}, "Unknown tool: 'nope'"),
+    ({"name": "double", "arguments": {"n": "x"}}, "at n: 'x' is not of type 'integer'"),
+    ({"name": "double", "arguments": {}}, "'n' is a required property"),
+    ({"name": "double", "arguments": [1]}, "params.arguments must be an object"),
+    ({}, "tools/call needs params.name"),
+])
+def test_bad_tool_calls_are_invalid_params(params, text):
+    """Unknown tools and arguments that fail the input schema are -32602 errors naming the problem."""
+    peer = Peer(zemcp.McpApp(make_server()))
+    body = peer.post({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": params}).get_json()
+    assert body["id"] == 5 and body["error"]["code"] == -32602 and text in body["error"]["message"]
+
+
+def test_mounted_under_a_prefix():
+    """Mounted with DispatcherMiddleware and endpoint '/', the prefix itself is the MCP endpoint."""
+    host = DispatcherMiddleware(Response("host app"), {"/tools/mcp": zemcp.McpApp(make_server(), endpoint="/")})
+    peer = Peer(host, path="/tools/mcp")
+    assert peer.call("double", {"n": 1})[1].get_json()["result"]["content"][0]["text"] == "2"
+    assert Client(host).get("/").get_data() == b"host app"
+
+
+def test_pending_cap_per_session_refuses_at_once():
+    """With a per-session cap of 1, a second eliciting call fails at once with too many pending."""
+    app = wsgi.create_app(Settings(max_pending_per_session=1, threads=8, keepalive_interval=0.05))
+    peer = Peer(app)
+    _, first = peer.call("ze_execute", {}, buffered=False)
+    ask = next(events(first))
+    _, second = peer.call("ze_execute", {})
+    text = second.get_json()["result"]["content"][0]["text"]
+    assert text.startswith("Error: elicit: too many pending elicitations: this session already has 1")
+    peer.answer(ask["id"], {"action": "cancel"})
+    first.close()
+
+
+def test_concurrent_sessions_each_get_their_answer():
+    """Eight sessions eliciting at once each receive their own answer."""
+    app = wsgi.create_app(Settings(threads=32, keepalive_interval=0.05))
+    results = {}
+
+    def one(i):
+        peer = Peer(app)
+        _, r = peer.call("ze_execute", {}, buffered=False)
+        stream = events(r)
+        ask = next(stream)
+        peer.answer(ask["id"], {"action": "accept", "content": {"command": "session show"}})
+        final = [e for e in stream if e != "keep-alive"][-1]
+        results[i] = (peer.sid, final["result"]["content"][0]["text"])
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert len(results) == 8
+    assert all("elicitation: yes" in text for _, text in results.values())
+    assert app.server.pending.count() == 0

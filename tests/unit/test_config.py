@@ -1,0 +1,82 @@
+"""Settings: environment parsing, validation and the derived thread budget (zemcp.config)."""
+
+import pytest
+
+from zemcp.config import Settings, is_loopback_host
+
+
+def test_defaults_are_safe():
+    """Defaults bind loopback, cap sessions and pending elicitations, and time out."""
+    s = Settings()
+    assert s.bind == "127.0.0.1:8000" and s.bind_is_loopback
+    assert (s.max_sessions, s.max_pending_per_session, s.max_body_bytes) == (1024, 32, 1048576)
+    assert (s.session_ttl, s.elicitation_timeout, s.keepalive_interval) == (1800, 600, 15)
+    assert s.allowed_origins == ()
+
+
+def test_every_field_reads_from_its_environment_variable():
+    """Each field has a ZEMCP_<NAME> variable, parsed to the field's type."""
+    env = {
+        "ZEMCP_BIND": "0.0.0.0:9000",
+        "ZEMCP_ALLOWED_ORIGINS": "https://App.example.com/, http://x.test:8080",
+        "ZEMCP_SESSION_TTL": "60",
+        "ZEMCP_MAX_SESSIONS": "5",
+        "ZEMCP_MAX_PENDING_PER_SESSION": "2",
+        "ZEMCP_MAX_PENDING": "3",
+        "ZEMCP_ELICITATION_TIMEOUT": "1.5",
+        "ZEMCP_KEEPALIVE_INTERVAL": "0.25",
+        "ZEMCP_MAX_BODY_BYTES": "1000",
+        "ZEMCP_THREADS": "8",
+        "ZEMCP_WORKERS": "2",
+        "ZEMCP_ENDPOINT": "/x",
+    }
+    s = Settings.from_env(env)
+    assert s.bind == "0.0.0.0:9000" and not s.bind_is_loopback
+    assert s.allowed_origins == ("https://app.example.com", "http://x.test:8080")
+    assert (s.session_ttl, s.max_sessions, s.max_pending_per_session, s.max_pending) == (60.0, 5, 2, 3)
+    assert (s.elicitation_timeout, s.keepalive_interval, s.max_body_bytes) == (1.5, 0.25, 1000)
+    assert (s.threads, s.workers, s.endpoint) == (8, 2, "/x")
+    assert s.pending_budget == 3
+
+
+def test_overrides_win_over_environment():
+    """Keyword overrides beat ZEMCP_* variables."""
+    assert Settings.from_env({"ZEMCP_THREADS": "8"}, threads=12).threads == 12
+
+
+@pytest.mark.parametrize(
+    "env, text",
+    [
+        ({"ZEMCP_SESSION_TTL": "soon"}, "ZEMCP_SESSION_TTL='soon' is not a number of seconds"),
+        ({"ZEMCP_MAX_SESSIONS": "1.5"}, "ZEMCP_MAX_SESSIONS='1.5' is not a whole number"),
+        ({"ZEMCP_THREADS": "2"}, "threads must be at least 3"),
+        ({"ZEMCP_MAX_PENDING": "8", "ZEMCP_THREADS": "8"}, "max_pending must be between 1 and threads - 1"),
+        ({"ZEMCP_ELICITATION_TIMEOUT": "0"}, "elicitation_timeout must be a positive number"),
+        ({"ZEMCP_ENDPOINT": "mcp"}, "endpoint must start with '/'"),
+    ],
+)
+def test_bad_values_are_refused_with_the_variable_named(env, text):
+    """A bad value fails at start-up with a message naming the variable or field."""
+    with pytest.raises(ValueError, match=text.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        Settings.from_env(env)
+
+
+@pytest.mark.parametrize("threads, reserve, budget", [(3, 2, 1), (8, 2, 6), (32, 8, 24), (64, 16, 48)])
+def test_pending_budget_formula(threads, reserve, budget):
+    """pending_budget = threads - max(2, threads // 4) leaves threads for answer POSTs."""
+    s = Settings(threads=threads)
+    assert (s.thread_reserve, s.pending_budget) == (reserve, budget)
+
+
+@pytest.mark.parametrize("host, loopback", [
+    ("localhost", True), ("127.0.0.1", True), ("127.9.9.9", True), ("[::1]", True), ("::1", True),
+    ("LOCALHOST", True), ("0.0.0.0", False), ("example.com", False), ("10.0.0.1", False), ("", False),
+])
+def test_is_loopback_host(host, loopback):
+    """Only localhost and loopback literals count as loopback."""
+    assert is_loopback_host(host) is loopback
+
+
+def test_unix_socket_bind_is_not_loopback():
+    """A unix socket bind does not turn on the Host check."""
+    assert not Settings(bind="unix:/run/zemcp.sock").bind_is_loopback

@@ -1,0 +1,214 @@
+"""The requestedSchema subset, answer interpretation and the elicit() sequence (zemcp.elicitation)."""
+
+import threading
+
+import pytest
+
+from zemcp import jsonrpc
+from zemcp.correlation import CorrelationTable
+from zemcp.elicitation import (
+    ClientDisconnected,
+    ElicitCancelled,
+    ElicitDeclined,
+    ElicitMalformed,
+    ElicitSchemaInvalid,
+    ElicitTimeout,
+    ElicitTooMany,
+    ElicitUnsupported,
+    RequestCancelled,
+    SessionEnded,
+    check_requested_schema,
+    elicit,
+    interpret_answer,
+)
+from zemcp.session import Session
+from zemcp.sinks import ReplySink
+
+GOOD = [
+    {"type": "object", "properties": {"name": {"type": "string"}}},
+    {"type": "object", "title": "t", "description": "d", "required": ["a"], "properties": {
+        "a": {"type": "string", "title": "A", "description": "x", "minLength": 1, "maxLength": 9,
+              "format": "email", "default": "a@b.c"},
+        "b": {"type": "string", "enum": ["x", "y"], "enumNames": ["X", "Y"]},
+        "c": {"type": "number", "minimum": 0, "maximum": 1.5, "default": 1},
+        "d": {"type": "integer", "minimum": 1},
+        "e": {"type": "boolean", "default": True},
+        "f": {"type": "string", "format": "date-time"},
+    }},
+]
+
+BAD = [
+    (None, "<root>"),
+    ({"type": "array", "properties": {"a": {"type": "string"}}}, "type"),
+    ({"type": "object"}, "<root>"),
+    ({"type": "object", "properties": {}}, "properties"),
+    ({"type": "object", "properties": {"a": {"type": "object", "properties": {}}}}, "properties.a.type"),
+    ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}}}}, "properties.a.type"),
+    ({"type": "object", "properties": {"a": {"type": "string", "enum": ["x", ""]}}}, "properties.a.enum.1"),
+    ({"type": "object", "properties": {"a": {"type": "string", "enum": []}}}, "properties.a.enum"),
+    ({"type": "object", "properties": {"a": {"type": "number", "enum": [1]}}}, "properties.a"),
+    ({"type": "object", "properties": {"a": {"type": "string", "format": "ipv4"}}}, "properties.a.format"),
+    ({"type": "object", "properties": {"a": {"$ref": "#/x"}}}, "properties.a"),
+    ({"type": "object", "properties": {"a": {"type": "string"}}, "oneOf": []}, "<root>"),
+    ({"type": "object", "properties": {"a": {"type": "string", "anyOf": []}}}, "properties.a"),
+    ({"type": "object", "properties": {"a": {"type": "boolean", "default": "yes"}}}, "properties.a.default"),
+    ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}, "required"),
+    ({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "enumNames": ["X", "Y"]}}},
+     "properties.a.enumNames"),
+]
+
+
+@pytest.mark.parametrize("schema", GOOD)
+def test_subset_accepts_flat_primitive_schemas(schema):
+    """Flat objects of string/number/integer/boolean with the allowed keywords pass."""
+    check_requested_schema(schema)
+
+
+@pytest.mark.parametrize("schema, path", BAD)
+def test_subset_refuses_with_the_path_of_the_problem(schema, path):
+    """Nesting, arrays, combinators, $ref, bad enums and formats are refused, naming where."""
+    with pytest.raises(ElicitSchemaInvalid) as info:
+        check_requested_schema(schema)
+    assert info.value.path == path
+    assert str(info.value).startswith(f"requestedSchema is invalid at {path}: ")
+
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}, "e": {"type": "string", "format": "email"}},
+          "required": ["n"]}
+
+
+def answer(result=None, error=None):
+    return jsonrpc.Response("zemcp-1", result, error)
+
+
+def test_accept_returns_validated_content():
+    """accept with matching content returns the content."""
+    assert interpret_answer(answer({"action": "accept", "content": {"n": 2}}), SCHEMA) == {"n": 2}
+
+
+@pytest.mark.parametrize("response, exc, text", [
+    (answer({"action": "decline"}), ElicitDeclined, "declined"),
+    (answer({"action": "cancel"}), ElicitCancelled, "cancelled"),
+    (answer(error={"code": -32603, "message": "boom"}), ElicitCancelled, "boom"),
+    (answer({"action": "maybe"}), ElicitMalformed, "action must be accept, decline or cancel, got 'maybe'"),
+    (answer({}), ElicitMalformed, "got None"),
+    (answer({"action": "accept", "content": [1]}), ElicitMalformed, "content must be a JSON object, got list"),
+    (answer({"action": "accept", "content": {"n": 0}}), ElicitMalformed, "at n"),
+    (answer({"action": "accept"}), ElicitMalformed, "'n' is a required property"),
+    (answer({"action": "accept", "content": {"n": 1, "e": "nope"}}), ElicitMalformed, "at e"),
+])
+def test_other_answers_raise_their_exception(response, exc, text):
+    """decline, cancel, error answers and unusable content each raise a specific exception."""
+    with pytest.raises(exc, match=text):
+        interpret_answer(response, SCHEMA)
+
+
+class FakeCall:
+    """The parts of zemcp.session.Call that elicit() uses."""
+
+    def __init__(self, capabilities):
+        self.session = Session("2025-06-18", {}, capabilities)
+        self.request_id = 1
+        self.sink = ReplySink()
+        self.aborted = None
+
+    def raise_if_aborted(self):
+        if self.aborted is not None:
+            raise self.aborted
+
+
+ASK = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+
+
+def run_elicit(call, table, timeout=5.0):
+    box = {}
+
+    def target():
+        try:
+            box["value"] = elicit(call, table, timeout, "Which?", ASK)
+        except Exception as exc:  # handed to the test thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    return thread, box
+
+
+def first_frame(sink):
+    streaming, _ = sink.first()
+    assert streaming
+    return next(sink.frames(5))
+
+
+def test_elicit_sends_request_and_returns_answer():
+    """elicit() sends elicitation/create on the sink and returns the resolved answer's content."""
+    call, table = FakeCall({"elicitation": {}}), CorrelationTable(10, 10)
+    thread, box = run_elicit(call, table)
+    frame = first_frame(call.sink)
+    assert frame["method"] == "elicitation/create" and isinstance(frame["id"], str)
+    assert frame["params"] == {"message": "Which?", "requestedSchema": ASK}
+    assert table.resolve(call.session.id, jsonrpc.Response(frame["id"], {"action": "accept", "content": {"command": "x"}}, None))
+    thread.join(5)
+    assert box == {"value": {"command": "x"}}
+    assert table.count() == 0
+
+
+def test_elicit_without_capability_sends_nothing():
+    """Without the capability elicit() raises ElicitUnsupported and the reply stays plain JSON."""
+    call, table = FakeCall({}), CorrelationTable(10, 10)
+    with pytest.raises(ElicitUnsupported, match="did not declare the elicitation capability"):
+        elicit(call, table, 5, "Which?", ASK)
+    call.sink.finish({"done": True})
+    assert call.sink.first() == (False, {"done": True})
+
+
+def test_elicit_with_bad_schema_sends_nothing():
+    """A schema outside the subset raises before anything is sent or registered."""
+    call, table = FakeCall({"elicitation": {}}), CorrelationTable(10, 10)
+    with pytest.raises(ElicitSchemaInvalid):
+        elicit(call, table, 5, "Which?", {"type": "object", "properties": {"a": {"type": "object"}}})
+    assert table.count() == 0
+    call.sink.finish(None)
+    assert call.sink.first() == (False, None)
+
+
+def test_elicit_over_cap_raises_too_many():
+    """A full per-session table raises ElicitTooMany at once."""
+    call, table = FakeCall({"elicitation": {}}), CorrelationTable(10, 1)
+    table.register(call.session, call)
+    with pytest.raises(ElicitTooMany, match="per-session cap"):
+        elicit(call, table, 5, "Which?", ASK)
+
+
+def test_elicit_timeout_withdraws_the_request():
+    """No answer within the timeout: notifications/cancelled for the request, then ElicitTimeout."""
+    call, table = FakeCall({"elicitation": {}}), CorrelationTable(10, 10)
+    thread, box = run_elicit(call, table, timeout=0.2)
+    frame = first_frame(call.sink)
+    thread.join(5)
+    assert isinstance(box["error"], ElicitTimeout)
+    withdrawn = next(call.sink.frames(5))
+    assert withdrawn["method"] == "notifications/cancelled"
+    assert withdrawn["params"]["requestId"] == frame["id"]
+    assert table.count() == 0
+
+
+@pytest.mark.parametrize("reason", [RequestCancelled(), SessionEnded("expired"), ClientDisconnected()])
+def test_abandon_wakes_the_waiter_with_the_reason(reason):
+    """Cancel, session end and disconnect end the wait with their own exception."""
+    call, table = FakeCall({"elicitation": {}}), CorrelationTable(10, 10)
+    thread, box = run_elicit(call, table)
+    first_frame(call.sink)
+    assert table.abandon(lambda p: p.call is call, reason) == 1
+    thread.join(5)
+    assert box["error"] is reason
+    assert table.count() == 0
+
+
+def test_aborted_call_cannot_elicit():
+    """A call already aborted raises its reason instead of sending a request."""
+    call, table = FakeCall({"elicitation": {}}), CorrelationTable(10, 10)
+    call.aborted = RequestCancelled()
+    with pytest.raises(RequestCancelled):
+        elicit(call, table, 5, "Which?", ASK)
+    assert table.count() == 0

@@ -1,0 +1,79 @@
+"""Sessions: ids, capability bit, registry caps, lookup errors and idle expiry (zemcp.session)."""
+
+import pytest
+
+from zemcp.session import Session, SessionLimitReached, SessionNotFound, SessionRegistry, SessionRequired, fingerprint
+from zemcp.sinks import ReplySink
+
+
+def registry(max_sessions=10, ttl=60, ended=None):
+    return SessionRegistry(max_sessions, ttl, lambda s, why: (ended if ended is not None else []).append((s.id, why)))
+
+
+def test_ids_are_visible_ascii_with_at_least_128_bits():
+    """Ids are distinct, visible ASCII (0x21-0x7E), 32 base64url characters (192 bits)."""
+    ids = {Session("2025-06-18", {}, {}).id for _ in range(200)}
+    assert len(ids) == 200
+    for i in ids:
+        assert len(i) == 32 and all(0x21 <= ord(c) <= 0x7E for c in i)
+
+
+@pytest.mark.parametrize("capabilities, supported", [
+    ({"elicitation": {}}, True), ({"elicitation": {"form": {}}}, True), ({}, False),
+    ({"elicitation": None}, False), ({"elicitation": True}, False), ({"elicitation": []}, False),
+])
+def test_elicitation_bit_needs_an_object(capabilities, supported):
+    """Only a JSON object under capabilities.elicitation declares the capability."""
+    assert Session("2025-06-18", {}, capabilities).client_supports_elicit() is supported
+
+
+def test_lookup_errors_say_what_to_do():
+    """A missing id and an unknown id raise different errors that tell the client to initialize."""
+    reg = registry()
+    with pytest.raises(SessionRequired, match="send initialize first"):
+        reg.get(None)
+    with pytest.raises(SessionNotFound, match="send initialize again"):
+        reg.get("nope")
+
+
+def test_cap_and_end():
+    """The cap refuses new sessions; ending one frees its slot and reports why."""
+    ended = []
+    reg = registry(max_sessions=2, ended=ended)
+    a = reg.create("2025-06-18", {}, {})
+    reg.create("2025-06-18", {}, {})
+    with pytest.raises(SessionLimitReached, match="maximum of 2 sessions"):
+        reg.create("2025-06-18", {}, {})
+    assert reg.end(a.id, "deleted by the client") and not reg.end(a.id, "again")
+    assert ended == [(a.id, "deleted by the client")] and a.ended == "deleted by the client"
+    assert a.id not in reg
+    reg.create("2025-06-18", {}, {})
+
+
+def test_sweep_ends_idle_sessions_but_not_busy_ones():
+    """Sessions idle past the TTL end; one with a running request does not."""
+    ended = []
+    reg = registry(ttl=10, ended=ended)
+    idle, busy = reg.create("2025-06-18", {}, {}), reg.create("2025-06-18", {}, {})
+    call = busy.begin(1, ReplySink())
+    far = idle._last_seen + 11
+    assert reg.sweep(far) == 1
+    assert ended == [(idle.id, "expired")] and busy.id in reg
+    busy.finish(call)
+    assert reg.sweep(busy._last_seen + 11) == 1
+
+
+def test_request_ids_cannot_be_reused_while_running():
+    """A second running request with the same id is refused."""
+    s = Session("2025-06-18", {}, {})
+    call = s.begin(5, ReplySink())
+    with pytest.raises(ValueError, match="already in use"):
+        s.begin(5, ReplySink())
+    s.finish(call)
+    s.begin(5, ReplySink())
+
+
+def test_fingerprint_is_short_and_stable():
+    """A fingerprint is 12 hex characters, the same for the same id, and does not contain it."""
+    assert fingerprint("abc") == fingerprint("abc") != fingerprint("abd")
+    assert len(fingerprint("abc")) == 12 and "abc" not in fingerprint("abc")
