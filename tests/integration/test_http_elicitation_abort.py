@@ -1,0 +1,89 @@
+"""A waiting elicitation cut short: timeout, notifications/cancelled, DELETE, client disconnect."""
+
+import re
+import time
+
+
+def test_elicitation_timeout_sends_cancel_then_error_result(start_server):
+    """With ZEMCP_ELICITATION_TIMEOUT=1 the call ends with an isError timeout result after notifications/cancelled."""
+    server = start_server(elicitation_timeout=1, keepalive_interval=0.3)
+    client = server.session()
+    start = time.monotonic()
+    call, _, stream, elicitation = client.start_elicitation()
+    rest = stream.rest()
+    elapsed = time.monotonic() - start
+    assert 0.8 <= elapsed <= 6.0, f"a 1 s elicitation timeout ended the call after {elapsed:.2f} s"
+    assert rest, "the stream ended without a response"
+    final = rest[-1]
+    assert final.get("id") == call["id"] and "result" in final, rest
+    cancels = [i for i, m in enumerate(rest) if m.get("method") == "notifications/cancelled"
+               and m.get("params", {}).get("requestId") == elicitation["id"]]
+    assert cancels, f"no notifications/cancelled for elicitation {elicitation['id']!r}: {rest}"
+    assert cancels[0] < len(rest) - 1
+    result = final["result"]
+    assert result["isError"] is True
+    text = result["content"][0]["text"]
+    assert text.startswith("Error: elicit: "), text
+    assert re.search(r"time[ds]? ?out|within 1(\.0+)? ?s", text, re.I), f"the result does not mention the timeout: {text}"
+    client.wait_pending(0)
+    late = client.accept(elicitation["id"], {"command": "help"})
+    assert late.status_code == 202 and late.content == b""
+
+
+def test_cancelled_notification_ends_stream_without_response(client):
+    """notifications/cancelled for the waiting tools/call ends its stream without a response and frees the slot."""
+    call, _, stream, elicitation = client.start_elicitation()
+    assert client.status()["pending"] == 1
+    response = client.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": call["id"], "reason": "the user gave up"}})
+    assert response.status_code == 202, response.text
+    assert response.content == b""
+    start = time.monotonic()
+    rest = stream.rest()
+    assert stream.ended
+    assert time.monotonic() - start < 5.0
+    responses = [m for m in rest if m.get("id") == call["id"] and ("result" in m or "error" in m)]
+    assert not responses, f"a cancelled request must get no response: {rest}"
+    for message in rest:
+        assert message.get("method") == "notifications/cancelled", rest
+        assert message["params"]["requestId"] == elicitation["id"], rest
+    client.wait_pending(0)
+    late = client.accept(elicitation["id"], {"command": "help"})
+    assert late.status_code == 202
+    assert client.request("ping").status_code == 200
+
+
+def test_delete_while_waiting_ends_streams_and_pending(server):
+    """DELETE of a session with waiting elicitations answers 204, ends each stream with a session-ended error, frees the slots."""
+    observer = server.session(name="observer")
+    client = server.session(name="leaving")
+    waits = [client.start_elicitation() for _ in range(2)]
+    assert observer.status()["pending"] == 2
+    response = client.delete()
+    assert response.status_code == 204, response.text
+    for call, _, stream, elicitation in waits:
+        rest = stream.rest()
+        assert stream.ended
+        assert rest, "the stream ended without a response"
+        final = rest[-1]
+        assert final.get("id") == call["id"] and "result" in final, rest
+        assert final["result"]["isError"] is True
+        text = final["result"]["content"][0]["text"]
+        assert re.search(r"session.*end", text, re.I), f"the result does not say the session ended: {text}"
+    observer.wait_pending(0)
+    assert client.post({"jsonrpc": "2.0", "id": 99, "method": "ping"}).status_code == 404
+
+
+def test_client_disconnect_frees_pending_elicitation(server):
+    """A client closing an eliciting stream frees its pending elicitation within a few keep-alive intervals."""
+    observer = server.session(name="observer")
+    client = server.session(name="vanishing")
+    call, _, stream, elicitation = client.start_elicitation()
+    assert observer.status()["pending"] == 1
+    stream.close()
+    observer.wait_pending(0, deadline=2.0)
+    # Leaving the stream is not leaving the session.
+    assert client.request("ping").status_code == 200
+    assert "pending elicitations: 0" in client.command_text("session show")
+    late = client.accept(elicitation["id"], {"command": "help"})
+    assert late.status_code == 202
