@@ -159,6 +159,10 @@ class McpApp:
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is None:
             return _error(400, INVALID_REQUEST, "Bad Request: DELETE needs the Mcp-Session-Id header of the session to end")
+        try:
+            self.server.check_protocol_header(request.headers.get(VERSION_HEADER))
+        except ProtocolError as exc:
+            return _error(400, exc.code, exc.message)
         if not self.server.end_session(session_id):
             return _error(404, INVALID_REQUEST, "Session not found: it already ended or was never created here")
         return Response(status=204)
