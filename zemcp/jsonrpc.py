@@ -71,8 +71,8 @@ class Response:
 Message = Request | Notification | Response
 
 
-def _valid_id(value: Any) -> bool:
-    # bool is an int subclass; JSON true/false is not a valid id, nor is a fraction.
+def valid_id(value: Any) -> bool:
+    """True for a usable request id: a string or an integer (JSON true/false and fractions are not)."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
@@ -100,14 +100,14 @@ def parse(body: bytes) -> Message:
     if not isinstance(data, dict):
         raise ProtocolError(INVALID_REQUEST, "Invalid Request: the body must be a JSON-RPC 2.0 object")
     raw_id = data.get("id")
-    id_ = raw_id if _valid_id(raw_id) else None
+    id_ = raw_id if valid_id(raw_id) else None
     if data.get("jsonrpc") != "2.0":
         raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', id_)
     if "method" in data:
         method = data["method"]
         if not isinstance(method, str) or not method:
             raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "method" must be a non-empty string', id_)
-        if "id" in data and not _valid_id(raw_id):
+        if "id" in data and not valid_id(raw_id):
             raise ProtocolError(
                 INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer (MCP forbids null)'
             )
@@ -126,7 +126,7 @@ def parse(body: bytes) -> Message:
             'Invalid Request: a message without "method" is a response and needs exactly one of "result" and "error"',
             id_,
         )
-    if raw_id is not None and not _valid_id(raw_id):
+    if raw_id is not None and not valid_id(raw_id):
         raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
     if raw_id is None and has_result:
         raise ProtocolError(INVALID_REQUEST, 'Invalid Request: a result response needs an "id"')

@@ -192,9 +192,13 @@ class Server:
         return outcome if isinstance(outcome, ReplySink) else jsonrpc.result(message.id, outcome)
 
     def _cancel(self, session: Session, params: dict) -> None:
-        call = session.call(params.get("requestId"))
+        # Invalid or unknown ids are ignored, as basic/utilities/cancellation allows.
+        request_id, reason = params.get("requestId"), params.get("reason")
+        if not jsonrpc.valid_id(request_id):
+            return
+        call = session.call(request_id)
         if call is not None:
-            self._abort(call, RequestCancelled(params.get("reason") if isinstance(params.get("reason"), str) else None))
+            self._abort(call, RequestCancelled(reason if isinstance(reason, str) else None))
 
     def _abort(self, call: Call, reason: ElicitAborted) -> None:
         if call.abort(reason):

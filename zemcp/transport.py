@@ -69,7 +69,7 @@ class McpApp:
         if refusal is not None:
             return refusal
         if request.path.rstrip("/") != self.endpoint:
-            return _error(404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {self.endpoint or '/'}")
+            return _error(404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {request.script_root + self.endpoint or '/'}")
         if request.method == "POST":
             return self._post(request)
         if request.method == "DELETE":

@@ -262,3 +262,12 @@ def test_concurrent_sessions_each_get_their_answer():
     assert len(results) == 8
     assert all("elicitation: yes" in text for _, text in results.values())
     assert app.server.pending.count() == 0
+
+
+@pytest.mark.parametrize("request_id", [[1], {"a": 1}, None, True, 1.5])
+def test_cancel_with_an_unusable_request_id_is_ignored(app, request_id):
+    """notifications/cancelled whose requestId is not a string or integer is accepted and ignored."""
+    peer = Peer(app)
+    r = peer.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}})
+    assert r.status_code == 202
+    assert peer.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}).get_json()["result"] == {}

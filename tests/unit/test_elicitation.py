@@ -212,3 +212,17 @@ def test_aborted_call_cannot_elicit():
     with pytest.raises(RequestCancelled):
         elicit(call, table, 5, "Which?", ASK)
     assert table.count() == 0
+
+
+@pytest.mark.parametrize("fmt, bad, good", [
+    ("email", "nobody", "a@b.example"),
+    ("uri", "not a uri", "https://example.com/x"),
+    ("date", "2026-13-40", "2026-11-30"),
+    ("date-time", "yesterday", "2026-11-30T12:00:00Z"),
+])
+def test_every_format_of_the_subset_is_checked(fmt, bad, good):
+    """Accepted content is checked against each format the subset allows."""
+    schema = {"type": "object", "properties": {"v": {"type": "string", "format": fmt}}}
+    assert interpret_answer(answer({"action": "accept", "content": {"v": good}}), schema) == {"v": good}
+    with pytest.raises(ElicitMalformed, match=f"is not a '{fmt}'"):
+        interpret_answer(answer({"action": "accept", "content": {"v": bad}}), schema)
