@@ -24,7 +24,8 @@ from zemcp.elicitation import (
     SessionEnded,
 )
 from zemcp.server import Server
-from zemcp.tools import Context, ToolError
+from zemcp.context import Context
+from zemcp.tools import ToolError
 from zemcp.transport import McpApp
 
 __all__ = [

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from zemcp.elicitation import ElicitError
 from zemcp.session import fingerprint
-from zemcp.tools import Context, ToolError
+from zemcp.context import Context
+from zemcp.tools import ToolError
 
 if TYPE_CHECKING:
     from zemcp.server import Server

@@ -27,7 +27,8 @@ from zemcp.elicitation import ClientDisconnected, ElicitAborted, RequestCancelle
 from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.session import Call, Session, SessionRegistry, fingerprint
 from zemcp.sinks import ReplySink
-from zemcp.tools import Context, Tool, ToolRegistry
+from zemcp.context import Context
+from zemcp.tools import Tool, ToolRegistry
 
 log = logging.getLogger("zemcp.server")
 
