@@ -26,17 +26,19 @@ class ProtocolError(Exception):
         code: the JSON-RPC error code (``PARSE_ERROR`` ...).
         message: what was wrong and what to do instead.
         id: the request id when it could be read, else ``None``.
+        data: optional ``error.data`` (for example ``{"uri": ...}`` with -32002).
     """
 
-    def __init__(self, code: int, message: str, id: RequestId | None = None):
+    def __init__(self, code: int, message: str, id: RequestId | None = None, data: Any = None):
         super().__init__(message)
         self.code = code
         self.message = message
         self.id = id
+        self.data = data
 
     def to_message(self) -> dict:
         """The error as a JSON-RPC response object."""
-        return error(self.id, self.code, self.message)
+        return error(self.id, self.code, self.message, self.data)
 
 
 @dataclass(frozen=True)

@@ -189,7 +189,7 @@ class Server:
         try:
             outcome = method(session, message)
         except ProtocolError as exc:
-            return jsonrpc.error(message.id, exc.code, exc.message)
+            return jsonrpc.error(message.id, exc.code, exc.message, exc.data)
         return outcome if isinstance(outcome, ReplySink) else jsonrpc.result(message.id, outcome)
 
     def _cancel(self, session: Session, params: dict) -> None:
