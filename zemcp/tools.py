@@ -1,102 +1,194 @@
-"""Tools (MCP 2025-06-18 server/tools): the registry, the handler context and call results.
+"""Tools (MCP server/tools): the registry, argument checking and call results.
 
-A handler is a plain blocking function. It receives the call's arguments as keyword
-arguments and, if it declares a parameter named ``ctx`` (or annotated :class:`Context`), the
-:class:`Context` of the call. It returns a ``str`` (one text item), a list of content items,
-or a full ``CallToolResult`` dict; raising an exception turns into an ``isError`` result
-carrying the exception's message. Pure Python: no HTTP here.
+A handler is a plain blocking function. Its typed parameters are the tool's arguments: the
+``inputSchema`` is derived from them (see :mod:`zemcp.schemas`), arguments are validated
+against it before the handler runs, and arrive converted to the declared types. A parameter
+annotated :class:`zemcp.Context` (or named ``ctx`` without annotation) receives the call's
+context instead. An explicit ``input_schema`` replaces the derived one verbatim; the
+arguments then arrive as the JSON values they are.
+
+A handler returns a ``str`` (one text item), a list of content items, a full
+``CallToolResult`` dict, or any other value (sent as JSON text). A tool with an output schema
+returns the structured value itself. Raising :class:`ToolError` or any other exception turns
+into an ``isError`` result carrying the message. Pure Python: no HTTP here.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
-from jsonschema.exceptions import best_match
+from jsonschema.exceptions import ValidationError, best_match
 
-from zemcp import elicitation
-from zemcp.context import Context
+from zemcp import elicitation, schemas
+from zemcp.context import Context, URLElicitationRequired
 
 log = logging.getLogger("zemcp.tools")
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+#: The keys of ``Tool.annotations`` (MCP ToolAnnotations) and the type of each value.
+ANNOTATION_KEYS = {
+    "title": str,
+    "readOnlyHint": bool,
+    "destructiveHint": bool,
+    "idempotentHint": bool,
+    "openWorldHint": bool,
+}
 
 
 class ToolError(Exception):
     """Raise from a handler to return an ``isError`` result whose text is exactly the message."""
 
 
-@dataclass
 class Tool:
     """A registered tool.
 
-    Attributes:
-        name: unique name, 1-128 characters of ``A-Za-z0-9_.-``.
+    Args:
+        name: unique name, 1-128 characters of ``A-Za-z0-9_.-``; the handler's name when None.
         handler: the function called with the arguments as keywords.
-        description: what the tool does (shown to the model).
-        input_schema: JSON Schema of the arguments, rooted at ``type: object``.
+        description: what the tool does (shown to the model); when None, the first paragraph
+            of the handler's docstring (before ``Args:``), else the tool's name.
+        input_schema: JSON Schema of the arguments, rooted at ``type: object``, listed and
+            used verbatim; derived from the handler's signature when None.
         title: optional display name.
+        output_schema: JSON Schema of the structured result, rooted at ``type: object``;
+            the handler's return value is the ``structuredContent``.
+        structured_output: derive the output schema from the return annotation (a
+            dataclass, TypedDict or ``dict[str, X]`` as is, other types under ``result``).
+        annotations: ToolAnnotations: ``title`` (str), ``readOnlyHint``,
+            ``destructiveHint``, ``idempotentHint``, ``openWorldHint`` (bool).
+    Raises:
+        ValueError: a bad name, a schema that is not an object schema, both
+            ``output_schema`` and ``structured_output``, or unknown annotation keys.
+        TypeError: a parameter or return type the schemas cannot express (the message
+            names it and lists what is supported), or ``structured_output`` without a
+            return annotation.
+        jsonschema.SchemaError: an explicit schema that is not valid JSON Schema.
+
+    Attributes:
+        name, handler, title, description, input_schema, output_schema, annotations: as
+            given, with the derived name, description and schemas filled in.
+        context_param: the name of the parameter that receives the Context, or None.
     """
 
-    name: str
-    handler: Callable[..., Any]
-    description: str
-    input_schema: dict
-    title: str | None = None
-    context_param: str | None = field(default=None, init=False)
-    _validator: jsonschema.Draft202012Validator = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
+    def __init__(self, name: str | None, handler: Callable[..., Any], description: str | None = None,
+                 input_schema: dict | None = None, title: str | None = None, *,
+                 output_schema: dict | None = None, structured_output: bool = False,
+                 annotations: dict | None = None):
+        self.name = name if name is not None else handler.__name__
         if not _NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '.', '-'")
-        if self.input_schema.get("type") != "object":
-            raise ValueError(f"tool {self.name!r}: input_schema must have type 'object'")
-        jsonschema.Draft202012Validator.check_schema(self.input_schema)
+        self.handler = handler
+        self.title = title
+        self.description = description or schemas.docstring_summary(handler) or self.name
+        self.annotations = _check_annotations(self.name, annotations)
+        if input_schema is None:
+            self.input_schema, self.context_param = schemas.input_schema(handler)
+            # Parameter types to convert the JSON arguments to; None passes them unchanged.
+            self._types: dict[str, Any] | None = schemas.type_hints(handler)
+        else:
+            self.input_schema, self.context_param, self._types = input_schema, schemas.context_parameter(handler), None
+        # Derived schemas are checked too: Annotated metadata may have added keywords.
+        _check_object_schema(self.name, "input_schema", self.input_schema)
         self._validator = jsonschema.Draft202012Validator(self.input_schema)
-        for param in inspect.signature(self.handler).parameters.values():
-            if param.name == "ctx" or param.annotation in (Context, "Context"):
-                self.context_param = param.name
+        if output_schema is not None and structured_output:
+            raise ValueError(f"tool {self.name!r}: give output_schema or structured_output=True, not both")
+        self._wrapped = False
+        if structured_output:
+            output_schema = schemas.output_schema(handler)
+            if output_schema is None:
+                raise TypeError(
+                    f"tool {self.name!r}: structured_output=True derives the output schema from the "
+                    "return annotation, and the handler has none; annotate its return type or pass output_schema"
+                )
+            self._wrapped = schemas.wraps_result(handler)
+        if output_schema is not None:
+            _check_object_schema(self.name, "output_schema", output_schema)
+        self.output_schema = output_schema
+        self._output_validator = (
+            jsonschema.Draft202012Validator(output_schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+            if output_schema is not None else None
+        )
 
     def definition(self) -> dict:
         """The tool as ``tools/list`` shows it."""
-        tool = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        tool: dict[str, Any] = {"name": self.name}
         if self.title:
             tool["title"] = self.title
+        tool["description"] = self.description
+        tool["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            tool["outputSchema"] = self.output_schema
+        if self.annotations:
+            tool["annotations"] = self.annotations
         return tool
 
     def check_arguments(self, arguments: dict) -> str | None:
-        """Validate arguments; returns what is wrong (naming the argument), or None."""
-        error = best_match(self._validator.iter_errors(arguments))
+        """Validate arguments against the input schema.
+
+        Returns:
+            None when they are valid, else what is wrong, naming the argument: ``invalid
+            arguments for tool 'add': argument 'b': 'x' is not of type 'integer'``, ``...:
+            unexpected argument 'c'``, ``...: missing required argument 'a'``.
+        """
+        error = _first_error(self._validator, arguments)
         if error is None:
             return None
-        where = ".".join(str(p) for p in error.absolute_path)
-        return f"invalid arguments for tool {self.name!r}{' at ' + where if where else ''}: {error.message}"
+        return f"invalid arguments for tool {self.name!r}: {_describe(error, 'argument')}"
 
     def run(self, arguments: dict, ctx: Context) -> dict:
-        """Call the handler and shape its outcome as a ``CallToolResult``.
+        """Call the handler with arguments that passed :meth:`check_arguments` and shape its
+        outcome as a ``CallToolResult``.
 
         Raises:
             zemcp.ElicitAborted: the request can no longer be answered (the caller sends
                 nothing, or nothing reaches the client).
+            zemcp.URLElicitationRequired: the handler asks for URL-mode elicitations first
+                (the caller answers with error -32042).
         """
-        kwargs = dict(arguments)
+        kwargs = {}
+        for name, value in arguments.items():
+            try:
+                kwargs[name] = value if self._types is None else schemas.to_python(self._types.get(name, Any), value)
+            except Exception as exc:
+                # A dataclass's __post_init__ may refuse what the schema let through.
+                return error_result(f"invalid arguments for tool {self.name!r}: argument {name!r}: {exc}")
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         try:
-            return to_result(self.handler(**kwargs))
-        except elicitation.ElicitAborted:
+            value = self.handler(**kwargs)
+        except (elicitation.ElicitAborted, URLElicitationRequired):
             raise
         except ToolError as exc:
             return error_result(str(exc))
         except Exception as exc:
             log.exception("tool %r raised", self.name)
             return error_result(str(exc) or type(exc).__name__)
+        try:
+            return to_result(value) if self.output_schema is None else self._structured_result(value)
+        except TypeError as exc:
+            log.error("tool %r returned a value that cannot be sent: %s", self.name, exc)
+            return error_result(f"tool {self.name!r} returned a value that cannot be sent: {exc}")
+
+    def _structured_result(self, value: Any) -> dict:
+        if isinstance(value, dict) and "structuredContent" in value:
+            result = {"isError": False, **value}
+        else:
+            structured = schemas.structured_content(value, self._wrapped)
+            result = {"content": [{"type": "text", "text": json.dumps(structured)}],
+                      "structuredContent": structured, "isError": False}
+        error = _first_error(self._output_validator, result["structuredContent"])
+        if error is not None:
+            # The handler broke its own contract: a bug on the server side, not the caller's.
+            problem = _describe(error, "field")
+            log.error("tool %r: output does not match its outputSchema: %s", self.name, problem)
+            return error_result(f"the output of tool {self.name!r} does not match its outputSchema: {problem}")
+        return result
 
 
 def error_result(text: str) -> dict:
@@ -107,16 +199,20 @@ def error_result(text: str) -> dict:
 def to_result(value: Any) -> dict:
     """Shape a handler's return value as a ``CallToolResult``.
 
-    ``str`` becomes one text item; a list is taken as content items; a dict with
-    ``content`` is passed through; anything else is sent as JSON text.
+    ``str`` becomes one text item; a list of content items (dicts with ``type``) is taken as
+    the content; a dict with ``content`` is passed through; anything else (numbers, other
+    lists and dicts, dataclasses, Enums, None) is sent as its JSON text.
+
+    Raises:
+        TypeError: the value has no JSON form (see :func:`zemcp.schemas.to_json`).
     """
     if isinstance(value, str):
         return {"content": [{"type": "text", "text": value}], "isError": False}
-    if isinstance(value, list):
+    if isinstance(value, list) and all(isinstance(item, dict) and "type" in item for item in value):
         return {"content": value, "isError": False}
     if isinstance(value, dict) and "content" in value:
         return {"isError": False, **value}
-    return {"content": [{"type": "text", "text": json.dumps(value)}], "isError": False}
+    return {"content": [{"type": "text", "text": json.dumps(schemas.to_json(value))}], "isError": False}
 
 
 class ToolRegistry:
@@ -139,3 +235,58 @@ class ToolRegistry:
     def definitions(self) -> list[dict]:
         """Every tool as ``tools/list`` shows it."""
         return [tool.definition() for tool in self._tools.values()]
+
+
+def _check_object_schema(tool: str, which: str, schema: Any) -> None:
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise ValueError(f"tool {tool!r}: {which} must be a JSON Schema with type 'object'")
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def _check_annotations(tool: str, annotations: dict | None) -> dict:
+    if annotations is None:
+        return {}
+    for key, value in annotations.items():
+        kind = ANNOTATION_KEYS.get(key)
+        if kind is None:
+            raise ValueError(f"tool {tool!r}: unknown annotation {key!r}; known: {', '.join(ANNOTATION_KEYS)}")
+        if not isinstance(value, kind):
+            raise ValueError(f"tool {tool!r}: annotation {key!r} must be a {kind.__name__}, got {value!r}")
+    return dict(annotations)
+
+
+def _first_error(validator: jsonschema.Draft202012Validator, instance: Any) -> ValidationError | None:
+    """The most telling validation error, or None when ``instance`` is valid."""
+    error = best_match(validator.iter_errors(instance))
+    while error is not None and error.validator in ("anyOf", "oneOf") and error.context:
+        # For ``X | None`` the null branch only says the value is not null; X's error says why.
+        telling = [e for e in error.context if e.schema != {"type": "null"}]
+        if not telling:
+            break
+        error = best_match(telling)
+    return error
+
+
+def _describe(error: ValidationError, noun: str) -> str:
+    """A validation error as text whose subject is the top-level ``noun`` at fault."""
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = error.schema.get("properties", {})
+        patterns = error.schema.get("patternProperties", {})
+        extra = [k for k in error.instance if k not in known and not any(re.search(p, k) for p in patterns)]
+        problem = f"unexpected {_plural('field' if path else noun, extra)} {', '.join(map(repr, extra))}"
+    elif error.validator == "required" and isinstance(error.instance, dict):
+        missing = [k for k in error.validator_value if k not in error.instance]
+        problem = f"missing required {_plural('field' if path else noun, missing)} {', '.join(map(repr, missing))}"
+    else:
+        problem = error.message
+    if not path:
+        return problem
+    where = f"{noun} {path[0]!r}"
+    if len(path) > 1:
+        where += " at " + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    return f"{where}: {problem}"
+
+
+def _plural(noun: str, items: list) -> str:
+    return noun if len(items) == 1 else f"{noun}s"
