@@ -33,8 +33,10 @@ import requests
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
-LATEST_VERSION = "2025-06-18"
-SUPPORTED_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
+LATEST_VERSION = "2025-11-25"
+#: The version the test client asks for unless a test says otherwise (the 2025-06-18 rules).
+CLIENT_VERSION = "2025-06-18"
+SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 ACCEPT = "application/json, text/event-stream"
 #: [seconds] connect timeout of every request.
 CONNECT_TIMEOUT = 5.0
@@ -233,7 +235,7 @@ class McpClient:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def initialize(self, *, elicitation: bool = True, protocol_version: str = LATEST_VERSION,
+    def initialize(self, *, elicitation: bool = True, protocol_version: str = CLIENT_VERSION,
                    capabilities: dict | None = None, headers: dict | None = None,
                    initialized: bool = True) -> requests.Response:
         """Send initialize; on 200 keep the session id and negotiated version.
@@ -433,7 +435,7 @@ class GunicornServer:
         return client
 
     def session(self, *, elicitation: bool = True, name: str = "zemcp-tests", version: str = "1.0",
-                protocol_version: str = LATEST_VERSION) -> McpClient:
+                protocol_version: str = CLIENT_VERSION) -> McpClient:
         """A client with a live session (initialize must succeed)."""
         client = self.client(name, version)
         response = client.initialize(elicitation=elicitation, protocol_version=protocol_version)

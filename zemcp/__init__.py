@@ -1,7 +1,7 @@
 """zemcp: synchronous MCP servers for WSGI.
 
 Tools are plain blocking functions. The server speaks MCP's Streamable HTTP transport
-(protocol versions 2024-11-05 to 2025-06-18) under gunicorn's gthread workers or mounted in
+(protocol versions 2024-11-05 to 2025-11-25) under gunicorn's gthread workers or mounted in
 any WSGI stack, and a tool may ask the user for missing information in the middle of a call
 with ``ctx.elicit(...)``.
 """
@@ -24,7 +24,14 @@ from zemcp.elicitation import (
     SessionEnded,
 )
 from zemcp.server import Server
-from zemcp.context import Context
+from zemcp.context import (
+    CapabilityMissing,
+    ClientErrorResponse,
+    ClientRequestError,
+    ClientTimeout,
+    Context,
+    URLElicitationRequired,
+)
 from zemcp.tools import ToolError
 from zemcp.transport import McpApp
 
@@ -33,6 +40,11 @@ __all__ = [
     "Settings",
     "Server",
     "Context",
+    "URLElicitationRequired",
+    "ClientRequestError",
+    "CapabilityMissing",
+    "ClientErrorResponse",
+    "ClientTimeout",
     "ToolError",
     "McpApp",
     "ElicitError",

@@ -131,6 +131,39 @@ class CorrelationTable:
             raise outcome
         return outcome
 
+    def ask(self, call: "Call", method: str, params: dict, timeout: float) -> jsonrpc.Response:
+        """Send a request to the client on ``call``'s stream and wait for its response.
+
+        When the wait ends without a response (timeout, cancelled call, ended session), the
+        client is told with ``notifications/cancelled`` for this request, as the spec asks
+        of a sender that stops waiting, so it can close its prompt.
+
+        Args:
+            call: the client request whose handler asks; its reply sink carries the request.
+            method: the server-to-client method (``elicitation/create``, ``sampling/createMessage``, ...).
+            params: the request's params.
+            timeout: [seconds] the longest wait.
+        Returns:
+            the client's response (result or error).
+        Raises:
+            CapacityError: a cap is reached; nothing was sent.
+            TimeoutError: no response in time.
+            the call's abort reason (request cancelled, session ended, client disconnected).
+        """
+        pending = self.register(call.session, call)
+        try:
+            # An abort that landed before register() found no entry to end.
+            call.raise_if_aborted()
+            call.sink.send(jsonrpc.request(pending.id, method, params))
+            try:
+                return self.wait(pending, timeout)
+            except BaseException as exc:
+                reason = "no response within the timeout" if isinstance(exc, TimeoutError) else str(exc)
+                call.sink.send(jsonrpc.notification("notifications/cancelled", {"requestId": pending.id, "reason": reason}))
+                raise
+        finally:
+            self.discard(pending)
+
     def discard(self, pending: Pending) -> None:
         """Free the slot of ``pending`` (always call it when the wait is over)."""
         with self._lock:

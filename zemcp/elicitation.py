@@ -56,13 +56,17 @@ class ElicitMalformed(ElicitError):
 
 
 class ElicitUnsupported(ElicitError):
-    """The client did not declare the elicitation capability; nothing was sent."""
+    """The client did not declare the elicitation capability (or the mode asked for); nothing
+    was sent."""
 
-    def __init__(self) -> None:
-        super().__init__(
-            "the client did not declare the elicitation capability at initialize; "
-            "ask for the value as a tool argument instead"
-        )
+    def __init__(self, mode: str = "form") -> None:
+        if mode == "url":
+            text = ("the client did not declare URL-mode elicitation (capabilities.elicitation.url, "
+                    "protocol 2025-11-25); give the user the link in the tool result instead")
+        else:
+            text = ("the client did not declare the elicitation capability at initialize; "
+                    "ask for the value as a tool argument instead")
+        super().__init__(text)
 
 
 class ElicitTooMany(ElicitError):
@@ -153,47 +157,115 @@ _BOOLEAN = {
     "additionalProperties": False,
 }
 
-# The 2025-06-18 subset (schema.ts PrimitiveSchemaDefinition): a flat object of primitives.
-# Unknown keywords are refused, which also refuses nesting, arrays, $ref, oneOf/anyOf/allOf/not.
-REQUESTED_SCHEMA_META = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
+_TITLED = {
+    "type": "array",
+    "minItems": 1,
+    "items": {
+        "type": "object",
+        "required": ["const", "title"],
+        "properties": {"const": {"type": "string", "minLength": 1}, "title": {"type": "string"}},
+        "additionalProperties": False,
+    },
+}
+
+# 2025-11-25 (SEP-1330): titled single-select through oneOf of const/title.
+_STRING_1125 = {**_STRING, "properties": {**_STRING["properties"], "oneOf": _TITLED}}
+
+# 2025-11-25 (SEP-1330): multi-select arrays of untitled (enum) or titled (anyOf) options.
+_ARRAY_1125 = {
     "type": "object",
-    "required": ["type", "properties"],
+    "required": ["items"],
     "properties": {
-        "type": {"const": "object"},
+        "type": {"const": "array"},
         **_TEXT,
-        "properties": {
+        "minItems": {"type": "integer", "minimum": 0},
+        "maxItems": {"type": "integer", "minimum": 0},
+        "items": {
             "type": "object",
-            "minProperties": 1,
-            "additionalProperties": {
-                "type": "object",
-                "required": ["type"],
-                "properties": {"type": {"enum": ["string", "number", "integer", "boolean"]}},
-                "allOf": [
-                    {"if": {"properties": {"type": {"const": "string"}}}, "then": _STRING},
-                    {"if": {"properties": {"type": {"enum": ["number", "integer"]}}}, "then": _NUMBER},
-                    {"if": {"properties": {"type": {"const": "boolean"}}}, "then": _BOOLEAN},
-                ],
-            },
+            "oneOf": [
+                {
+                    "required": ["type", "enum"],
+                    "properties": {"type": {"const": "string"}, "enum": _STRING["properties"]["enum"]},
+                    "additionalProperties": False,
+                },
+                {"required": ["anyOf"], "properties": {"anyOf": _TITLED}, "additionalProperties": False},
+            ],
         },
-        "required": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        "default": {"type": "array", "items": {"type": "string"}},
     },
     "additionalProperties": False,
 }
 
-_META_VALIDATOR = jsonschema.Draft202012Validator(REQUESTED_SCHEMA_META)
+
+def _meta_schema(types: list[str], kinds: list[tuple[object, dict]], root_extra: dict) -> dict:
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "required": ["type", "properties"],
+        "properties": {
+            "type": {"const": "object"},
+            **_TEXT,
+            **root_extra,
+            "properties": {
+                "type": "object",
+                "minProperties": 1,
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["type"],
+                    "properties": {"type": {"enum": types}},
+                    "allOf": [{"if": {"properties": {"type": match}}, "then": then} for match, then in kinds],
+                },
+            },
+            "required": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        },
+        "additionalProperties": False,
+    }
+
+
+_NUMERIC = {"enum": ["number", "integer"]}
+
+# The 2025-06-18 subset (schema.ts PrimitiveSchemaDefinition): a flat object of primitives.
+# Unknown keywords are refused, which also refuses nesting, arrays, $ref, oneOf/anyOf/allOf/not.
+REQUESTED_SCHEMA_META = _meta_schema(
+    ["string", "number", "integer", "boolean"],
+    [({"const": "string"}, _STRING), (_NUMERIC, _NUMBER), ({"const": "boolean"}, _BOOLEAN)],
+    {},
+)
+
+# The 2025-11-25 subset adds titled single-select, multi-select arrays and a root $schema.
+REQUESTED_SCHEMA_META_2025_11_25 = _meta_schema(
+    ["string", "number", "integer", "boolean", "array"],
+    [({"const": "string"}, _STRING_1125), (_NUMERIC, _NUMBER), ({"const": "boolean"}, _BOOLEAN),
+     ({"const": "array"}, _ARRAY_1125)],
+    {"$schema": {"type": "string"}},
+)
+
+#: Protocol versions whose elicitation has modes (form and url) and the wider subset.
+MODES_SINCE = "2025-11-25"
+
+_META_VALIDATORS = {
+    False: jsonschema.Draft202012Validator(REQUESTED_SCHEMA_META),
+    True: jsonschema.Draft202012Validator(REQUESTED_SCHEMA_META_2025_11_25),
+}
 _FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
 
 
-def check_requested_schema(schema: Any) -> None:
+def has_modes(protocol_version: str) -> bool:
+    """True for protocol versions with elicitation modes (2025-11-25 and later)."""
+    return protocol_version >= MODES_SINCE
+
+
+def check_requested_schema(schema: Any, protocol_version: str = "2025-06-18") -> None:
     """Check ``schema`` against the spec's flat subset before anything is sent.
 
     Args:
         schema: the ``requestedSchema`` a handler passed to ``elicit``.
+        protocol_version: the session's version; 2025-11-25 allows titled and multi-select
+            enums and a root ``$schema``, earlier versions keep the 2025-06-18 subset.
     Raises:
         ElicitSchemaInvalid: with the path of the first problem and what is allowed there.
     """
-    error = best_match(_META_VALIDATOR.iter_errors(schema))
+    error = best_match(_META_VALIDATORS[has_modes(protocol_version)].iter_errors(schema))
     if error is not None:
         path = ".".join(str(p) for p in error.absolute_path) or "<root>"
         raise ElicitSchemaInvalid(path, error.message)
@@ -203,6 +275,8 @@ def check_requested_schema(schema: Any) -> None:
             if name not in names:
                 raise ElicitSchemaInvalid("required", f"{name!r} is required but not in properties")
         for name, prop in schema["properties"].items():
+            if "default" in prop and "enum" in prop and prop["default"] not in prop["enum"]:
+                raise ElicitSchemaInvalid(f"properties.{name}.default", "the default must be one of the enum values")
             labels = prop.get("enumNames")
             if labels is not None and len(labels) != len(prop.get("enum", ())):
                 raise ElicitSchemaInvalid(
@@ -242,7 +316,7 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
 
 
 def elicit(call: "Call", table: "CorrelationTable", timeout: float, message: str, requested_schema: dict) -> dict:
-    """Ask the client for information on behalf of the tool call ``call`` and wait.
+    """Ask the client for information in form mode on behalf of ``call`` and wait.
 
     Args:
         call: the in-flight request whose stream carries the question.
@@ -258,36 +332,48 @@ def elicit(call: "Call", table: "CorrelationTable", timeout: float, message: str
         ElicitTimeout: no answer in ``timeout`` seconds.
         RequestCancelled, SessionEnded, ClientDisconnected: the wait was cut short.
     """
-    if not isinstance(message, str) or not message:
-        raise TypeError("elicit(message, requested_schema): message must be a non-empty string")
-    if not call.session.client_supports_elicit():
+    _check_message(message)
+    if not call.session.client_supports_elicit("form"):
         raise ElicitUnsupported()
-    check_requested_schema(requested_schema)
-    call.raise_if_aborted()
+    version = call.session.protocol_version
+    check_requested_schema(requested_schema, version)
+    params = {"message": message, "requestedSchema": requested_schema}
+    if has_modes(version):
+        params = {"mode": "form", **params}
+    return interpret_answer(_ask(call, table, timeout, params), requested_schema)
+
+
+def elicit_url(call: "Call", table: "CorrelationTable", timeout: float, message: str, url: str,
+               elicitation_id: str) -> None:
+    """Ask the client to open ``url`` for an out-of-band interaction (URL mode, 2025-11-25).
+
+    Returns when the user consented (``accept``); the interaction itself happens outside MCP.
+
+    Raises:
+        ElicitUnsupported: the session is older than 2025-11-25 or the client did not declare
+            ``elicitation.url``.
+        ElicitDeclined, ElicitCancelled, ElicitMalformed, ElicitTooMany, ElicitTimeout and the
+            aborts, as for :func:`elicit`.
+    """
+    _check_message(message)
+    if not call.session.client_supports_elicit("url"):
+        raise ElicitUnsupported("url")
+    params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+    answer = _ask(call, table, timeout, params)
+    if answer.error is None and answer.result.get("action") == "accept" and "content" in answer.result:
+        raise ElicitMalformed("a URL-mode accept carries no content")
+    interpret_answer(answer, {"type": "object"})
+
+
+def _check_message(message: object) -> None:
+    if not isinstance(message, str) or not message:
+        raise TypeError("elicit: message must be a non-empty string")
+
+
+def _ask(call: "Call", table: "CorrelationTable", timeout: float, params: dict) -> jsonrpc.Response:
     try:
-        pending = table.register(call.session, call)
+        return table.ask(call, "elicitation/create", params, timeout)
     except CapacityError as exc:
         raise ElicitTooMany(str(exc)) from None
-    try:
-        # An abort that landed between the check above and register() found no entry to end.
-        call.raise_if_aborted()
-        call.sink.send(
-            jsonrpc.request(
-                pending.id, "elicitation/create", {"message": message, "requestedSchema": requested_schema}
-            )
-        )
-        answer = table.wait(pending, timeout)
     except TimeoutError:
-        _withdraw(call, pending.id, "no answer within the elicitation timeout")
         raise ElicitTimeout(timeout) from None
-    except (RequestCancelled, SessionEnded) as exc:
-        _withdraw(call, pending.id, str(exc))
-        raise
-    finally:
-        table.discard(pending)
-    return interpret_answer(answer, requested_schema)
-
-
-def _withdraw(call: "Call", request_id: str, reason: str) -> None:
-    # The spec asks a sender that stops waiting to say so, so the client can close its prompt.
-    call.sink.send(jsonrpc.notification("notifications/cancelled", {"requestId": request_id, "reason": reason}))

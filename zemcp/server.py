@@ -1,8 +1,8 @@
 """The MCP server core: lifecycle, method dispatch and tool calls, independent of HTTP.
 
 Implements MCP basic/lifecycle (``initialize``, version negotiation, ``ping``), basic/utilities
-cancellation (``notifications/cancelled``) and server/tools (``tools/list``, ``tools/call``)
-for protocol versions 2024-11-05, 2025-03-26 and 2025-06-18. A transport (see
+(cancellation, progress), server/utilities (logging, completion, pagination), server/tools,
+server/resources and server/prompts for protocol versions 2024-11-05 to 2025-11-25. A transport (see
 :mod:`zemcp.transport`) parses HTTP, then calls :meth:`Server.initialize` or
 :meth:`Server.handle` and turns the outcome into a response.
 
@@ -12,7 +12,6 @@ tell "plain JSON answer" from "the handler is streaming" (see :mod:`zemcp.sinks`
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import time
@@ -25,15 +24,22 @@ from zemcp.config import Settings
 from zemcp.correlation import CorrelationTable
 from zemcp.elicitation import ClientDisconnected, ElicitAborted, RequestCancelled, SessionEnded
 from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
+
+#: JSON-RPC error of a request that needs URL-mode elicitations first (MCP 2025-11-25).
+URL_ELICITATION_REQUIRED = -32042
 from zemcp.session import Call, Session, SessionRegistry, fingerprint
 from zemcp.sinks import ReplySink
-from zemcp.context import Context
-from zemcp.tools import Tool, ToolRegistry
+from zemcp.context import LOG_LEVELS, Context, URLElicitationRequired
+from zemcp.tools import Tool, ToolRegistry, error_result
+from zemcp.completions import CompletionRegistry
+from zemcp.pagination import PAGE_SIZE, list_result
+from zemcp.prompts import PromptRegistry, make_prompt
+from zemcp.resources import ResourceRegistry
 
 log = logging.getLogger("zemcp.server")
 
 #: Protocol versions served, preferred first (MCP basic/lifecycle, "Version Negotiation").
-SUPPORTED_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
+SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_VERSION = SUPPORTED_VERSIONS[0]
 
 
@@ -58,6 +64,9 @@ class Server:
         self.instructions = instructions
         self.settings = settings if settings is not None else Settings.from_env()
         self.tools = ToolRegistry()
+        self.resources = ResourceRegistry()
+        self.prompts = PromptRegistry()
+        self.completions = CompletionRegistry(self.prompts, self.resources)
         self.pending = CorrelationTable(self.settings.pending_budget, self.settings.max_pending_per_session)
         self.sessions = SessionRegistry(self.settings.max_sessions, self.settings.session_ttl, self._session_ended)
         # One worker per gunicorn thread: each thread waits on at most one handler.
@@ -65,33 +74,132 @@ class Server:
         self.started = time.time()
         self._methods: dict[str, Callable[[Session, jsonrpc.Request], Any]] = {
             "ping": lambda session, request: {},
+            "logging/setLevel": self._set_log_level,
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
+            "resources/list": self._resources_list,
+            "resources/templates/list": self._resources_templates_list,
+            "resources/read": self._resources_read,
+            "resources/subscribe": self._resources_subscribe,
+            "resources/unsubscribe": self._resources_unsubscribe,
+            "prompts/list": self._prompts_list,
+            "prompts/get": self._prompts_get,
+            "completion/complete": self._completion_complete,
         }
 
-    def tool(self, name: str | None = None, *, description: str | None = None, input_schema: dict | None = None,
-             title: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorator registering a function as a tool.
+    def tool(self, name: str | Callable[..., Any] | None = None, *, title: str | None = None,
+             description: str | None = None, input_schema: dict | None = None, output_schema: dict | None = None,
+             structured_output: bool = False, annotations: dict | None = None) -> Any:
+        """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
+
+        The input schema comes from the function's typed parameters (see
+        :class:`zemcp.tools.Tool` and docs/authoring.md).
 
         Args:
             name: the tool name; the function's name when omitted.
-            description: shown to the model; the docstring when omitted.
-            input_schema: JSON Schema of the arguments; ``{"type": "object"}`` when omitted.
             title: optional display name.
+            description: shown to the model; the docstring's first paragraph when omitted.
+            input_schema: JSON Schema of the arguments, used verbatim; derived from the
+                signature when omitted.
+            output_schema: JSON Schema of the structured result; the return value is then
+                the ``structuredContent``.
+            structured_output: derive the output schema from the return annotation.
+            annotations: ToolAnnotations (``title``, ``readOnlyHint``, ``destructiveHint``,
+                ``idempotentHint``, ``openWorldHint``).
         Returns:
-            the decorator, which returns the function unchanged.
+            the decorator, which returns the function unchanged (bare use: the function).
         Raises:
-            ValueError: a bad name, a taken name, or an input schema that is not an object schema.
+            ValueError: a bad or taken name, a schema that is not an object schema, bad annotations.
+            TypeError: a parameter or return type that cannot be expressed as JSON Schema.
         """
 
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
             self.tools.add(Tool(
-                name=name or func.__name__,
-                handler=func,
-                description=description or inspect_doc(func),
-                input_schema=input_schema if input_schema is not None else {"type": "object"},
-                title=title,
+                name if isinstance(name, str) else None, func, description, input_schema, title,
+                output_schema=output_schema, structured_output=structured_output, annotations=annotations,
             ))
+            return func
+
+        # Bare @server.tool passes the function itself as the first argument.
+        return register(name) if callable(name) else register
+
+    def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
+                 description: str | None = None, mime_type: str | None = "text/plain",
+                 size: int | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator registering a function as a resource, or as a resource template.
+
+        A ``uri`` with ``{name}`` expressions (RFC 6570 level 1) registers a template: the
+        function is called with the variables of the URI read as keyword arguments. Otherwise
+        it is called without arguments. It returns ``str`` (text), ``bytes`` (blob) or a list
+        of those and of content dicts (MCP server/resources).
+
+        Args:
+            uri: the resource's URI, or a URI template.
+            name: the function's name when omitted.
+            title: optional display name.
+            description: the docstring's first paragraph when omitted.
+            mime_type: MIME type of the contents; None leaves it out.
+            size: optional size [bytes] of a static resource.
+        Returns:
+            the decorator, which returns the function unchanged.
+        Raises:
+            ValueError: the URI is taken or malformed, or the function's parameters do not
+                fit the template's variables.
+        """
+
+        def register(func: Callable[..., Any]) -> Callable[..., Any]:
+            self.resources.register(func, uri, name=name, title=title, description=description,
+                                    mime_type=mime_type, size=size)
+            return func
+
+        return register
+
+    def prompt(self, name: str | Callable[..., Any] | None = None, *, title: str | None = None,
+               description: str | None = None) -> Any:
+        """Decorator registering a function as a prompt; usable bare (``@server.prompt``) too.
+
+        The function's parameters are the prompt's arguments (strings; required when they
+        have no default; described by ``Annotated[str, "..."]`` or the docstring's ``Args:``).
+        It returns ``str`` (one user message) or a list of strings and ``{"role", "content"}``
+        dicts (MCP server/prompts).
+
+        Args:
+            name: the prompt name; the function's name when omitted.
+            title: optional display name.
+            description: the docstring's first paragraph when omitted.
+        Returns:
+            the decorator, which returns the function unchanged (used bare: the function).
+        Raises:
+            ValueError: a taken name, or a parameter that cannot be a prompt argument.
+        """
+
+        def register(func: Callable[..., Any]) -> Callable[..., Any]:
+            self.prompts.add(make_prompt(func, name=None if callable(name) else name, title=title,
+                                         description=description))
+            return func
+
+        return register(name) if callable(name) else register
+
+    def completion(self, *, prompt: str | None = None,
+                   resource: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator registering a completion provider for a prompt's or a template's arguments.
+
+        The provider is called as ``provider(argument, value, context)`` with the argument's
+        name, the partial value and the other arguments already given, and returns the
+        suggested values (MCP server/utilities/completion).
+
+        Args:
+            prompt: the prompt name it completes arguments of.
+            resource: the URI template it completes variables of.
+        Returns:
+            the decorator, which returns the function unchanged.
+        Raises:
+            ValueError: not exactly one of ``prompt`` and ``resource``, or that ref already
+                has a provider.
+        """
+
+        def register(func: Callable[..., Any]) -> Callable[..., Any]:
+            self.completions.add(func, prompt=prompt, resource=resource)
             return func
 
         return register
@@ -143,7 +251,7 @@ class Server:
         session = self.sessions.create(version, client_info, capabilities)
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": False}},
+            "capabilities": self.capabilities(),
             "serverInfo": {"name": self.name, "version": self.version},
         }
         if self.instructions:
@@ -153,6 +261,20 @@ class Server:
                  "yes" if session.client_supports_elicit() else "no")
         return session, jsonrpc.result(request.id, result)
 
+    def capabilities(self) -> dict:
+        """``ServerCapabilities`` for initialize: exactly the features this server has."""
+        capabilities: dict[str, Any] = {"logging": {}}
+        if self.tools.definitions():
+            capabilities["tools"] = {"listChanged": False}
+        if len(self.resources):
+            # No "subscribe": updates need a standalone GET stream, which is not offered.
+            capabilities["resources"] = {"listChanged": False}
+        if len(self.prompts):
+            capabilities["prompts"] = {"listChanged": False}
+        if len(self.prompts) or len(self.resources):
+            capabilities["completions"] = {}
+        return capabilities
+
     def end_session(self, session_id: str) -> bool:
         """End a session at the client's request (DELETE); False when it is not live."""
         return self.sessions.end(session_id, "deleted by the client")
@@ -161,6 +283,7 @@ class Server:
         reason = SessionEnded(why)
         for call in session.calls():
             call.abort(reason)
+        self.resources.forget_session(session.id)
         n = self.pending.abandon(lambda p: p.session_id == session.id, reason)
         log.info("session %s ended (%s); %d pending elicitation(s) ended", fingerprint(session.id), why, n)
 
@@ -205,8 +328,39 @@ class Server:
         if call.abort(reason):
             self.pending.abandon(lambda p: p.call is call, reason)
 
+    def _set_log_level(self, session: Session, request: jsonrpc.Request) -> dict:
+        level = request.params.get("level")
+        if level not in LOG_LEVELS:
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+        session.log_level = level
+        return {}
+
     def _tools_list(self, session: Session, request: jsonrpc.Request) -> dict:
-        return {"tools": self.tools.definitions()}
+        return list_result(request.params, "tools", self.tools.definitions(), PAGE_SIZE)
+
+    def _resources_list(self, session: Session, request: jsonrpc.Request) -> dict:
+        return self.resources.list_result(request.params, PAGE_SIZE)
+
+    def _resources_templates_list(self, session: Session, request: jsonrpc.Request) -> dict:
+        return self.resources.templates_result(request.params, PAGE_SIZE)
+
+    def _resources_read(self, session: Session, request: jsonrpc.Request) -> dict:
+        return self.resources.read(request.params)
+
+    def _resources_subscribe(self, session: Session, request: jsonrpc.Request) -> dict:
+        return self.resources.subscribe(session.id, request.params)
+
+    def _resources_unsubscribe(self, session: Session, request: jsonrpc.Request) -> dict:
+        return self.resources.unsubscribe(session.id, request.params)
+
+    def _prompts_list(self, session: Session, request: jsonrpc.Request) -> dict:
+        return self.prompts.list_result(request.params, PAGE_SIZE)
+
+    def _prompts_get(self, session: Session, request: jsonrpc.Request) -> dict:
+        return self.prompts.get_result(request.params)
+
+    def _completion_complete(self, session: Session, request: jsonrpc.Request) -> dict:
+        return self.completions.complete(request.params)
 
     def _tools_call(self, session: Session, request: jsonrpc.Request) -> ReplySink:
         name = request.params.get("name")
@@ -222,10 +376,17 @@ class Server:
             raise ProtocolError(INVALID_PARAMS, "Invalid params: params.arguments must be an object")
         problem = tool.check_arguments(arguments)
         if problem is not None:
+            if session.protocol_version >= "2025-11-25":
+                # SEP-1303: input validation failures are tool errors the model can correct.
+                answered = ReplySink()
+                answered.finish(jsonrpc.result(request.id, error_result(problem)))
+                return answered
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {problem}")
+        meta = request.params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
         sink = ReplySink()
         try:
-            call = session.begin(request.id, sink)
+            call = session.begin(request.id, sink, token if jsonrpc.valid_id(token) else None)
         except ValueError as exc:
             raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {exc}") from None
         sink.on_close(lambda: None if sink.finished else self._abort(call, ClientDisconnected()))
@@ -238,6 +399,9 @@ class Server:
             result = tool.run(arguments, Context(call, self.pending, self.settings.elicitation_timeout))
             if not call.cancelled:
                 response = jsonrpc.result(call.request_id, result)
+        except URLElicitationRequired as exc:
+            response = jsonrpc.error(call.request_id, URL_ELICITATION_REQUIRED, str(exc),
+                                     {"elicitations": exc.elicitations})
         except ElicitAborted as exc:
             # No response after a cancel (MCP basic/utilities/cancellation); otherwise the
             # session ended or the client left, and the error explains it to whoever reads.
@@ -265,8 +429,3 @@ class Server:
             "pending_budget": self.settings.pending_budget,
         }
 
-
-def inspect_doc(func: Callable[..., Any]) -> str:
-    """The first paragraph of a function's docstring, or its name when it has none."""
-    doc = inspect.getdoc(func) or ""
-    return doc.split("\n\n", 1)[0].strip() or func.__name__

@@ -62,15 +62,25 @@ class Session:
         self.client_info = client_info
         self.capabilities = capabilities
         self.created = time.time()
-        self._elicit = isinstance(capabilities.get("elicitation"), dict)
+        self._elicit_modes = _elicitation_modes(protocol_version, capabilities.get("elicitation"))
+        #: Lowest ``notifications/message`` level sent (``logging/setLevel``).
+        self.log_level = "info"
         self._lock = threading.Lock()
         self._last_seen = time.monotonic()
         self._calls: dict[RequestId, Call] = {}
         self.ended: str | None = None
 
-    def client_supports_elicit(self) -> bool:
-        """True when the client declared ``capabilities.elicitation`` as a JSON object."""
-        return self._elicit
+    def client_supports_elicit(self, mode: str = "form") -> bool:
+        """True when the client declared elicitation in ``mode`` (``form`` or ``url``).
+
+        The capability is ``capabilities.elicitation`` as a JSON object; from 2025-11-25 it
+        names its modes (``{"form": {}, "url": {}}``) and an empty object means form only.
+        """
+        return mode in self._elicit_modes
+
+    def client_supports(self, capability: str) -> bool:
+        """True when the client declared ``capabilities.<capability>`` (``sampling``, ``roots``) as an object."""
+        return isinstance(self.capabilities.get(capability), dict)
 
     def touch(self) -> None:
         """Record traffic now (resets the idle timer)."""
@@ -83,14 +93,14 @@ class Session:
                 return 0.0
         return now - self._last_seen
 
-    def begin(self, request_id: RequestId, sink: ReplySink) -> "Call":
-        """Register a running request.
+    def begin(self, request_id: RequestId, sink: ReplySink, progress_token: RequestId | None = None) -> "Call":
+        """Register a running request (``progress_token``: its ``_meta.progressToken``, if any).
 
         Raises:
             ValueError: a request with the same id is still running in this session (MCP
                 forbids reusing an id within a session).
         """
-        call = Call(self, request_id, sink)
+        call = Call(self, request_id, sink, progress_token)
         with self._lock:
             if request_id in self._calls:
                 raise ValueError(f"request id {request_id!r} is already in use by a running request of this session")
@@ -115,6 +125,14 @@ class Session:
             return list(self._calls.values())
 
 
+def _elicitation_modes(protocol_version: str, declared: object) -> frozenset[str]:
+    if not isinstance(declared, dict):
+        return frozenset()
+    if protocol_version < "2025-11-25" or not declared:
+        return frozenset({"form"})
+    return frozenset(mode for mode in ("form", "url") if isinstance(declared.get(mode), dict))
+
+
 class Call:
     """A client request whose handler is running.
 
@@ -122,13 +140,15 @@ class Call:
         session: the session it belongs to.
         request_id: its JSON-RPC id.
         sink: where its output goes.
+        progress_token: the request's ``_meta.progressToken``, or None.
         aborted: why it can no longer be answered, or None.
     """
 
-    def __init__(self, session: Session, request_id: RequestId, sink: ReplySink):
+    def __init__(self, session: Session, request_id: RequestId, sink: ReplySink, progress_token: RequestId | None = None):
         self.session = session
         self.request_id = request_id
         self.sink = sink
+        self.progress_token = progress_token
         self.aborted: ElicitAborted | None = None
 
     def abort(self, reason: ElicitAborted) -> bool:

@@ -207,8 +207,8 @@ def test_tool_api_shapes_results_and_errors():
 
 @pytest.mark.parametrize("params, text", [
     ({"name": "nope"}, "Unknown tool: 'nope'"),
-    ({"name": "double", "arguments": {"n": "x"}}, "at n: 'x' is not of type 'integer'"),
-    ({"name": "double", "arguments": {}}, "'n' is a required property"),
+    ({"name": "double", "arguments": {"n": "x"}}, "argument 'n': 'x' is not of type 'integer'"),
+    ({"name": "double", "arguments": {}}, "missing required argument 'n'"),
     ({"name": "double", "arguments": [1]}, "params.arguments must be an object"),
     ({}, "tools/call needs params.name"),
 ])

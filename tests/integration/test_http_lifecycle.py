@@ -4,7 +4,7 @@ import string
 
 import pytest
 
-SUPPORTED_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
+SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 
 
 def test_initialize_creates_session_with_strong_visible_ascii_id(server):
@@ -41,12 +41,12 @@ def test_initialize_echoes_supported_version_and_stores_it(server, version):
 
 
 def test_initialize_unknown_version_gets_latest(server):
-    """An unknown requested protocolVersion gets the server's latest, 2025-06-18."""
+    """An unknown requested protocolVersion gets the server's latest, 2025-11-25."""
     client = server.client()
     response = client.initialize(protocol_version="1999-01-01")
     assert response.status_code == 200, response.text
-    assert response.json()["result"]["protocolVersion"] == "2025-06-18"
-    assert "protocol version: 2025-06-18" in client.command_text("session show")
+    assert response.json()["result"]["protocolVersion"] == "2025-11-25"
+    assert "protocol version: 2025-11-25" in client.command_text("session show")
 
 
 def test_initialize_with_live_session_id_is_rejected_without_new_session(server):

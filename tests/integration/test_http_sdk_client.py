@@ -5,7 +5,7 @@ import asyncio
 import mcp
 from mcp import types
 
-SUPPORTED_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
+SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 
 
 def test_official_sdk_client_probes_falls_back_and_completes_elicitation(server):

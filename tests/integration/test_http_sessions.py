@@ -47,7 +47,7 @@ def test_protocol_version_header_absent_is_accepted(client):
     assert response.json()["result"] == {}
 
 
-@pytest.mark.parametrize("version", ["2025-06-18", "2025-03-26", "2024-11-05"])
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"])
 def test_protocol_version_header_supported_is_accepted(client, version):
     """A request whose MCP-Protocol-Version is a supported version is accepted."""
     response = client.post({"jsonrpc": "2.0", "id": 5, "method": "ping"}, headers={"MCP-Protocol-Version": version})

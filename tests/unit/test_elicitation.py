@@ -226,3 +226,49 @@ def test_every_format_of_the_subset_is_checked(fmt, bad, good):
     assert interpret_answer(answer({"action": "accept", "content": {"v": good}}), schema) == {"v": good}
     with pytest.raises(ElicitMalformed, match=f"is not a '{fmt}'"):
         interpret_answer(answer({"action": "accept", "content": {"v": bad}}), schema)
+
+
+GOOD_1125 = [
+    {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive"], "default": "active"},
+        "verified": {"type": "boolean", "default": True},
+    }},
+    {"type": "object", "properties": {
+        "titledSingle": {"type": "string", "oneOf": [{"const": "a", "title": "A"}, {"const": "b", "title": "B"}]},
+        "legacy": {"type": "string", "enum": ["a", "b"], "enumNames": ["A", "B"]},
+        "untitledMulti": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"type": "string", "enum": ["x", "y"]},
+                          "default": ["x"]},
+        "titledMulti": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "X"}]}},
+    }},
+]
+
+
+@pytest.mark.parametrize("schema", GOOD_1125)
+def test_2025_11_25_subset_adds_titled_and_multi_select(schema):
+    """2025-11-25 sessions may send defaults, oneOf titled enums, multi-select arrays and $schema."""
+    check_requested_schema(schema, "2025-11-25")
+
+
+@pytest.mark.parametrize("schema", GOOD_1125)
+def test_2025_06_18_keeps_the_stricter_subset(schema):
+    """The same schemas are refused for a 2025-06-18 session."""
+    with pytest.raises(ElicitSchemaInvalid):
+        check_requested_schema(schema, "2025-06-18")
+
+
+@pytest.mark.parametrize("schema, path", [
+    ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}, "properties.a.items.type"),
+    ({"type": "object", "properties": {"a": {"type": "array"}}}, "properties.a"),
+    ({"type": "object", "properties": {"a": {"type": "string", "oneOf": [{"const": "x"}]}}}, "properties.a.oneOf.0"),
+    ({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "default": "y"}}}, "properties.a.default"),
+    ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "enum": ["x"]},
+                                             "default": "x"}}}, "properties.a.default"),
+])
+def test_2025_11_25_subset_still_refuses_what_is_outside(schema, path):
+    """Arrays need string options, titled options need titles, defaults must fit."""
+    with pytest.raises(ElicitSchemaInvalid) as info:
+        check_requested_schema(schema, "2025-11-25")
+    assert info.value.path == path

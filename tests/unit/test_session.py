@@ -77,3 +77,25 @@ def test_fingerprint_is_short_and_stable():
     """A fingerprint is 12 hex characters, the same for the same id, and does not contain it."""
     assert fingerprint("abc") == fingerprint("abc") != fingerprint("abd")
     assert len(fingerprint("abc")) == 12 and "abc" not in fingerprint("abc")
+
+
+@pytest.mark.parametrize("version, declared, form, url", [
+    ("2025-06-18", {}, True, False),
+    ("2025-06-18", {"url": {}}, True, False),
+    ("2025-11-25", {}, True, False),
+    ("2025-11-25", {"form": {}}, True, False),
+    ("2025-11-25", {"url": {}}, False, True),
+    ("2025-11-25", {"form": {}, "url": {}}, True, True),
+    ("2025-11-25", None, False, False),
+])
+def test_elicitation_modes_follow_the_version(version, declared, form, url):
+    """From 2025-11-25 the capability names its modes and {} means form only; before, any object means form."""
+    caps = {} if declared is None else {"elicitation": declared}
+    s = Session(version, {}, caps)
+    assert (s.client_supports_elicit("form"), s.client_supports_elicit("url")) == (form, url)
+
+
+def test_client_supports_needs_an_object():
+    """sampling and roots count as declared only as JSON objects."""
+    s = Session("2025-11-25", {}, {"sampling": {}, "roots": True})
+    assert s.client_supports("sampling") and not s.client_supports("roots") and not s.client_supports("x")
