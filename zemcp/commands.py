@@ -138,6 +138,7 @@ def add_execute_tool(server: "Server", commands: CommandRegistry, name: str = "z
             "properties": {
                 "command": {"type": "string", "description": "The command line, e.g. 'server status' or 'session show'"},
             },
+            "additionalProperties": False,
         },
     )
     def execute(ctx: Context, command: str = "") -> str:

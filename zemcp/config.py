@@ -32,7 +32,10 @@ class Settings:
         max_pending_per_session: pending elicitations one session may have at once.
         max_pending: pending elicitations the whole process may have at once; ``None``
             derives it from ``threads`` (see :attr:`pending_budget`).
-        elicitation_timeout: [seconds] how long a handler waits for the answer.
+        elicitation_timeout: [seconds] how long a handler waits for the answer to an
+            elicitation (and to the other server-to-client requests: sampling, roots).
+        body_timeout: [seconds] longest silence while reading a request body under gunicorn;
+            a client that stalls longer gets 408, so stalled uploads cannot hold threads.
         keepalive_interval: [seconds] gap between SSE comments on a waiting stream; also the
             bound on noticing a client that went away.
         max_body_bytes: [bytes] largest POST body accepted, chunked bodies included.
@@ -49,6 +52,7 @@ class Settings:
     max_pending_per_session: int = 32
     max_pending: int | None = None
     elicitation_timeout: float = 600.0
+    body_timeout: float = 10.0
     keepalive_interval: float = 15.0
     max_body_bytes: int = 1024 * 1024
     threads: int = 32
@@ -56,7 +60,7 @@ class Settings:
     endpoint: str = "/mcp"
 
     def __post_init__(self) -> None:
-        positive = ("session_ttl", "elicitation_timeout", "keepalive_interval")
+        positive = ("session_ttl", "elicitation_timeout", "keepalive_interval", "body_timeout")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be a positive number of seconds, got {getattr(self, name)!r}")
@@ -135,6 +139,7 @@ def _parse(name: str, raw: str) -> object:
         "session_ttl": float,
         "elicitation_timeout": float,
         "keepalive_interval": float,
+        "body_timeout": float,
     }.get(name, int)
     if kind is str:
         return raw

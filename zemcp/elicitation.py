@@ -299,6 +299,8 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
         message = answer.error.get("message")
         raise ElicitCancelled(f"the client answered with an error: {message}" if message else "")
     action = answer.result.get("action")
+    if action is None:
+        raise ElicitMalformed("the answer has no action; it must be accept, decline or cancel")
     if action == "decline":
         raise ElicitDeclined()
     if action == "cancel":

@@ -90,10 +90,19 @@ def parse(body: bytes) -> Message:
             JSON that is not one JSON-RPC 2.0 message (arrays included: batching was removed
             in MCP 2025-06-18); ``INVALID_PARAMS`` for ``params`` that is not an object.
     """
+    if not body.strip():
+        raise ProtocolError(PARSE_ERROR, "Parse error: the body is empty; send one JSON-RPC message")
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ProtocolError(PARSE_ERROR, f"Parse error: the body is not valid JSON ({exc})") from None
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(PARSE_ERROR, f"Parse error: the body is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        data = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ProtocolError(PARSE_ERROR, "Parse error: the JSON is nested too deeply") from None
+    except ValueError as exc:
+        detail = "an integer has too many digits" if "digits" in str(exc) else str(exc)
+        raise ProtocolError(PARSE_ERROR, f"Parse error: the body is not valid JSON ({detail})") from None
     if isinstance(data, list):
         raise ProtocolError(
             INVALID_REQUEST,
@@ -110,9 +119,8 @@ def parse(body: bytes) -> Message:
         if not isinstance(method, str) or not method:
             raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "method" must be a non-empty string', id_)
         if "id" in data and not valid_id(raw_id):
-            raise ProtocolError(
-                INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer (MCP forbids null)'
-            )
+            why = "MCP forbids null" if raw_id is None else f"got {type(raw_id).__name__}"
+            raise ProtocolError(INVALID_REQUEST, f'Invalid Request: "id" must be a string or an integer ({why})')
         params = data.get("params", {})
         if params is None:
             params = {}
@@ -164,5 +172,17 @@ def notification(method: str, params: dict) -> dict:
 
 
 def encode(message: dict) -> bytes:
-    """One message as compact single-line UTF-8 JSON (safe inside an SSE ``data:`` line)."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    """One message as compact single-line ASCII JSON (safe inside an SSE ``data:`` line).
+
+    Non-ASCII characters, lone surrogates included, are written as ``\\u`` escapes, so any
+    Python string can be sent.
+
+    Raises:
+        TypeError: a value JSON cannot represent (a datetime, a set ...).
+        ValueError: NaN or an infinity (not valid JSON).
+    """
+    return json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")

@@ -256,7 +256,8 @@ class Server:
         }
         if self.instructions:
             result["instructions"] = self.instructions
-        log.info("session %s initialized: client %s %s, protocol %s, elicitation %s",
+        # %r: client-chosen strings must not be able to forge log lines.
+        log.info("session %s initialized: client %r %r, protocol %s, elicitation %s",
                  fingerprint(session.id), client_info.get("name"), client_info.get("version"), version,
                  "yes" if session.client_supports_elicit() else "no")
         return session, jsonrpc.result(request.id, result)

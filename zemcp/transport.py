@@ -14,6 +14,7 @@ last.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import select
 import socket
@@ -101,13 +102,23 @@ class McpApp:
 
     def _post(self, request: Request) -> Response:
         if request.mimetype != "application/json":
-            return _error(415, INVALID_REQUEST,
-                          f"Unsupported Media Type: Content-Type must be application/json, got {request.mimetype or 'none'!r}")
+            got = repr(request.mimetype) if request.mimetype else "none"
+            return _error(415, INVALID_REQUEST, f"Unsupported Media Type: Content-Type must be application/json, got {got}")
         accept = request.accept_mimetypes
         if not request.headers.get("Accept") or not (accept["application/json"] and accept["text/event-stream"]):
             return _error(406, INVALID_REQUEST,
                           "Not Acceptable: the Accept header must list both application/json and text/event-stream")
-        body = self._read_body(request)
+        try:
+            body = self._read_body(request)
+        except TimeoutError:
+            client = request.environ.get("gunicorn.socket")
+            if client is not None:
+                # Stop reading from the stalled client, so gunicorn does not wait to drain
+                # the rest of its body before freeing this thread.
+                with contextlib.suppress(OSError):
+                    client.shutdown(socket.SHUT_RD)
+            return _error(408, INVALID_REQUEST,
+                          f"Request Timeout: the body stalled for over {self.settings.body_timeout:g} s (ZEMCP_BODY_TIMEOUT)")
         if body is None:
             return _error(413, INVALID_REQUEST,
                           f"Payload Too Large: the body exceeds {self.settings.max_body_bytes} bytes (ZEMCP_MAX_BODY_BYTES)")
@@ -117,6 +128,10 @@ class McpApp:
             return _json(400, exc.to_message())
         request_id = getattr(message, "id", None)
         session_id = request.headers.get(SESSION_HEADER)
+        if session_id is not None and "," in session_id:
+            # Repeated headers arrive joined with commas; a session id never contains one.
+            return _json(400, jsonrpc.error(request_id, INVALID_REQUEST,
+                                            "Bad Request: send the Mcp-Session-Id header once, with one session id"))
 
         if isinstance(message, jsonrpc.Request) and message.method == "initialize":
             return self._initialize(message, session_id)
@@ -138,7 +153,7 @@ class McpApp:
         streaming, final = outcome.first()
         if not streaming and final is not None:
             outcome.close()
-            return _json(200, final)
+            return Response(_encode(final), status=200, content_type="application/json")
         # A stream; also for a request cancelled before it sent anything: it ends without a response.
         return Response(self._stream(outcome, request.environ), status=200, content_type="text/event-stream",
                         headers=SSE_HEADERS, direct_passthrough=True)
@@ -151,7 +166,7 @@ class McpApp:
         except ProtocolError as exc:
             return _json(400, jsonrpc.error(message.id, exc.code, exc.message))
         except SessionLimitReached as exc:
-            return _json(429, jsonrpc.error(message.id, INVALID_REQUEST, str(exc)),
+            return _json(429, jsonrpc.error(message.id, INVALID_REQUEST, f"Too Many Requests: {exc}"),
                          headers={"Retry-After": str(RETRY_AFTER)})
         return _json(200, response, headers={SESSION_HEADER: session.id})
 
@@ -168,21 +183,33 @@ class McpApp:
         return Response(status=204)
 
     def _read_body(self, request: Request) -> bytes | None:
-        """The whole body, or None when it is over the limit (chunked bodies included)."""
+        """The whole body, or None when it is over the limit (chunked bodies included).
+
+        Raises:
+            TimeoutError: under gunicorn, the client sent nothing for ``body_timeout`` seconds.
+        """
         limit = self.settings.max_body_bytes
         if request.content_length is not None and request.content_length > limit:
             return None
-        stream = request.stream
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            chunk = stream.read(min(65536, limit + 1 - total))
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:
-                return None
+        # A client that stalls mid-body would hold this thread for good; bound each wait.
+        client = request.environ.get("gunicorn.socket")
+        if client is not None:
+            client.settimeout(self.settings.body_timeout)
+        try:
+            stream = request.stream
+            chunks: list[bytes] = []
+            total = 0
+            while True:
+                chunk = stream.read(min(65536, limit + 1 - total))
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > limit:
+                    return None
+        finally:
+            if client is not None:
+                client.settimeout(None)
 
     def _stream(self, sink: ReplySink, environ: dict) -> Iterator[bytes]:
         # gunicorn hands us the client socket; peeking at it finds a client that left
@@ -195,7 +222,9 @@ class McpApp:
                         return
                     yield b": keep-alive\n\n"
                 else:
-                    yield b"event: message\ndata: " + jsonrpc.encode(item) + b"\n\n"
+                    data = _encode(item)
+                    if data:
+                        yield b"event: message\ndata: " + data + b"\n\n"
         finally:
             sink.close()
 
@@ -206,6 +235,21 @@ def _peer_closed(sock: socket.socket) -> bool:
         return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
     except (OSError, ValueError):
         return True
+
+
+def _encode(message: dict) -> bytes:
+    """Encode a message produced by application code, which may hold values JSON cannot carry.
+
+    A response becomes a -32603 error for the same id; any other message is dropped (b"").
+    """
+    try:
+        return jsonrpc.encode(message)
+    except (TypeError, ValueError) as exc:
+        log.error("cannot encode %s as JSON: %s", message.get("method") or "a response", exc)
+        if "method" in message:
+            return b""
+        return jsonrpc.encode(jsonrpc.error(message.get("id"), jsonrpc.INTERNAL_ERROR,
+                                            f"Internal error: the result is not valid JSON ({exc}); fix the tool's return value"))
 
 
 def _hostname(host: str) -> str:

@@ -271,3 +271,55 @@ def test_cancel_with_an_unusable_request_id_is_ignored(app, request_id):
     r = peer.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}})
     assert r.status_code == 202
     assert peer.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}).get_json()["result"] == {}
+
+
+def test_result_json_cannot_carry_is_an_internal_error():
+    """A tool result holding a value JSON cannot carry is answered with -32603, not a 500."""
+    import datetime
+
+    server = zemcp.Server("bad-results", "1", settings=Settings(threads=4, keepalive_interval=0.05))
+
+    @server.tool("when", description="Returns a datetime in structuredContent")
+    def when():
+        return {"content": [{"type": "text", "text": "now"}], "structuredContent": {"at": datetime.datetime(2026, 1, 1)}}
+
+    @server.tool("nan", description="Returns NaN after logging", input_schema={"type": "object"})
+    def nan(ctx: zemcp.Context):
+        ctx.log("error", {"bad": float("nan")})
+        return {"content": [{"type": "text", "text": "x"}], "structuredContent": {"v": float("nan")}}
+
+    peer = Peer(zemcp.McpApp(server))
+    rid, r = peer.call("when", {})
+    body = r.get_json()
+    assert r.status_code == 200 and body["id"] == rid and body["error"]["code"] == -32603
+    assert "not valid JSON" in body["error"]["message"]
+    rid, r = peer.call("nan", {}, buffered=False)
+    got = [e for e in events(r) if e != "keep-alive"]
+    assert len(got) == 1 and got[0]["id"] == rid and got[0]["error"]["code"] == -32603
+
+
+def test_client_strings_with_lone_surrogates_are_echoed_safely(app):
+    """A client name with a lone surrogate is stored and shown without breaking any response."""
+    client = Client(app)
+    r = client.post("/mcp", headers=HEADERS, data=json.dumps({"jsonrpc": "2.0", "id": "\ud800", "method": "initialize",
+                    "params": {**INIT, "clientInfo": {"name": "\udc00", "version": "1"}}}))
+    assert r.status_code == 200 and r.get_json()["id"] == "\ud800"
+    sid = r.headers["Mcp-Session-Id"]
+    listing = client.post("/mcp", headers={**HEADERS, "Mcp-Session-Id": sid}, data=json.dumps(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ze_execute", "arguments": {"command": "session list"}}}))
+    assert listing.status_code == 200 and "\udc00" in listing.get_json()["result"]["content"][0]["text"]
+
+
+def test_repeated_session_header_is_refused(app):
+    """Mcp-Session-Id sent twice is a 400 that says to send it once."""
+    peer = Peer(app)
+    r = peer.client.post("/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+                         headers=[*HEADERS.items(), ("Mcp-Session-Id", peer.sid), ("Mcp-Session-Id", peer.sid)])
+    assert r.status_code == 400 and "send the Mcp-Session-Id header once" in r.get_json()["error"]["message"]
+
+
+def test_unexpected_argument_to_ze_execute_is_invalid_params(app):
+    """ze_execute refuses arguments it does not define, naming them."""
+    peer = Peer(app)
+    body = peer.call("ze_execute", {"command": "help", "extra": 1})[1].get_json()
+    assert body["error"]["code"] == -32602 and "extra" in body["error"]["message"]

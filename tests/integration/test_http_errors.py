@@ -144,3 +144,42 @@ def test_body_limit_setting_applies_to_length_and_chunked_bodies(start_server):
     assert at_limit.status_code == 200 and at_limit.json()["result"] == {}, at_limit.text
     chunked_at_limit = client.post(data=_chunks(_padded_ping(2048), 500))
     assert chunked_at_limit.status_code == 200 and chunked_at_limit.json()["result"] == {}, chunked_at_limit.text
+
+
+@pytest.mark.parametrize("framing, first_bytes", [
+    ("Content-Length: 1000", b"{"),
+    ("Transfer-Encoding: chunked", b"1\r\n{\r\n"),
+])
+def test_stalled_body_is_408_and_frees_the_thread(start_server, framing, first_bytes):
+    """A body that stops arriving gets 408 after ZEMCP_BODY_TIMEOUT, so it cannot pin a thread."""
+    import socket
+    import time
+
+    server = start_server(body_timeout=1, threads=3)
+    stalled = []
+    for _ in range(3):
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        s.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  f"Accept: application/json, text/event-stream\r\n{framing}\r\n\r\n".encode() + first_bytes)
+        stalled.append(s)
+    try:
+        started = time.monotonic()
+        for s in stalled:
+            answer = b""
+            while b"ZEMCP_BODY_TIMEOUT" not in answer and len(answer) < 4096:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 408"), answer
+            assert b"ZEMCP_BODY_TIMEOUT" in answer
+        assert time.monotonic() - started < 8
+        # Every thread was held by a stalled body; all are free again.
+        from tests.conftest import McpClient
+
+        fresh = McpClient(server.url)
+        fresh.initialize()
+        assert fresh.post({"jsonrpc": "2.0", "id": fresh.new_id(), "method": "ping"}).json()["result"] == {}
+    finally:
+        for s in stalled:
+            s.close()

@@ -91,7 +91,7 @@ def test_accept_returns_validated_content():
     (answer({"action": "cancel"}), ElicitCancelled, "cancelled"),
     (answer(error={"code": -32603, "message": "boom"}), ElicitCancelled, "boom"),
     (answer({"action": "maybe"}), ElicitMalformed, "action must be accept, decline or cancel, got 'maybe'"),
-    (answer({}), ElicitMalformed, "got None"),
+    (answer({}), ElicitMalformed, "the answer has no action"),
     (answer({"action": "accept", "content": [1]}), ElicitMalformed, "content must be a JSON object, got list"),
     (answer({"action": "accept", "content": {"n": 0}}), ElicitMalformed, "at n"),
     (answer({"action": "accept"}), ElicitMalformed, "'n' is a required property"),

@@ -130,6 +130,7 @@ def test_reference_tool_is_unchanged():
         "properties": {
             "command": {"type": "string", "description": "The command line, e.g. 'server status' or 'session show'"},
         },
+        "additionalProperties": False,
     }
 
 
