@@ -106,15 +106,8 @@ class CompletionRegistry:
                 '{"type": "ref/resource", "uri": ...}',
             )
         if ref["type"] == _PROMPT:
-            name = ref.get("name")
-            if not isinstance(name, str):
-                raise ProtocolError(INVALID_PARAMS, "Invalid params: a ref/prompt needs name (a string)")
-            prompt = self._prompts.get(name)
-            if prompt is None:
-                raise ProtocolError(
-                    INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}; prompts/list names the available prompts"
-                )
-            return _PROMPT, name, prompt.argument_names()
+            prompt = self._prompts.require(ref.get("name"), "a ref/prompt", "name")
+            return _PROMPT, prompt.name, prompt.argument_names()
         uri = ref.get("uri")
         if not isinstance(uri, str):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: a ref/resource needs uri (a string)")

@@ -260,6 +260,25 @@ class PromptRegistry:
         """The prompt called ``name``, or None."""
         return self._prompts.get(name)
 
+    def require(self, name: Any, where: str, field: str) -> Prompt:
+        """The prompt called ``name``.
+
+        Args:
+            name: the name from a request's params.
+            where, field: what carried it and under which key, for the message
+                (``"prompts/get", "params.name"``; ``"a ref/prompt", "name"``).
+        Raises:
+            ProtocolError: -32602 when ``name`` is not a string or names no prompt.
+        """
+        if not isinstance(name, str):
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {where} needs {field} (a string)")
+        prompt = self._prompts.get(name)
+        if prompt is None:
+            raise ProtocolError(
+                INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}; prompts/list names the available prompts"
+            )
+        return prompt
+
     def list_result(self, params: dict, page_size: int) -> dict:
         """``prompts/list``: ``{"prompts": [...], "nextCursor"?}``.
 
@@ -276,12 +295,4 @@ class PromptRegistry:
             ProtocolError: -32602 for a missing or unknown name and for bad arguments (see
                 :meth:`Prompt.render`); -32603 when the handler failed.
         """
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise ProtocolError(INVALID_PARAMS, "Invalid params: prompts/get needs params.name (a string)")
-        prompt = self._prompts.get(name)
-        if prompt is None:
-            raise ProtocolError(
-                INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}; prompts/list names the available prompts"
-            )
-        return prompt.render(params.get("arguments"))
+        return self.require(params.get("name"), "prompts/get", "params.name").render(params.get("arguments"))
