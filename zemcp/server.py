@@ -265,7 +265,7 @@ class Server:
     def capabilities(self) -> dict:
         """``ServerCapabilities`` for initialize: exactly the features this server has."""
         capabilities: dict[str, Any] = {"logging": {}}
-        if self.tools.definitions():
+        if len(self.tools):
             capabilities["tools"] = {"listChanged": False}
         if len(self.resources):
             # No "subscribe": updates need a standalone GET stream, which is not offered.

@@ -221,6 +221,9 @@ class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
 
+    def __len__(self) -> int:
+        return len(self._tools)
+
     def add(self, tool: Tool) -> Tool:
         """Register ``tool``; raises ValueError when the name is taken."""
         if tool.name in self._tools:
