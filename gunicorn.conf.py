@@ -34,6 +34,17 @@ errorlog = "-"
 loglevel = "info"
 
 
+def when_ready(server):
+    """Warn at start-up when several workers share this instance's socket."""
+    if server.cfg.workers > 1:
+        server.log.warning(
+            "zemcp: %d workers share one listening socket, which spreads a session's requests "
+            "over processes that do not know it (404s, lost elicitation answers). Run one worker "
+            "per instance and put a proxy that routes by Mcp-Session-Id in front; see docs/deploy.md",
+            server.cfg.workers,
+        )
+
+
 def post_fork(server, worker):
     """Make the app's thread budget follow the gunicorn thread count actually in use."""
     os.environ["ZEMCP_THREADS"] = str(worker.cfg.threads)

@@ -10,10 +10,13 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
+import re
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 ENV_PREFIX = "ZEMCP_"
+_INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,9 @@ class Settings:
         workers: gunicorn worker processes; keep 1 unless a proxy routes each session to
             its owner (sessions live in the process that created them).
         endpoint: URL path of the MCP endpoint.
+        instance: this process's name, the prefix of its session ids (``<instance>.<random>``)
+            that a proxy routes on; 1-40 characters of ``A-Za-z0-9_-``. The default is random,
+            so it is unique per process.
     """
 
     bind: str = "127.0.0.1:8000"
@@ -58,6 +64,7 @@ class Settings:
     threads: int = 32
     workers: int = 1
     endpoint: str = "/mcp"
+    instance: str = field(default_factory=lambda: secrets.token_hex(4))
 
     def __post_init__(self) -> None:
         positive = ("session_ttl", "elicitation_timeout", "keepalive_interval", "body_timeout")
@@ -77,6 +84,8 @@ class Settings:
                 f"max_pending must be between 1 and threads - 1 ({self.threads - 1}) so that an "
                 f"answer POST always finds a free thread, got {self.max_pending!r}"
             )
+        if not _INSTANCE.match(self.instance):
+            raise ValueError(f"instance must be 1-40 characters of A-Z, a-z, 0-9, '_' and '-', got {self.instance!r}")
         if not self.endpoint.startswith("/"):
             raise ValueError(f"endpoint must start with '/', got {self.endpoint!r}")
         object.__setattr__(self, "allowed_origins", tuple(o.rstrip("/").lower() for o in self.allowed_origins))
@@ -135,6 +144,7 @@ def _parse(name: str, raw: str) -> object:
     kind = {
         "bind": str,
         "endpoint": str,
+        "instance": str,
         "allowed_origins": tuple,
         "session_ttl": float,
         "elicitation_timeout": float,

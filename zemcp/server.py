@@ -68,7 +68,8 @@ class Server:
         self.prompts = PromptRegistry()
         self.completions = CompletionRegistry(self.prompts, self.resources)
         self.pending = CorrelationTable(self.settings.pending_budget, self.settings.max_pending_per_session)
-        self.sessions = SessionRegistry(self.settings.max_sessions, self.settings.session_ttl, self._session_ended)
+        self.sessions = SessionRegistry(self.settings.max_sessions, self.settings.session_ttl, self._session_ended,
+                                        self.settings.instance)
         # One worker per gunicorn thread: each thread waits on at most one handler.
         self._pool = ThreadPoolExecutor(max_workers=self.settings.threads, thread_name_prefix="zemcp-handler")
         self.started = time.time()

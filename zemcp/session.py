@@ -49,15 +49,16 @@ class Session:
     """One client's session.
 
     Attributes:
-        id: the ``Mcp-Session-Id`` value (192 random bits from ``secrets``, URL-safe base64).
+        id: the ``Mcp-Session-Id`` value: the owning instance's name, ``.``, then 192 random
+            bits from ``secrets`` in URL-safe base64, so a proxy can route on the prefix.
         protocol_version: the version negotiated at initialize.
         client_info: ``clientInfo`` from initialize (``name``, ``version``, ...).
         capabilities: ``capabilities`` the client declared at initialize.
         created: [seconds, ``time.time()``] creation time.
     """
 
-    def __init__(self, protocol_version: str, client_info: dict, capabilities: dict):
-        self.id = secrets.token_urlsafe(24)
+    def __init__(self, protocol_version: str, client_info: dict, capabilities: dict, instance: str = "local"):
+        self.id = f"{instance}.{secrets.token_urlsafe(24)}"
         self.protocol_version = protocol_version
         self.client_info = client_info
         self.capabilities = capabilities
@@ -180,9 +181,11 @@ class SessionRegistry:
         max_sessions: live sessions at most.
         ttl: [seconds] idle time after which a session is ended.
         on_end: called as ``on_end(session, why)`` after a session ended (outside the lock).
+        instance: this process's instance name, the prefix of every session id it creates.
     """
 
-    def __init__(self, max_sessions: int, ttl: float, on_end: Callable[[Session, str], None]):
+    def __init__(self, max_sessions: int, ttl: float, on_end: Callable[[Session, str], None], instance: str = "local"):
+        self.instance = instance
         self.max_sessions = max_sessions
         self.ttl = ttl
         self._on_end = on_end
@@ -197,7 +200,7 @@ class SessionRegistry:
             SessionLimitReached: ``max_sessions`` sessions are live.
         """
         self._start_sweeper()
-        session = Session(protocol_version, client_info, capabilities)
+        session = Session(protocol_version, client_info, capabilities, self.instance)
         with self._lock:
             if len(self._sessions) >= self.max_sessions:
                 raise SessionLimitReached(
@@ -222,6 +225,15 @@ class SessionRegistry:
         with self._lock:
             session = self._sessions.get(session_id)
         if session is None:
+            owner = session_id.partition(".")[0]
+            if owner != self.instance and "." in session_id:
+                # To the client this is a lost session (404, re-initialize); to the operator
+                # it is a routing mistake, which must never pass silently.
+                log.warning(
+                    "request for a session of instance %r reached instance %r: route every request "
+                    "by its Mcp-Session-Id to the instance named before the '.' (see docs/deploy.md)",
+                    owner, self.instance,
+                )
             raise SessionNotFound(
                 "Session not found: it ended, expired or was never created here; send initialize "
                 "again without Mcp-Session-Id"

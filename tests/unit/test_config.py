@@ -29,13 +29,14 @@ def test_every_field_reads_from_its_environment_variable():
         "ZEMCP_THREADS": "8",
         "ZEMCP_WORKERS": "2",
         "ZEMCP_ENDPOINT": "/x",
+        "ZEMCP_INSTANCE": "node-7",
     }
     s = Settings.from_env(env)
     assert s.bind == "0.0.0.0:9000" and not s.bind_is_loopback
     assert s.allowed_origins == ("https://app.example.com", "http://x.test:8080")
     assert (s.session_ttl, s.max_sessions, s.max_pending_per_session, s.max_pending) == (60.0, 5, 2, 3)
     assert (s.elicitation_timeout, s.keepalive_interval, s.max_body_bytes) == (1.5, 0.25, 1000)
-    assert (s.threads, s.workers, s.endpoint) == (8, 2, "/x")
+    assert (s.threads, s.workers, s.endpoint, s.instance) == (8, 2, "/x", "node-7")
     assert s.pending_budget == 3
 
 
@@ -53,6 +54,7 @@ def test_overrides_win_over_environment():
         ({"ZEMCP_MAX_PENDING": "8", "ZEMCP_THREADS": "8"}, "max_pending must be between 1 and threads - 1"),
         ({"ZEMCP_ELICITATION_TIMEOUT": "0"}, "elicitation_timeout must be a positive number"),
         ({"ZEMCP_ENDPOINT": "mcp"}, "endpoint must start with '/'"),
+        ({"ZEMCP_INSTANCE": "a.b"}, "instance must be 1-40 characters"),
     ],
 )
 def test_bad_values_are_refused_with_the_variable_named(env, text):
@@ -80,3 +82,9 @@ def test_is_loopback_host(host, loopback):
 def test_unix_socket_bind_is_not_loopback():
     """A unix socket bind does not turn on the Host check."""
     assert not Settings(bind="unix:/run/zemcp.sock").bind_is_loopback
+
+
+def test_default_instance_is_unique_per_settings():
+    """Without ZEMCP_INSTANCE every process gets its own random instance name."""
+    names = {Settings().instance for _ in range(20)}
+    assert len(names) == 20 and all(len(n) == 8 for n in names)

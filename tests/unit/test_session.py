@@ -10,12 +10,28 @@ def registry(max_sessions=10, ttl=60, ended=None):
     return SessionRegistry(max_sessions, ttl, lambda s, why: (ended if ended is not None else []).append((s.id, why)))
 
 
-def test_ids_are_visible_ascii_with_at_least_128_bits():
-    """Ids are distinct, visible ASCII (0x21-0x7E), 32 base64url characters (192 bits)."""
-    ids = {Session("2025-06-18", {}, {}).id for _ in range(200)}
+def test_ids_are_instance_dot_random_visible_ascii():
+    """Ids are '<instance>.' plus 32 base64url characters (192 bits), visible ASCII, distinct."""
+    ids = {Session("2025-06-18", {}, {}, "node-a").id for _ in range(200)}
     assert len(ids) == 200
     for i in ids:
-        assert len(i) == 32 and all(0x21 <= ord(c) <= 0x7E for c in i)
+        instance, dot, token = i.partition(".")
+        assert (instance, dot, len(token)) == ("node-a", ".", 32)
+        assert all(0x21 <= ord(c) <= 0x7E for c in i) and "." not in token
+
+
+def test_foreign_instance_is_not_found_and_logged(caplog):
+    """An id minted by another instance is a 404 for the client and a warning naming both instances."""
+    reg = SessionRegistry(10, 60, lambda s, why: None, instance="b")
+    with pytest.raises(SessionNotFound):
+        reg.get("a.abcdef")
+    (record,) = [r for r in caplog.records if r.name == "zemcp.session"]
+    assert record.levelname == "WARNING"
+    assert "instance 'a' reached instance 'b'" in record.getMessage() and "Mcp-Session-Id" in record.getMessage()
+    caplog.clear()
+    with pytest.raises(SessionNotFound):
+        reg.get("b.gone")
+    assert not [r for r in caplog.records if r.name == "zemcp.session"], "own ended sessions are not routing mistakes"
 
 
 @pytest.mark.parametrize("capabilities, supported", [
