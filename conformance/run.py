@@ -14,7 +14,7 @@ The runner serves ``--app`` (``conformance.everything:app`` by default) with
 ``gunicorn -c gunicorn.conf.py`` on a free loopback port, runs ``--suite all`` at
 ``--spec-version 2025-06-18`` and ``2025-11-25`` and the session-lifecycle scenario, prints
 each run's output and then one summary line per scenario, always stops gunicorn, and exits
-1 when any check failed or any run did not complete.
+1 when any check failed or any run did not complete, 2 when the harness could not start.
 """
 
 from __future__ import annotations
@@ -98,12 +98,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_node()
         suites = {run.package: find_suite(args.node_modules, run.package) for run in RUNS}
+        if args.output_dir is not None:
+            # The summary counts every result folder under a run's folder; old ones would count twice.
+            stale = [run.label for run in RUNS if (args.output_dir / run.label).exists()]
+            if stale:
+                raise HarnessError(f"{args.output_dir} already holds results ({', '.join(stale)}); "
+                                   f"give an empty or new folder")
     except HarnessError as exc:
         print(f"conformance: {exc}", file=sys.stderr)
         return 2
     output = args.output_dir or Path(tempfile.mkdtemp(prefix="zemcp-conformance-"))
     output.mkdir(parents=True, exist_ok=True)
-    for package, (entry, version) in suites.items():
+    for package, (_, version) in suites.items():
         print(f"conformance: {package} is @modelcontextprotocol/conformance {version}", flush=True)
 
     port = free_port()
