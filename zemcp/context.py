@@ -239,5 +239,8 @@ class Context:
 
     def _notify(self, method: str, params: dict) -> None:
         self._call.raise_if_aborted()
-        self._call.sink.send(jsonrpc.notification(method, params))
+        message = jsonrpc.notification(method, params)
+        # Raise in the handler, where the mistake is, rather than drop it from the stream.
+        jsonrpc.encode(message)
+        self._call.sink.send(message)
 

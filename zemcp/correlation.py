@@ -147,6 +147,7 @@ class CorrelationTable:
             the client's response (result or error).
         Raises:
             CapacityError: a cap is reached; nothing was sent.
+            TypeError, ValueError: ``params`` hold a value JSON cannot carry; nothing was sent.
             TimeoutError: no response in time.
             the call's abort reason (request cancelled, session ended, client disconnected).
         """
@@ -154,7 +155,10 @@ class CorrelationTable:
         try:
             # An abort that landed before register() found no entry to end.
             call.raise_if_aborted()
-            call.sink.send(jsonrpc.request(pending.id, method, params))
+            message = jsonrpc.request(pending.id, method, params)
+            # Fail now, not after the timeout, when the params cannot be sent as JSON.
+            jsonrpc.encode(message)
+            call.sink.send(message)
             try:
                 return self.wait(pending, timeout)
             except BaseException as exc:

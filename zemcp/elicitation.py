@@ -59,8 +59,11 @@ class ElicitUnsupported(ElicitError):
     """The client did not declare the elicitation capability (or the mode asked for); nothing
     was sent."""
 
-    def __init__(self, mode: str = "form") -> None:
-        if mode == "url":
+    def __init__(self, mode: str = "form", declared: bool = False) -> None:
+        if declared:
+            text = (f"the client declared elicitation without {mode} mode "
+                    "(capabilities.elicitation names its modes from 2025-11-25)")
+        elif mode == "url":
             text = ("the client did not declare URL-mode elicitation (capabilities.elicitation.url, "
                     "protocol 2025-11-25); give the user the link in the tool result instead")
         else:
@@ -275,13 +278,25 @@ def check_requested_schema(schema: Any, protocol_version: str = "2025-06-18") ->
             if name not in names:
                 raise ElicitSchemaInvalid("required", f"{name!r} is required but not in properties")
         for name, prop in schema["properties"].items():
-            if "default" in prop and "enum" in prop and prop["default"] not in prop["enum"]:
-                raise ElicitSchemaInvalid(f"properties.{name}.default", "the default must be one of the enum values")
+            options = _options(prop)
+            if "default" in prop and options is not None:
+                chosen = prop["default"] if prop["type"] == "array" else [prop["default"]]
+                if any(value not in options for value in chosen):
+                    raise ElicitSchemaInvalid(f"properties.{name}.default", "the default must be among the options")
             labels = prop.get("enumNames")
             if labels is not None and len(labels) != len(prop.get("enum", ())):
                 raise ElicitSchemaInvalid(
                     f"properties.{name}.enumNames", "enumNames needs an enum of the same length"
                 )
+
+
+def _options(prop: dict) -> list[str] | None:
+    # The values a select property offers (enum, oneOf, items.enum, items.anyOf), if it is one.
+    source = prop.get("items", {}) if prop["type"] == "array" else prop
+    if "enum" in source:
+        return source["enum"]
+    titled = source.get("oneOf", source.get("anyOf"))
+    return None if titled is None else [option["const"] for option in titled]
 
 
 def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
@@ -336,7 +351,7 @@ def elicit(call: "Call", table: "CorrelationTable", timeout: float, message: str
     """
     _check_message(message)
     if not call.session.client_supports_elicit("form"):
-        raise ElicitUnsupported()
+        raise ElicitUnsupported("form", declared=call.session.client_supports_elicit("url"))
     version = call.session.protocol_version
     check_requested_schema(requested_schema, version)
     params = {"message": message, "requestedSchema": requested_schema}

@@ -402,8 +402,13 @@ class Server:
             if not call.cancelled:
                 response = jsonrpc.result(call.request_id, result)
         except URLElicitationRequired as exc:
-            response = jsonrpc.error(call.request_id, URL_ELICITATION_REQUIRED, str(exc),
-                                     {"elicitations": exc.elicitations})
+            if call.session.client_supports_elicit("url"):
+                response = jsonrpc.error(call.request_id, URL_ELICITATION_REQUIRED, str(exc),
+                                         {"elicitations": exc.elicitations})
+            else:
+                # A mode the client did not declare must not be used: tell the user in text.
+                steps = "; ".join(f"{e['message']}: {e['url']}" for e in exc.elicitations)
+                response = jsonrpc.result(call.request_id, error_result(f"{exc}, which this client cannot do here: {steps}"))
         except ElicitAborted as exc:
             # No response after a cancel (MCP basic/utilities/cancellation); otherwise the
             # session ended or the client left, and the error explains it to whoever reads.

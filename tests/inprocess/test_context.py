@@ -289,3 +289,33 @@ def test_cancelled_call_stops_logging(app):
     rest = messages(stream)
     assert all(m.get("id") != rid for m in rest)
     assert seen == ["cancelled"]
+
+
+def test_url_elicitation_required_without_url_capability_is_a_tool_error(app):
+    """A client that did not declare URL mode gets the links as an isError text, never -32042."""
+    peer = Peer1125(app, {"elicitation": {"form": {}}})
+    _, r = peer.call_with("needs_url", {})
+    result = r.get_json()["result"]
+    assert result["isError"] and "https://auth.example.com/connect" in result["content"][0]["text"]
+
+
+def test_form_elicitation_with_url_only_capability_says_so(app):
+    """A client that declared URL mode only is told form mode is missing, not elicitation as a whole."""
+    peer = Peer1125(app, {"elicitation": {"url": {}}})
+    _, r = peer.call_with("pick", {})
+    assert "declared elicitation without form mode" in r.get_json()["result"]["content"][0]["text"]
+
+
+def test_unencodable_sampling_params_fail_at_once(app):
+    """Params JSON cannot carry raise in the handler instead of waiting for an answer that cannot come."""
+    server = zemcp.Server("s", "1", settings=Settings(threads=4, elicitation_timeout=30))
+
+    @server.tool("bad_sample", description="Samples with a set in the metadata")
+    def bad_sample(ctx: zemcp.Context):
+        return ctx.sample("hi", 5, metadata={"tags": {1, 2}})
+
+    peer = Peer1125(zemcp.McpApp(server), {"sampling": {}})
+    started = time.monotonic()
+    _, r = peer.call_with("bad_sample", {})
+    assert r.get_json()["result"]["isError"] and time.monotonic() - started < 5
+    assert server.pending.count() == 0

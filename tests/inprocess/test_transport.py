@@ -285,8 +285,12 @@ def test_result_json_cannot_carry_is_an_internal_error():
 
     @server.tool("nan", description="Returns NaN after logging", input_schema={"type": "object"})
     def nan(ctx: zemcp.Context):
-        ctx.log("error", {"bad": float("nan")})
+        ctx.log("error", "about to fail")
         return {"content": [{"type": "text", "text": "x"}], "structuredContent": {"v": float("nan")}}
+
+    @server.tool("bad_log", description="Logs NaN", input_schema={"type": "object"})
+    def bad_log(ctx: zemcp.Context):
+        ctx.log("error", {"bad": float("nan")})
 
     peer = Peer(zemcp.McpApp(server))
     rid, r = peer.call("when", {})
@@ -295,7 +299,10 @@ def test_result_json_cannot_carry_is_an_internal_error():
     assert "not valid JSON" in body["error"]["message"]
     rid, r = peer.call("nan", {}, buffered=False)
     got = [e for e in events(r) if e != "keep-alive"]
-    assert len(got) == 1 and got[0]["id"] == rid and got[0]["error"]["code"] == -32603
+    assert got[0]["method"] == "notifications/message"
+    assert got[-1]["id"] == rid and got[-1]["error"]["code"] == -32603
+    logged = peer.call("bad_log", {})[1].get_json()["result"]
+    assert logged["isError"] and "not JSON compliant" in logged["content"][0]["text"]
 
 
 def test_client_strings_with_lone_surrogates_are_echoed_safely(app):

@@ -266,6 +266,12 @@ def test_2025_06_18_keeps_the_stricter_subset(schema):
     ({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "default": "y"}}}, "properties.a.default"),
     ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "enum": ["x"]},
                                              "default": "x"}}}, "properties.a.default"),
+    ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "enum": ["x"]},
+                                             "default": ["zzz"]}}}, "properties.a.default"),
+    ({"type": "object", "properties": {"a": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "X"}]},
+                                             "default": ["y"]}}}, "properties.a.default"),
+    ({"type": "object", "properties": {"a": {"type": "string", "oneOf": [{"const": "x", "title": "X"}],
+                                             "default": "y"}}}, "properties.a.default"),
 ])
 def test_2025_11_25_subset_still_refuses_what_is_outside(schema, path):
     """Arrays need string options, titled options need titles, defaults must fit."""
