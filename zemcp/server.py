@@ -287,7 +287,7 @@ class Server:
             call.abort(reason)
         self.resources.forget_session(session.id)
         n = self.pending.abandon(lambda p: p.session_id == session.id, reason)
-        log.info("session %s ended (%s); %d pending elicitation(s) ended", fingerprint(session.id), why, n)
+        log.info("session %s ended (%s); %d pending server-to-client request(s) ended", fingerprint(session.id), why, n)
 
     # -- messages ----------------------------------------------------------------------
 

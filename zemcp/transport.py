@@ -153,7 +153,7 @@ class McpApp:
         streaming, final = outcome.first()
         if not streaming and final is not None:
             outcome.close()
-            return Response(_encode(final), status=200, content_type="application/json")
+            return _json(200, final)
         # A stream; also for a request cancelled before it sent anything: it ends without a response.
         return Response(self._stream(outcome, request.environ), status=200, content_type="text/event-stream",
                         headers=SSE_HEADERS, direct_passthrough=True)
@@ -257,7 +257,7 @@ def _hostname(host: str) -> str:
 
 
 def _json(status: int, message: dict, headers: dict | None = None) -> Response:
-    return Response(jsonrpc.encode(message), status=status, content_type="application/json", headers=headers)
+    return Response(_encode(message), status=status, content_type="application/json", headers=headers)
 
 
 def _error(status: int, code: int, message: str, headers: dict | None = None) -> Response:

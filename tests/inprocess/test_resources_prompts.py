@@ -268,3 +268,24 @@ def test_every_list_is_paginated():
 def test_an_invalid_cursor_is_invalid_params(peer, method):
     error = peer.error(method, {"cursor": "not-a-cursor"})
     assert error["code"] == -32602 and "invalid cursor" in error["message"]
+
+
+def test_prompt_result_json_cannot_carry_is_an_internal_error():
+    """A prompt whose messages hold a value JSON cannot carry is answered -32603, not a 500."""
+    import datetime
+
+    server = zemcp.Server("p", "1", settings=Settings(threads=4))
+
+    @server.prompt
+    def dated():
+        """A prompt with a datetime inside."""
+        return [{"role": "user", "content": {"type": "text", "text": datetime.datetime(2026, 1, 1)}}]
+
+    client = Client(zemcp.McpApp(server))
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    init = client.post("/mcp", headers=headers, data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}))
+    headers["Mcp-Session-Id"] = init.headers["Mcp-Session-Id"]
+    r = client.post("/mcp", headers=headers, data=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "prompts/get",
+                    "params": {"name": "dated"}}))
+    assert r.status_code == 200 and r.get_json()["id"] == 2 and r.get_json()["error"]["code"] == -32603
