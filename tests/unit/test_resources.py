@@ -39,16 +39,16 @@ def registry():
 def test_template_matches_and_decodes_variables():
     t = UriTemplate("file:///{folder}/notes/{name}.md")
     assert t.variables == ["folder", "name"]
-    assert t.match("file:///work/notes/todo.md") == {"folder": "work", "name": "todo"}
+    assert t.match("file:///projects/notes/todo.md") == {"folder": "projects", "name": "todo"}
     assert t.match("file:///a%20b/notes/x%2Fy.md") == {"folder": "a b", "name": "x/y"}
 
 
 @pytest.mark.parametrize("uri", [
     "file:///a/b/notes/x.md",  # a value never spans '/'
-    "file:///work/notes/.md",  # nor is it empty
-    "file:///work/notes/todo.txt",
-    "file:///work/notes/todo.md?x=1",
-    "xfile:///work/notes/todo.md",
+    "file:///projects/notes/.md",  # nor is it empty
+    "file:///projects/notes/todo.txt",
+    "file:///projects/notes/todo.md?x=1",
+    "xfile:///projects/notes/todo.md",
 ])
 def test_template_does_not_match(uri):
     assert UriTemplate("file:///{folder}/notes/{name}.md").match(uri) is None
