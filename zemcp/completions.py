@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from zemcp.context import HANDLER_ERRORS
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from zemcp.prompts import PromptRegistry
 from zemcp.resources import ResourceRegistry
@@ -125,7 +126,7 @@ class CompletionRegistry:
             values = provider(argument["name"], argument["value"], context)
         except ProtocolError:
             raise
-        except Exception as exc:
+        except HANDLER_ERRORS as exc:
             log.exception("completion provider of %s %r failed", ref_type, key)
             raise ProtocolError(
                 INTERNAL_ERROR,

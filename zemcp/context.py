@@ -16,12 +16,25 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from zemcp import elicitation, jsonrpc
 from zemcp.correlation import CapacityError
+from zemcp.elicitation import ElicitAborted
 
 if TYPE_CHECKING:
     from zemcp.correlation import CorrelationTable
     from zemcp.session import Call, Session
 
 T = TypeVar("T")
+
+#: What a handler may raise that the server turns into an error answer. SystemExit is in:
+#: argparse, click and sys.exit raise it, and it must not end the worker for every session.
+HANDLER_ERRORS = (Exception, SystemExit, KeyboardInterrupt)
+
+
+class CallFinished(ElicitAborted):
+    """The request's handler already returned; its context cannot talk to the client any more."""
+
+    def __init__(self) -> None:
+        super().__init__("the request already finished: ctx cannot be used after the handler returned")
+
 
 #: RFC 5424 severities in increasing order (MCP server/utilities/logging).
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -65,12 +78,20 @@ class URLElicitationRequired(Exception):
     """
 
     def __init__(self, elicitations: list) -> None:
-        self.elicitations = [
-            item if isinstance(item, dict) else
-            {"mode": "url", "message": item[0], "url": item[1], "elicitationId": new_elicitation_id()}
-            for item in elicitations
-        ]
+        if not isinstance(elicitations, list) or not elicitations:
+            raise TypeError("URLElicitationRequired needs a non-empty list of (message, url) pairs or URL-mode dicts")
+        self.elicitations = [_url_elicitation(item) for item in elicitations]
         super().__init__("this request needs the user to complete a URL-mode elicitation first")
+
+
+def _url_elicitation(item: Any) -> dict:
+    if isinstance(item, dict):
+        if item.get("mode") != "url" or not all(isinstance(item.get(k), str) for k in ("message", "url", "elicitationId")):
+            raise TypeError(f"a URL-mode elicitation dict needs mode 'url' and string message, url and elicitationId, got {item!r}")
+        return item
+    if isinstance(item, tuple) and len(item) == 2 and all(isinstance(part, str) for part in item):
+        return {"mode": "url", "message": item[0], "url": item[1], "elicitationId": new_elicitation_id()}
+    raise TypeError(f"expected a (message, url) pair of strings or a URL-mode dict, got {item!r}")
 
 
 def new_elicitation_id() -> str:
@@ -178,11 +199,14 @@ class Context:
             total: the value of ``progress`` at completion, if known.
             message: optional human-readable status.
         Raises:
-            ValueError: ``progress`` did not increase, or is not a finite number.
+            ValueError: ``progress`` did not increase, or ``progress`` or ``total`` is not a
+                finite number.
             the abort reason once the request was cancelled or its client went away.
         """
-        if not isinstance(progress, (int, float)) or not math.isfinite(progress):
-            raise ValueError(f"progress must be a finite number, got {progress!r}")
+        for name, value in (("progress", progress), ("total", total)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value)):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
         if self._last_progress is not None and progress <= self._last_progress:
             raise ValueError(f"progress must increase with every report: {progress} after {self._last_progress}")
         self._last_progress = progress

@@ -325,6 +325,9 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
     content = answer.result.get("content", {})
     if not isinstance(content, dict):
         raise ElicitMalformed(f"content must be a JSON object, got {type(content).__name__}")
+    # Some clients send null for a field the user left empty; for an optional field that is absence.
+    required = schema.get("required", ())
+    content = {key: value for key, value in content.items() if value is not None or key in required}
     error = best_match(jsonschema.Draft202012Validator(schema, format_checker=_FORMATS).iter_errors(content))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path)

@@ -2,8 +2,9 @@
 
 Every ``*/list`` method takes an optional ``params.cursor`` and answers one page plus a
 ``nextCursor`` when more items follow. The cursor is opaque to clients: URL-safe base64 of a
-tagged offset, so that a string this server did not hand out is refused with -32602 instead
-of silently listing from somewhere. Pure Python: no HTTP here.
+tagged offset, so that a string that is not such a cursor is refused with -32602 instead of
+silently listing from somewhere. Cursors are not secret: one made by hand for another offset,
+or taken from another list, just lists from that offset. Pure Python: no HTTP here.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from zemcp import pagination
+from zemcp.context import HANDLER_ERRORS
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 
 log = logging.getLogger("zemcp.prompts")
@@ -91,7 +92,7 @@ class Prompt:
             messages = to_messages(self.handler(**arguments))
         except ProtocolError:
             raise
-        except Exception as exc:
+        except HANDLER_ERRORS as exc:
             log.exception("prompt %r failed", self.name)
             raise ProtocolError(
                 INTERNAL_ERROR,

@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from zemcp import pagination
+from zemcp.context import HANDLER_ERRORS
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 
 log = logging.getLogger("zemcp.resources")
@@ -110,7 +111,11 @@ class UriTemplate:
         found = self._regex.fullmatch(uri)
         if found is None:
             return None
-        return {name: unquote(value) for name, value in found.groupdict().items()}
+        values = {name: unquote(value) for name, value in found.groupdict().items()}
+        # Decoding must not smuggle in what the raw match excluded (%2F as a path step, ...).
+        if any(char in value for value in values.values() for char in "/?#\0"):
+            return None
+        return values
 
 
 @dataclass
@@ -287,7 +292,7 @@ class ResourceRegistry:
             return {"contents": to_contents(value, uri, target.mime_type)}
         except ProtocolError:
             raise
-        except Exception as exc:
+        except HANDLER_ERRORS as exc:
             log.exception("reading resource %r failed", uri)
             raise ProtocolError(
                 INTERNAL_ERROR,

@@ -308,7 +308,8 @@ def from_content(cls: type, content: dict) -> Any:
         ValueError: a value that the schema does not cover (an Enum value that is not a member).
     """
     hints = _member_hints(cls)
-    values = {key: to_python(hints.get(key, Any), item) for key, item in content.items()}
+    # Content may carry keys the class does not have (the schema allows them); drop them.
+    values = {key: to_python(hints[key], item) for key, item in content.items() if key in hints}
     if _is_typeddict(cls):
         return values
     for name, _, needed, _ in _members(cls):
@@ -384,7 +385,7 @@ def _strip_annotated(tp: Any) -> Any:
 def _json_default(value: Any, where: str) -> Any:
     try:
         data = to_json(value)
-        json.dumps(data)
+        json.dumps(data, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{where}: the default {value!r} has no JSON form ({exc})") from None
     return data

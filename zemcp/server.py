@@ -29,7 +29,7 @@ from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Pro
 URL_ELICITATION_REQUIRED = -32042
 from zemcp.session import Call, Session, SessionRegistry, fingerprint
 from zemcp.sinks import ReplySink
-from zemcp.context import LOG_LEVELS, Context, URLElicitationRequired
+from zemcp.context import LOG_LEVELS, CallFinished, Context, URLElicitationRequired
 from zemcp.tools import Tool, ToolRegistry, error_result
 from zemcp.completions import CompletionRegistry
 from zemcp.pagination import PAGE_SIZE, list_result
@@ -252,7 +252,7 @@ class Server:
         session = self.sessions.create(version, client_info, capabilities)
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": self.capabilities(),
+            "capabilities": self.capabilities(version),
             "serverInfo": {"name": self.name, "version": self.version},
         }
         if self.instructions:
@@ -263,8 +263,9 @@ class Server:
                  "yes" if session.client_supports_elicit() else "no")
         return session, jsonrpc.result(request.id, result)
 
-    def capabilities(self) -> dict:
-        """``ServerCapabilities`` for initialize: exactly the features this server has."""
+    def capabilities(self, version: str = LATEST_VERSION) -> dict:
+        """``ServerCapabilities`` for initialize: exactly the features this server has that
+        protocol ``version`` knows (``completions`` arrived in 2025-03-26)."""
         capabilities: dict[str, Any] = {"logging": {}}
         if len(self.tools):
             capabilities["tools"] = {"listChanged": False}
@@ -273,7 +274,7 @@ class Server:
             capabilities["resources"] = {"listChanged": False}
         if len(self.prompts):
             capabilities["prompts"] = {"listChanged": False}
-        if len(self.prompts) or len(self.resources):
+        if (len(self.prompts) or len(self.resources)) and version >= "2025-03-26":
             capabilities["completions"] = {}
         return capabilities
 
@@ -338,13 +339,13 @@ class Server:
         return {}
 
     def _tools_list(self, session: Session, request: jsonrpc.Request) -> dict:
-        return list_result(request.params, "tools", self.tools.definitions(), PAGE_SIZE)
+        return _for_version(list_result(request.params, "tools", self.tools.definitions(), PAGE_SIZE), "tools", session)
 
     def _resources_list(self, session: Session, request: jsonrpc.Request) -> dict:
-        return self.resources.list_result(request.params, PAGE_SIZE)
+        return _for_version(self.resources.list_result(request.params, PAGE_SIZE), "resources", session)
 
     def _resources_templates_list(self, session: Session, request: jsonrpc.Request) -> dict:
-        return self.resources.templates_result(request.params, PAGE_SIZE)
+        return _for_version(self.resources.templates_result(request.params, PAGE_SIZE), "resourceTemplates", session)
 
     def _resources_read(self, session: Session, request: jsonrpc.Request) -> dict:
         return self.resources.read(request.params)
@@ -356,7 +357,7 @@ class Server:
         return self.resources.unsubscribe(session.id, request.params)
 
     def _prompts_list(self, session: Session, request: jsonrpc.Request) -> dict:
-        return self.prompts.list_result(request.params, PAGE_SIZE)
+        return _for_version(self.prompts.list_result(request.params, PAGE_SIZE), "prompts", session)
 
     def _prompts_get(self, session: Session, request: jsonrpc.Request) -> dict:
         return self.prompts.get_result(request.params)
@@ -399,6 +400,9 @@ class Server:
         response: dict | None = None
         try:
             result = tool.run(arguments, Context(call, self.pending, self.settings.elicitation_timeout))
+            if call.session.protocol_version < "2025-06-18":
+                # structuredContent arrived in 2025-06-18; older clients read the text item.
+                result.pop("structuredContent", None)
             if not call.cancelled:
                 response = jsonrpc.result(call.request_id, result)
         except URLElicitationRequired as exc:
@@ -414,10 +418,13 @@ class Server:
             # session ended or the client left, and the error explains it to whoever reads.
             if not isinstance(exc, RequestCancelled):
                 response = jsonrpc.result(call.request_id, {"content": [{"type": "text", "text": str(exc)}], "isError": True})
-        except Exception:
+        except BaseException:
+            # This is a pool thread: whatever escaped, the client still gets an answer.
             log.exception("tool %r failed outside its handler", tool.name)
             response = jsonrpc.error(call.request_id, jsonrpc.INTERNAL_ERROR, "Internal error while running the tool")
         finally:
+            # Threads the handler left behind must not talk on a finished request.
+            call.abort(CallFinished())
             call.session.finish(call)
             call.sink.finish(response)
 
@@ -436,3 +443,15 @@ class Server:
             "pending_budget": self.settings.pending_budget,
         }
 
+
+def _for_version(result: dict, key: str, session: Session) -> dict:
+    """Leave out of list items the fields the session's protocol version does not have.
+
+    ``title`` and ``outputSchema`` arrived in 2025-06-18, tool ``annotations`` in 2025-03-26.
+    """
+    version = session.protocol_version
+    drop = ({"title", "outputSchema"} if version < "2025-06-18" else set()) | (
+        {"annotations"} if version < "2025-03-26" else set())
+    if drop:
+        result[key] = [{k: v for k, v in item.items() if k not in drop} for item in result[key]]
+    return result

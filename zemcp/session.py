@@ -230,8 +230,9 @@ class SessionRegistry:
                 # To the client this is a lost session (404, re-initialize); to the operator
                 # it is a routing mistake, which must never pass silently.
                 log.warning(
-                    "request for a session of instance %r reached instance %r: route every request "
-                    "by its Mcp-Session-Id to the instance named before the '.' (see docs/deploy.md)",
+                    "request for a session of instance %r reached instance %r: either a proxy routed it "
+                    "wrongly (route every request by its Mcp-Session-Id to the instance named before the "
+                    "'.', see docs/deploy.md) or that instance restarted and its sessions are gone",
                     owner, self.instance,
                 )
             raise SessionNotFound(

@@ -25,7 +25,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
 from zemcp import elicitation, schemas
-from zemcp.context import Context, URLElicitationRequired
+from zemcp.context import HANDLER_ERRORS, Context, URLElicitationRequired
 
 log = logging.getLogger("zemcp.tools")
 
@@ -166,12 +166,12 @@ class Tool:
             raise
         except ToolError as exc:
             return error_result(str(exc))
-        except Exception as exc:
+        except HANDLER_ERRORS as exc:
             log.exception("tool %r raised", self.name)
             return error_result(str(exc) or type(exc).__name__)
         try:
             return to_result(value) if self.output_schema is None else self._structured_result(value)
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:
             log.error("tool %r returned a value that cannot be sent: %s", self.name, exc)
             return error_result(f"tool {self.name!r} returned a value that cannot be sent: {exc}")
 
@@ -180,7 +180,7 @@ class Tool:
             result = {"isError": False, **value}
         else:
             structured = schemas.structured_content(value, self._wrapped)
-            result = {"content": [{"type": "text", "text": json.dumps(structured)}],
+            result = {"content": [{"type": "text", "text": json.dumps(structured, allow_nan=False)}],
                       "structuredContent": structured, "isError": False}
         error = _first_error(self._output_validator, result["structuredContent"])
         if error is not None:
@@ -204,15 +204,28 @@ def to_result(value: Any) -> dict:
     lists and dicts, dataclasses, Enums, None) is sent as its JSON text.
 
     Raises:
-        TypeError: the value has no JSON form (see :func:`zemcp.schemas.to_json`).
+        TypeError: the value has no JSON form (see :func:`zemcp.schemas.to_json`), or is a
+            malformed ``CallToolResult``.
+        ValueError: the value holds NaN, an infinity or a reference cycle.
     """
     if isinstance(value, str):
         return {"content": [{"type": "text", "text": value}], "isError": False}
     if isinstance(value, list) and all(isinstance(item, dict) and "type" in item for item in value):
         return {"content": value, "isError": False}
     if isinstance(value, dict) and "content" in value:
+        _check_result(value)
         return {"isError": False, **value}
-    return {"content": [{"type": "text", "text": json.dumps(schemas.to_json(value))}], "isError": False}
+    return {"content": [{"type": "text", "text": json.dumps(schemas.to_json(value), allow_nan=False)}], "isError": False}
+
+
+def _check_result(result: dict) -> None:
+    # A malformed CallToolResult would reach the client as a protocol violation.
+    content = result["content"]
+    if not isinstance(content, list) or not all(
+            isinstance(item, dict) and isinstance(item.get("type"), str) for item in content):
+        raise TypeError("a CallToolResult's content must be a list of content items (dicts with a 'type')")
+    if not isinstance(result.get("isError", False), bool):
+        raise TypeError("a CallToolResult's isError must be true or false")
 
 
 class ToolRegistry:

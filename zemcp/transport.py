@@ -249,7 +249,7 @@ def _encode(message: dict) -> bytes:
         if "method" in message:
             return b""
         return jsonrpc.encode(jsonrpc.error(message.get("id"), jsonrpc.INTERNAL_ERROR,
-                                            f"Internal error: the result is not valid JSON ({exc}); fix the tool's return value"))
+                                            f"Internal error: the result is not valid JSON ({exc}); fix the handler's return value"))
 
 
 def _hostname(host: str) -> str:

@@ -40,7 +40,7 @@ def test_template_matches_and_decodes_variables():
     t = UriTemplate("file:///{folder}/notes/{name}.md")
     assert t.variables == ["folder", "name"]
     assert t.match("file:///projects/notes/todo.md") == {"folder": "projects", "name": "todo"}
-    assert t.match("file:///a%20b/notes/x%2Fy.md") == {"folder": "a b", "name": "x/y"}
+    assert t.match("file:///a%20b/notes/caf%C3%A9.md") == {"folder": "a b", "name": "caf\u00e9"}
 
 
 @pytest.mark.parametrize("uri", [
@@ -49,6 +49,11 @@ def test_template_matches_and_decodes_variables():
     "file:///projects/notes/todo.txt",
     "file:///projects/notes/todo.md?x=1",
     "xfile:///projects/notes/todo.md",
+    "file:///projects/notes/x%2Fy.md",  # nor does decoding smuggle in '/', '?', '#' or NUL
+    "file:///..%2F..%2Fetc/notes/passwd.md",
+    "file:///projects/notes/x%3Fy.md",
+    "file:///projects/notes/x%23y.md",
+    "file:///projects/notes/x%00.md",
 ])
 def test_template_does_not_match(uri):
     assert UriTemplate("file:///{folder}/notes/{name}.md").match(uri) is None
