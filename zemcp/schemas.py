@@ -391,10 +391,19 @@ def _json_default(value: Any, where: str) -> Any:
     return data
 
 
+def _accepts_null(schema: dict) -> bool:
+    if "type" not in schema and "anyOf" not in schema:
+        return True
+    return schema.get("type") == "null" or any(option.get("type") == "null" for option in schema.get("anyOf", ()))
+
+
 def _property(annotation: Any, where: str, note: str | None, default: Any, seen: frozenset = frozenset()) -> dict:
     schema = _schema(annotation, where, seen)
     if note and "description" not in schema:
         schema["description"] = note
+    if default is None and not _accepts_null(schema):
+        # ``x: str = None`` means "a str, or left out": let an explicit null through too.
+        schema = {"anyOf": [schema, {"type": "null"}]}
     if default is not inspect.Parameter.empty and default is not dataclasses.MISSING:
         try:
             schema["default"] = _json_default(default, where)

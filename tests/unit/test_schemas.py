@@ -543,3 +543,16 @@ def test_conformance_defaults_fixture_as_a_dataclass():
         "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
         "verified": {"type": "boolean", "default": True},
     }
+
+
+def test_none_default_on_a_plain_type_accepts_null():
+    """``x: str = None`` is listed as a string or null with default null, and null is accepted."""
+    from zemcp.tools import Tool
+
+    def f(x: str = None) -> str:  # noqa: RUF013 - the idiom under test
+        return repr(x)
+
+    tool = Tool(None, f, "t")
+    assert tool.definition()["inputSchema"]["properties"]["x"] == {
+        "anyOf": [{"type": "string"}, {"type": "null"}], "default": None}
+    assert tool.check_arguments({"x": None}) is None and tool.check_arguments({"x": "a"}) is None
