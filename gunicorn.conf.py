@@ -7,6 +7,7 @@ thread budget and gunicorn's thread count cannot drift apart.
 
 import logging
 import os
+import signal
 
 import zemcp
 
@@ -51,10 +52,28 @@ def post_fork(server, worker):
 
 
 def post_worker_init(worker):
-    """Send zemcp's log records (sessions, refusals, handler errors) to gunicorn's error log."""
+    """Send zemcp's log records to gunicorn's error log, and end the sessions on a stop.
+
+    gunicorn's graceful stop waits up to ``graceful_timeout`` for open responses, and a
+    pending elicitation keeps one open; meanwhile new connections to this instance hang.
+    Ending the sessions when the worker is told to stop lets those streams finish at once.
+    """
     error_log = worker.log.error_log
     zemcp_log = logging.getLogger("zemcp")
     zemcp_log.setLevel(error_log.level)
     zemcp_log.propagate = False
     for handler in error_log.handlers:
         zemcp_log.addHandler(handler)
+
+    server = getattr(worker.wsgi, "server", None)
+    if isinstance(server, zemcp.Server):
+        stop = worker.handle_exit
+
+        def handle_exit(sig, frame):
+            stop(sig, frame)
+            ended = server.shutdown()
+            if ended:
+                worker.log.info("zemcp: ended %d session(s) for the stop", ended)
+
+        signal.signal(signal.SIGTERM, handle_exit)
+        signal.siginterrupt(signal.SIGTERM, False)

@@ -278,6 +278,14 @@ class Server:
             capabilities["completions"] = {}
         return capabilities
 
+    def shutdown(self) -> int:
+        """End every session because the process is stopping; returns how many ended.
+
+        Waiting handlers wake with ``SessionEnded`` and their streams finish, so a graceful
+        stop does not wait for elicitation answers that would arrive at a process going away.
+        """
+        return sum(self.sessions.end(s.id, "the server is shutting down") for s in self.sessions.sessions())
+
     def end_session(self, session_id: str) -> bool:
         """End a session at the client's request (DELETE); False when it is not live."""
         return self.sessions.end(session_id, "deleted by the client")

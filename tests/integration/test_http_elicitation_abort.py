@@ -87,3 +87,22 @@ def test_client_disconnect_frees_pending_elicitation(server):
     assert "pending elicitations: 0" in client.command_text("session show")
     late = client.accept(elicitation["id"], {"command": "help"})
     assert late.status_code == 202
+
+
+def test_stopping_the_server_ends_waiting_elicitations_at_once(start_server):
+    """SIGTERM ends the sessions: a waiting stream gets its error result and gunicorn exits well
+    before its 30 s graceful timeout instead of waiting for the answer."""
+    import signal
+
+    server = start_server(keepalive_interval=0.3)
+    client = server.session()
+    call, _, stream, _ = client.start_elicitation()
+    started = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    rest = stream.rest()
+    final = rest[-1]
+    assert final.get("id") == call["id"] and final["result"]["isError"] is True, rest
+    assert "the server is shutting down" in final["result"]["content"][0]["text"]
+    server.proc.wait(timeout=15)
+    assert time.monotonic() - started < 15
+    assert "ended 1 session(s) for the stop" in server.log()
