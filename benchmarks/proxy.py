@@ -94,7 +94,7 @@ def open_sessions(url: str, count: int) -> list[str]:
     """Initialize ``count`` sessions at ``url``; returns their ids."""
     ids = []
     with requests.Session() as http:
-        for n in range(count):
+        for _ in range(count):
             init = http.post(url, headers=HEADERS, timeout=10, data=json.dumps({
                 "jsonrpc": "2.0", "id": 1, "method": "initialize",
                 "params": {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},

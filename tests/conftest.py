@@ -229,7 +229,7 @@ class McpClient:
             stream = SseStream(response, http)
             self._streams.append(stream)
             return response, stream
-        response.content  # read it all, then free the connection
+        _ = response.content  # read it all, then free the connection
         http.close()
         return response, None
 

@@ -61,7 +61,7 @@ def test_delete_while_waiting_ends_streams_and_pending(server):
     assert observer.status()["pending"] == 2
     response = client.delete()
     assert response.status_code == 204, response.text
-    for call, _, stream, elicitation in waits:
+    for call, _, stream, _elicitation in waits:
         rest = stream.rest()
         assert stream.ended
         assert rest, "the stream ended without a response"
