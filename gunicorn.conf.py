@@ -10,6 +10,7 @@ import os
 import signal
 
 import zemcp
+from zemcp.server import shutdown_all
 
 _settings = zemcp.Settings.from_env()
 
@@ -65,15 +66,14 @@ def post_worker_init(worker):
     for handler in error_log.handlers:
         zemcp_log.addHandler(handler)
 
-    server = getattr(worker.wsgi, "server", None)
-    if isinstance(server, zemcp.Server):
-        stop = worker.handle_exit
+    stop = worker.handle_exit
 
-        def handle_exit(sig, frame):
-            stop(sig, frame)
-            ended = server.shutdown()
-            if ended:
-                worker.log.info("zemcp: ended %d session(s) for the stop", ended)
+    def handle_exit(sig, frame):
+        stop(sig, frame)
+        # Every zemcp Server of the worker, also one mounted inside a Flask or Django app.
+        ended = shutdown_all()
+        if ended:
+            worker.log.info("zemcp: ended %d session(s) for the stop", ended)
 
-        signal.signal(signal.SIGTERM, handle_exit)
-        signal.siginterrupt(signal.SIGTERM, False)
+    signal.signal(signal.SIGTERM, handle_exit)
+    signal.siginterrupt(signal.SIGTERM, False)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import math
 import os
 import re
 import secrets
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -69,8 +71,10 @@ class Settings:
     def __post_init__(self) -> None:
         positive = ("session_ttl", "elicitation_timeout", "keepalive_interval", "body_timeout")
         for name in positive:
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be a positive number of seconds, got {getattr(self, name)!r}")
+            value = getattr(self, name)
+            # NaN compares false with everything and infinity overflows threading's waits.
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= threading.TIMEOUT_MAX):
+                raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
         for name in ("max_sessions", "max_pending_per_session", "max_body_bytes", "workers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")

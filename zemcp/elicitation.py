@@ -42,9 +42,13 @@ class ElicitDeclined(ElicitError):
 class ElicitCancelled(ElicitError):
     """The user dismissed the request without choosing (action ``cancel``, or an error answer)."""
 
-    def __init__(self, detail: str = "") -> None:
-        text = "the user cancelled the request without answering"
-        super().__init__(f"{text} ({detail})" if detail else text)
+    def __init__(self, error: dict | None = None) -> None:
+        if error is None:
+            text = "the user cancelled the request without answering"
+        else:
+            text = (f"the client answered the elicitation with error {error.get('code')}: "
+                    f"{error.get('message', '')} (counted as cancel)")
+        super().__init__(text)
 
 
 class ElicitMalformed(ElicitError):
@@ -311,8 +315,7 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
         ElicitDeclined, ElicitCancelled (also for a JSON-RPC error answer), ElicitMalformed.
     """
     if answer.error is not None:
-        message = answer.error.get("message")
-        raise ElicitCancelled(f"the client answered with an error: {message}" if message else "")
+        raise ElicitCancelled(answer.error)
     action = answer.result.get("action")
     if action is None:
         raise ElicitMalformed("the answer has no action; it must be accept, decline or cancel")

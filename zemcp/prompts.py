@@ -11,21 +11,18 @@ from __future__ import annotations
 
 import inspect
 import logging
-import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from zemcp import pagination
+from zemcp import pagination, schemas
 from zemcp.context import HANDLER_ERRORS
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 
 log = logging.getLogger("zemcp.prompts")
 
 _ROLES = ("user", "assistant")
-_SECTION = re.compile(r"^(\s*)(Args|Arguments|Parameters):\s*$")
-_ENTRY = re.compile(r"^(\*{0,2}[A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
 @dataclass(frozen=True)
@@ -148,10 +145,9 @@ def make_prompt(handler: Callable[..., Any], *, name: str | None = None, title: 
     name = name if name is not None else handler.__name__
     if not isinstance(name, str) or not name:
         raise ValueError(f"prompt name must be a non-empty string, got {name!r}")
-    doc = inspect.getdoc(handler) or ""
     if description is None:
-        description = " ".join(doc.split("\n\n", 1)[0].split()) or None
-    return Prompt(name, handler, title, description, tuple(_arguments(handler, name, _args_section(doc))))
+        description = schemas.docstring_summary(handler)
+    return Prompt(name, handler, title, description, tuple(_arguments(handler, name, schemas.docstring_entries(handler))))
 
 
 def _arguments(handler: Callable[..., Any], prompt: str, documented: dict[str, str]) -> list[PromptArgument]:
@@ -183,33 +179,6 @@ def _arguments(handler: Callable[..., Any], prompt: str, documented: dict[str, s
             )
         arguments.append(PromptArgument(param.name, description, param.default is inspect.Parameter.empty))
     return arguments
-
-
-def _args_section(doc: str) -> dict[str, str]:
-    # Google style: "Args:" then one "name: text" (or "name (type): text") per argument,
-    # continuation lines indented deeper than the entries.
-    described: dict[str, str] = {}
-    lines = doc.splitlines()
-    start = next((i for i, line in enumerate(lines) if _SECTION.match(line)), None)
-    if start is None:
-        return described
-    header_indent = len(_SECTION.match(lines[start]).group(1))
-    entry_indent, current = None, None
-    for line in lines[start + 1:]:
-        if not line.strip():
-            continue
-        indent = len(line) - len(line.lstrip())
-        if indent <= header_indent:
-            break
-        if entry_indent is None:
-            entry_indent = indent
-        found = _ENTRY.match(line.strip()) if indent == entry_indent else None
-        if found:
-            current = found.group(1).lstrip("*")
-            described[current] = found.group(2).strip()
-        elif current is not None and indent > entry_indent:
-            described[current] = f"{described[current]} {line.strip()}".strip()
-    return {name: text for name, text in described.items() if text}
 
 
 def to_messages(value: Any) -> list[dict]:

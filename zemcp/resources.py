@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from zemcp import pagination
+from zemcp import pagination, schemas
 from zemcp.context import HANDLER_ERRORS
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 
@@ -234,7 +234,7 @@ class ResourceRegistry:
                 template, or the handler's parameters do not fit.
         """
         name = name if name is not None else handler.__name__
-        description = description if description is not None else _summary(handler)
+        description = description if description is not None else schemas.docstring_summary(handler)
         if "{" in uri or "}" in uri:
             if size is not None:
                 raise ValueError(f"resource template {uri!r}: size applies to static resources only")
@@ -386,12 +386,6 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[dict]:
                 f"or a list of these; got {type(item).__name__}"
             )
     return contents
-
-
-def _summary(func: Callable[..., Any]) -> str | None:
-    # Only the first paragraph: the rest documents the handler for programmers.
-    doc = inspect.getdoc(func) or ""
-    return " ".join(doc.split("\n\n", 1)[0].split()) or None
 
 
 def _uri_param(params: dict, method: str) -> str:

@@ -111,7 +111,7 @@ def input_schema(func: Callable[..., Any]) -> tuple[dict, str | None]:
     """
     hints = type_hints(func)
     context = context_parameter(func)
-    notes = _docstring_entries(func)
+    notes = docstring_entries(func)
     properties: dict[str, dict] = {}
     required: list[str] = []
     for param in inspect.signature(func).parameters.values():
@@ -273,7 +273,7 @@ def elicitation_schema(cls: type) -> dict:
     """
     if not (_is_typeddict(cls) or (isinstance(cls, type) and dataclasses.is_dataclass(cls))):
         raise TypeError(f"an elicitation schema comes from a dataclass or TypedDict class, not {cls!r}")
-    notes = _docstring_entries(cls)
+    notes = docstring_entries(cls)
     properties: dict[str, dict] = {}
     required: list[str] = []
     for name, hint, needed, default in _members(cls):
@@ -499,7 +499,7 @@ def _object_schema(cls: type, where: str, seen: frozenset) -> dict:
     if cls in seen:
         raise TypeError(f"{where}: {cls.__qualname__} contains itself; recursive types need an explicit schema")
     seen = seen | {cls}
-    notes = _docstring_entries(cls)
+    notes = docstring_entries(cls)
     properties: dict[str, dict] = {}
     required: list[str] = []
     for name, hint, needed, default in _members(cls):
@@ -541,7 +541,7 @@ def _primitive(annotation: Any, where: str) -> tuple[dict, bool]:
     return schema, optional
 
 
-def _docstring_entries(obj: Any) -> dict[str, str]:
+def docstring_entries(obj: Any) -> dict[str, str]:
     """Descriptions by name from the ``Args:``/``Attributes:`` sections of a Google-style docstring."""
     entries: dict[str, str] = {}
     current: str | None = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -41,6 +42,18 @@ log = logging.getLogger("zemcp.server")
 #: Protocol versions served, preferred first (MCP basic/lifecycle, "Version Negotiation").
 SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 LATEST_VERSION = SUPPORTED_VERSIONS[0]
+
+
+_SERVERS: "weakref.WeakSet[Server]" = weakref.WeakSet()
+
+
+def shutdown_all() -> int:
+    """End every session of every :class:`Server` of this process (the process is stopping).
+
+    Returns:
+        how many sessions ended.
+    """
+    return sum(server.shutdown() for server in list(_SERVERS))
 
 
 class AlreadyInitialized(Exception):
@@ -73,6 +86,7 @@ class Server:
         # One worker per gunicorn thread: each thread waits on at most one handler.
         self._pool = ThreadPoolExecutor(max_workers=self.settings.threads, thread_name_prefix="zemcp-handler")
         self.started = time.time()
+        _SERVERS.add(self)
         self._methods: dict[str, Callable[[Session, jsonrpc.Request], Any]] = {
             "ping": lambda session, request: {},
             "logging/setLevel": self._set_log_level,
@@ -303,10 +317,14 @@ class Server:
     def handle(self, session: Session, message: jsonrpc.Message) -> dict | ReplySink | None:
         """Handle one message of a live session.
 
+        ``initialize`` is not a method here: it goes to :meth:`initialize`.
+
         Returns:
             None for a notification or response (the transport answers 202); a dict for a
             request answered at once (a JSON-RPC response); a :class:`ReplySink` for a
             tools/call, whose :meth:`ReplySink.first` tells JSON from stream.
+        Raises:
+            SessionNotFound: the session ended while the request arrived.
         """
         if isinstance(message, jsonrpc.Response):
             self.pending.resolve(session.id, message)
@@ -317,8 +335,6 @@ class Server:
             return None
         method = self._methods.get(message.method)
         if method is None:
-            if message.method == "initialize":
-                return jsonrpc.error(message.id, INVALID_REQUEST, "Invalid Request: this session is already initialized")
             return jsonrpc.error(message.id, METHOD_NOT_FOUND, f"Method not found: {message.method}")
         try:
             outcome = method(session, message)
@@ -373,7 +389,7 @@ class Server:
     def _completion_complete(self, session: Session, request: jsonrpc.Request) -> dict:
         return self.completions.complete(request.params)
 
-    def _tools_call(self, session: Session, request: jsonrpc.Request) -> ReplySink:
+    def _tools_call(self, session: Session, request: jsonrpc.Request) -> ReplySink | dict:
         name = request.params.get("name")
         arguments = request.params.get("arguments", {})
         if arguments is None:
@@ -389,9 +405,7 @@ class Server:
         if problem is not None:
             if session.protocol_version >= "2025-11-25":
                 # SEP-1303: input validation failures are tool errors the model can correct.
-                answered = ReplySink()
-                answered.finish(jsonrpc.result(request.id, error_result(problem)))
-                return answered
+                return error_result(problem)
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {problem}")
         meta = request.params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
@@ -425,14 +439,16 @@ class Server:
             # No response after a cancel (MCP basic/utilities/cancellation); otherwise the
             # session ended or the client left, and the error explains it to whoever reads.
             if not isinstance(exc, RequestCancelled):
-                response = jsonrpc.result(call.request_id, {"content": [{"type": "text", "text": str(exc)}], "isError": True})
+                response = jsonrpc.result(call.request_id, error_result(str(exc)))
         except BaseException:
             # This is a pool thread: whatever escaped, the client still gets an answer.
             log.exception("tool %r failed outside its handler", tool.name)
             response = jsonrpc.error(call.request_id, jsonrpc.INTERNAL_ERROR, "Internal error while running the tool")
         finally:
+            if call.cancelled:
+                response = None  # never answer a cancelled request, whatever ended it
             # Threads the handler left behind must not talk on a finished request.
-            call.abort(CallFinished())
+            self._abort(call, CallFinished())
             call.session.finish(call)
             call.sink.finish(response)
 

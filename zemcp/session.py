@@ -98,15 +98,24 @@ class Session:
         """Register a running request (``progress_token``: its ``_meta.progressToken``, if any).
 
         Raises:
+            SessionNotFound: the session ended meanwhile.
             ValueError: a request with the same id is still running in this session (MCP
                 forbids reusing an id within a session).
         """
         call = Call(self, request_id, sink, progress_token)
         with self._lock:
+            if self.ended is not None:
+                # It ended between the lookup of this request and now (DELETE, expiry).
+                raise SessionNotFound("Session not found: it ended while this request arrived; send initialize again")
             if request_id in self._calls:
                 raise ValueError(f"request id {request_id!r} is already in use by a running request of this session")
             self._calls[request_id] = call
         return call
+
+    def close(self, why: str) -> None:
+        """Mark the session ended (no new request can begin in it)."""
+        with self._lock:
+            self.ended = why
 
     def finish(self, call: "Call") -> None:
         """Forget a request whose handler returned."""
@@ -146,6 +155,7 @@ class Call:
     """
 
     def __init__(self, session: Session, request_id: RequestId, sink: ReplySink, progress_token: RequestId | None = None):
+        self._lock = threading.Lock()
         self.session = session
         self.request_id = request_id
         self.sink = sink
@@ -158,10 +168,11 @@ class Call:
         Returns:
             True if this call set the reason.
         """
-        if self.aborted is None:
-            self.aborted = reason
-            return True
-        return False
+        with self._lock:
+            if self.aborted is None:
+                self.aborted = reason
+                return True
+            return False
 
     @property
     def cancelled(self) -> bool:
@@ -248,16 +259,25 @@ class SessionRegistry:
             session = self._sessions.pop(session_id, None)
         if session is None:
             return False
-        session.ended = why
+        session.close(why)
         self._on_end(session, why)
         return True
 
     def sweep(self, now: float | None = None) -> int:
         """End every session idle for longer than the TTL; returns how many ended."""
         now = time.monotonic() if now is None else now
+        ended = 0
         with self._lock:
-            idle = [s.id for s in self._sessions.values() if s.idle_for(now) > self.ttl]
-        return sum(self.end(sid, "expired") for sid in idle)
+            idle = [s for s in self._sessions.values() if s.idle_for(now) > self.ttl]
+        for session in idle:
+            # A request may have begun since the list was made: end only what is still idle.
+            with self._lock:
+                if session.idle_for(now) <= self.ttl or self._sessions.pop(session.id, None) is None:
+                    continue
+            session.close("expired")
+            self._on_end(session, "expired")
+            ended += 1
+        return ended
 
     def sessions(self) -> list[Session]:
         """The live sessions, oldest first."""

@@ -166,6 +166,10 @@ class Tool:
             raise
         except ToolError as exc:
             return error_result(str(exc))
+        except elicitation.ElicitError as exc:
+            # An outcome of asking the user (declined, timed out ...), not a bug: no traceback.
+            log.info("tool %r ended by an elicitation outcome: %s", self.name, exc)
+            return error_result(str(exc))
         except HANDLER_ERRORS as exc:
             log.exception("tool %r raised", self.name)
             return error_result(str(exc) or type(exc).__name__)

@@ -58,6 +58,7 @@ class McpApp:
         self.endpoint = (endpoint or self.settings.endpoint).rstrip("/")
 
     def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
+        """The WSGI entry point (PEP 3333): answer one HTTP request."""
         try:
             response = self.dispatch(Request(environ))
         except HTTPException as exc:  # werkzeug's own refusals (bad headers and the like)
@@ -126,7 +127,8 @@ class McpApp:
             message = jsonrpc.parse(body)
         except ProtocolError as exc:
             return _json(400, exc.to_message())
-        request_id = getattr(message, "id", None)
+        # Only a request's id is echoed: a response's id is the server's own request id.
+        request_id = message.id if isinstance(message, jsonrpc.Request) else None
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is not None and "," in session_id:
             # Repeated headers arrive joined with commas; a session id never contains one.
@@ -145,7 +147,10 @@ class McpApp:
         except SessionNotFound as exc:
             return _json(404, jsonrpc.error(request_id, INVALID_REQUEST, str(exc)))
 
-        outcome = self.server.handle(session, message)
+        try:
+            outcome = self.server.handle(session, message)
+        except SessionNotFound as exc:
+            return _json(404, jsonrpc.error(request_id, INVALID_REQUEST, str(exc)))
         if outcome is None:
             return Response(status=202)
         if isinstance(outcome, dict):
@@ -155,8 +160,8 @@ class McpApp:
             outcome.close()
             return _json(200, final)
         # A stream; also for a request cancelled before it sent anything: it ends without a response.
-        return Response(self._stream(outcome, request.environ), status=200, content_type="text/event-stream",
-                        headers=SSE_HEADERS, direct_passthrough=True)
+        return Response(_Stream(outcome, request.environ, self.settings.keepalive_interval), status=200,
+                        content_type="text/event-stream", headers=SSE_HEADERS, direct_passthrough=True)
 
     def _initialize(self, message: jsonrpc.Request, session_id: str | None) -> Response:
         try:
@@ -211,29 +216,45 @@ class McpApp:
             if client is not None:
                 client.settimeout(None)
 
-    def _stream(self, sink: ReplySink, environ: dict) -> Iterator[bytes]:
+
+class _Stream:
+    """The body of an upgraded response: SSE events from a reply sink, keep-alive comments
+    between them, and the sink closed when the server closes the body (PEP 3333), also when
+    nothing was ever read from it."""
+
+    def __init__(self, sink: ReplySink, environ: dict, keepalive: float):
+        self._sink = sink
+        self._keepalive = keepalive
         # gunicorn hands us the client socket; peeking at it finds a client that left
         # before the next keep-alive write would (a write to a closed peer succeeds once).
-        client = environ.get("gunicorn.socket")
-        try:
-            for item in sink.frames(self.settings.keepalive_interval):
-                if item is KEEPALIVE:
-                    if client is not None and _peer_closed(client):
-                        return
-                    yield b": keep-alive\n\n"
-                else:
-                    data = _encode(item)
-                    if data:
-                        yield b"event: message\ndata: " + data + b"\n\n"
-        finally:
-            sink.close()
+        self._client = environ.get("gunicorn.socket")
+
+    def __iter__(self) -> Iterator[bytes]:
+        for item in self._sink.frames(self._keepalive):
+            if item is KEEPALIVE:
+                if self._client is not None and _peer_closed(self._client):
+                    return
+                yield b": keep-alive\n\n"
+            else:
+                data = _encode(item)
+                if data:
+                    yield b"event: message\ndata: " + data + b"\n\n"
+
+    def close(self) -> None:
+        self._sink.close()
 
 
 def _peer_closed(sock: socket.socket) -> bool:
+    # poll(), unlike select(), takes descriptors above 1024.
+    poller = select.poll()
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
-    except (OSError, ValueError):
+        poller.register(sock, select.POLLIN)
+        if not poller.poll(0):
+            return False
+        return sock.recv(1, socket.MSG_PEEK) == b""
+    except ValueError:
+        return False  # a TLS socket cannot peek: the next keep-alive write will tell
+    except OSError:
         return True
 
 

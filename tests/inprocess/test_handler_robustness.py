@@ -179,3 +179,33 @@ def test_2024_11_05_sessions_get_only_what_that_version_has(server):
     call = client.post("/mcp", headers=headers, data=json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                        "params": {"name": "structured", "arguments": {}}})).get_json()["result"]
     assert "structuredContent" not in call and json.loads(call["content"][0]["text"]) == {"a": 1}
+
+
+def test_background_elicitation_ends_when_the_handler_returns():
+    """A thread still waiting for an answer when its handler returns is woken at once."""
+    server = zemcp.Server("bg", "1", settings=Settings(threads=8, keepalive_interval=0.05, elicitation_timeout=30))
+    outcome = {}
+
+    @server.tool
+    def spawns(ctx: zemcp.Context) -> str:
+        """Starts an elicitation on another thread, then returns."""
+        def ask():
+            try:
+                ctx.elicit("Still there?", Pick)
+            except zemcp.ElicitError as exc:
+                outcome["error"] = (type(exc).__name__, str(exc))
+        outcome["thread"] = threading.Thread(target=ask)
+        outcome["thread"].start()
+        deadline = time.monotonic() + 5
+        while server.pending.count() == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return "done"
+
+    peer = Peer(zemcp.McpApp(server))
+    _, r = peer.call("spawns", {}, buffered=False)
+    got = messages(events(r))
+    assert got[-1]["result"]["content"][0]["text"] == "done"
+    outcome["thread"].join(5)
+    assert not outcome["thread"].is_alive()
+    assert "ctx cannot be used after the handler returned" in outcome["error"][1]
+    assert server.pending.count() == 0

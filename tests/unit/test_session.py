@@ -115,3 +115,20 @@ def test_client_supports_needs_an_object():
     """sampling and roots count as declared only as JSON objects."""
     s = Session("2025-11-25", {}, {"sampling": {}, "roots": True})
     assert s.client_supports("sampling") and not s.client_supports("roots") and not s.client_supports("x")
+
+
+def test_no_request_begins_in_an_ended_session():
+    """A request that looked the session up just before it ended cannot begin in it."""
+    reg = registry()
+    s = reg.create("2025-06-18", {}, {})
+    reg.end(s.id, "deleted by the client")
+    with pytest.raises(SessionNotFound, match="ended while this request arrived"):
+        s.begin(1, ReplySink())
+
+
+def test_sweep_spares_a_session_that_became_busy():
+    """A session listed as idle that starts a request before it is ended stays live."""
+    reg = registry(ttl=10)
+    s = reg.create("2025-06-18", {}, {})
+    s.begin(1, ReplySink())
+    assert reg.sweep(s._last_seen + 11) == 0 and s.id in reg
