@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +29,8 @@ from typing import Any
 
 import pytest
 import requests
+
+from tests.processes import stop_group
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -451,25 +452,7 @@ class GunicornServer:
     def stop(self) -> None:
         """Close the clients, SIGTERM the process group, wait, SIGKILL on timeout."""
         self.close_clients()
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.proc.wait(STOP_TIMEOUT)
-        else:
-            # The master is gone; make sure no worker of its group survives it.
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        stop_group(self.proc, STOP_TIMEOUT)
         self._log.close()
 
 

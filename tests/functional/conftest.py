@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import signal_group, stop_group
 from zemcp.client import parse_duration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -289,29 +290,6 @@ def command_argv(line: str, env: dict[str, str]) -> tuple[list[str], dict[str, s
     return words, env
 
 
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def stop_group(proc: subprocess.Popen) -> None:
-    """Stop a process started with ``start_new_session=True`` and everything it spawned.
-
-    SIGTERM to the group, up to :data:`STOP_GRACE` seconds for the leader to exit, then
-    SIGKILL to whatever is left of the group.
-    """
-    if proc.poll() is None:
-        _signal_group(proc, signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_GRACE)
-        except subprocess.TimeoutExpired:
-            pass
-    _signal_group(proc, signal.SIGKILL)
-    proc.wait()
-
-
 @dataclass
 class Background:
     """A background command, the file its output goes to, and how it ended.
@@ -329,7 +307,7 @@ class Background:
     def stop(self) -> None:
         """Record whether it ended by itself, then stop its process group."""
         self.exited_early = self.proc.poll()
-        stop_group(self.proc)
+        stop_group(self.proc, STOP_GRACE)
 
     def tail(self) -> str:
         """The last :data:`LOG_TAIL_LINES` lines of its output, and how it ended."""
@@ -411,7 +389,7 @@ def _run_foreground(command: Command, argv: list[str], env: dict[str, str], stdi
             stdout, stderr = proc.communicate(stdin_text, timeout=command.timeout)
             return Outcome(argv, proc.returncode, stdout, stderr, timed_out=False)
         except subprocess.TimeoutExpired:
-            _signal_group(proc, signal.SIGKILL)
+            signal_group(proc, signal.SIGKILL)
             stdout, stderr = proc.communicate(timeout=STOP_GRACE)
             return Outcome(argv, None, stdout, stderr, timed_out=True)
     finally:

@@ -21,7 +21,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import requests
+
+from tests.processes import stop_group
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -130,20 +131,7 @@ class Process:
 
     def stop(self) -> None:
         """SIGTERM the process group, wait, SIGKILL it on timeout; close the log."""
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            pass
-        # Also when the leader is gone: no child of its group may outlive it.
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(STOP_TIMEOUT)
+        stop_group(self.proc, STOP_TIMEOUT)
         self._log.close()
 
 
