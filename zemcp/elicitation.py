@@ -22,6 +22,7 @@ from jsonschema.exceptions import best_match
 
 from zemcp import jsonrpc
 from zemcp.correlation import CapacityError
+from zemcp.versions import ELICITATION_MODES, since
 
 if TYPE_CHECKING:
     from zemcp.correlation import CorrelationTable
@@ -247,19 +248,11 @@ REQUESTED_SCHEMA_META_2025_11_25 = _meta_schema(
     {"$schema": {"type": "string"}},
 )
 
-#: Protocol versions whose elicitation has modes (form and url) and the wider subset.
-MODES_SINCE = "2025-11-25"
-
 _META_VALIDATORS = {
     False: jsonschema.Draft202012Validator(REQUESTED_SCHEMA_META),
     True: jsonschema.Draft202012Validator(REQUESTED_SCHEMA_META_2025_11_25),
 }
 _FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
-
-
-def has_modes(protocol_version: str) -> bool:
-    """True for protocol versions with elicitation modes (2025-11-25 and later)."""
-    return protocol_version >= MODES_SINCE
 
 
 def check_requested_schema(schema: Any, protocol_version: str = "2025-06-18") -> None:
@@ -272,7 +265,7 @@ def check_requested_schema(schema: Any, protocol_version: str = "2025-06-18") ->
     Raises:
         ElicitSchemaInvalid: with the path of the first problem and what is allowed there.
     """
-    error = best_match(_META_VALIDATORS[has_modes(protocol_version)].iter_errors(schema))
+    error = best_match(_META_VALIDATORS[since(protocol_version, ELICITATION_MODES)].iter_errors(schema))
     if error is not None:
         path = ".".join(str(p) for p in error.absolute_path) or "<root>"
         raise ElicitSchemaInvalid(path, error.message)
@@ -361,7 +354,7 @@ def elicit(call: "Call", table: "CorrelationTable", timeout: float, message: str
     version = call.session.protocol_version
     check_requested_schema(requested_schema, version)
     params = {"message": message, "requestedSchema": requested_schema}
-    if has_modes(version):
+    if since(version, ELICITATION_MODES):
         params = {"mode": "form", **params}
     return interpret_answer(_ask(call, table, timeout, params), requested_schema)
 

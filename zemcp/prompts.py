@@ -215,6 +215,8 @@ class PromptRegistry:
 
     def __init__(self) -> None:
         self._prompts: dict[str, Prompt] = {}
+        # Built at registration, not on every prompts/list: a prompt does not change.
+        self._definitions: list[dict] = []
 
     def __len__(self) -> int:
         return len(self._prompts)
@@ -224,6 +226,7 @@ class PromptRegistry:
         if prompt.name in self._prompts:
             raise ValueError(f"a prompt named {prompt.name!r} is already registered")
         self._prompts[prompt.name] = prompt
+        self._definitions.append(prompt.definition())
         return prompt
 
     def get(self, name: str) -> Prompt | None:
@@ -255,7 +258,7 @@ class PromptRegistry:
         Raises:
             ProtocolError: -32602 for a bad cursor.
         """
-        items = [prompt.definition() for prompt in self._prompts.values()]
+        items = self._definitions
         return pagination.list_result(params, "prompts", items, page_size)
 
     def get_result(self, params: dict) -> dict:

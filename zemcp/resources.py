@@ -206,6 +206,9 @@ class ResourceRegistry:
     def __init__(self) -> None:
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, ResourceTemplate] = {}
+        # Built at registration, not on every list request: entries do not change.
+        self._resource_definitions: list[dict] = []
+        self._template_definitions: list[dict] = []
         self._lock = threading.Lock()
         self._subscriptions: dict[str, set[str]] = {}
 
@@ -242,11 +245,13 @@ class ResourceRegistry:
             if uri in self._templates:
                 raise ValueError(f"a resource template {uri!r} is already registered")
             self._templates[uri] = template
+            self._template_definitions.append(template.definition())
             return template
         resource = Resource(uri, name, handler, title, description, mime_type, size)
         if uri in self._resources:
             raise ValueError(f"a resource {uri!r} is already registered")
         self._resources[uri] = resource
+        self._resource_definitions.append(resource.definition())
         return resource
 
     def get(self, uri: str) -> Resource | None:
@@ -265,7 +270,7 @@ class ResourceRegistry:
         Raises:
             ProtocolError: -32602 for a bad cursor.
         """
-        items = [resource.definition() for resource in self._resources.values()]
+        items = self._resource_definitions
         return pagination.list_result(params, "resources", items, page_size)
 
     def templates_result(self, params: dict, page_size: int) -> dict:
@@ -274,7 +279,7 @@ class ResourceRegistry:
         Raises:
             ProtocolError: -32602 for a bad cursor.
         """
-        items = [template.definition() for template in self._templates.values()]
+        items = self._template_definitions
         return pagination.list_result(params, "resourceTemplates", items, page_size)
 
     def read(self, params: dict) -> dict:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from zemcp import __version__, jsonrpc
+from zemcp import __version__, jsonrpc, versions
 from zemcp.config import Settings
 from zemcp.correlation import CorrelationTable
 from zemcp.elicitation import ClientDisconnected, ElicitAborted, RequestCancelled, SessionEnded
@@ -39,9 +39,6 @@ from zemcp.resources import ResourceRegistry
 
 log = logging.getLogger("zemcp.server")
 
-#: Protocol versions served, preferred first (MCP basic/lifecycle, "Version Negotiation").
-SUPPORTED_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-LATEST_VERSION = SUPPORTED_VERSIONS[0]
 
 
 _SERVERS: "weakref.WeakSet[Server]" = weakref.WeakSet()
@@ -227,11 +224,11 @@ class Server:
         Raises:
             ProtocolError: the value is not a version this server supports.
         """
-        if value is not None and value not in SUPPORTED_VERSIONS:
+        if value is not None and value not in versions.SUPPORTED:
             raise ProtocolError(
                 INVALID_REQUEST,
                 f"Bad Request: unsupported MCP-Protocol-Version {value!r}; this server supports "
-                f"{', '.join(SUPPORTED_VERSIONS)} (initialize negotiates one)",
+                f"{', '.join(versions.SUPPORTED)} (initialize negotiates one)",
             )
 
     def initialize(self, request: jsonrpc.Request, session_id: str | None) -> tuple[Session, dict]:
@@ -262,7 +259,7 @@ class Server:
             raise ProtocolError(
                 INVALID_PARAMS, "Invalid params: capabilities and clientInfo must be objects", request.id
             )
-        version = requested if requested in SUPPORTED_VERSIONS else LATEST_VERSION
+        version = requested if requested in versions.SUPPORTED else versions.LATEST
         session = self.sessions.create(version, client_info, capabilities)
         result: dict[str, Any] = {
             "protocolVersion": version,
@@ -277,7 +274,7 @@ class Server:
                  "yes" if session.client_supports_elicit() else "no")
         return session, jsonrpc.result(request.id, result)
 
-    def capabilities(self, version: str = LATEST_VERSION) -> dict:
+    def capabilities(self, version: str = versions.LATEST) -> dict:
         """``ServerCapabilities`` for initialize: exactly the features this server has that
         protocol ``version`` knows (``completions`` arrived in 2025-03-26)."""
         capabilities: dict[str, Any] = {"logging": {}}
@@ -288,7 +285,7 @@ class Server:
             capabilities["resources"] = {"listChanged": False}
         if len(self.prompts):
             capabilities["prompts"] = {"listChanged": False}
-        if (len(self.prompts) or len(self.resources)) and version >= "2025-03-26":
+        if (len(self.prompts) or len(self.resources)) and versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS):
             capabilities["completions"] = {}
         return capabilities
 
@@ -403,7 +400,7 @@ class Server:
             raise ProtocolError(INVALID_PARAMS, "Invalid params: params.arguments must be an object")
         problem = tool.check_arguments(arguments)
         if problem is not None:
-            if session.protocol_version >= "2025-11-25":
+            if versions.since(session.protocol_version, versions.ELICITATION_MODES):
                 # SEP-1303: input validation failures are tool errors the model can correct.
                 return error_result(problem)
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {problem}")
@@ -422,7 +419,7 @@ class Server:
         response: dict | None = None
         try:
             result = tool.run(arguments, Context(call, self.pending, self.settings.elicitation_timeout))
-            if call.session.protocol_version < "2025-06-18":
+            if not versions.since(call.session.protocol_version, versions.TITLES_AND_STRUCTURED_OUTPUT):
                 # structuredContent arrived in 2025-06-18; older clients read the text item.
                 result.pop("structuredContent", None)
             if not call.cancelled:
@@ -474,8 +471,8 @@ def _for_version(result: dict, key: str, session: Session) -> dict:
     ``title`` and ``outputSchema`` arrived in 2025-06-18, tool ``annotations`` in 2025-03-26.
     """
     version = session.protocol_version
-    drop = ({"title", "outputSchema"} if version < "2025-06-18" else set()) | (
-        {"annotations"} if version < "2025-03-26" else set())
+    drop = ({"title", "outputSchema"} if not versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT) else set()) | (
+        {"annotations"} if not versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS) else set())
     if drop:
         result[key] = [{k: v for k, v in item.items() if k not in drop} for item in result[key]]
     return result

@@ -20,6 +20,7 @@ from typing import Any
 from zemcp.elicitation import ElicitAborted, RequestCancelled
 from zemcp.jsonrpc import RequestId
 from zemcp.sinks import ReplySink
+from zemcp.versions import ELICITATION_MODES, since
 
 log = logging.getLogger("zemcp.session")
 
@@ -138,7 +139,7 @@ class Session:
 def _elicitation_modes(protocol_version: str, declared: object) -> frozenset[str]:
     if not isinstance(declared, dict):
         return frozenset()
-    if protocol_version < "2025-11-25" or not declared:
+    if not since(protocol_version, ELICITATION_MODES) or not declared:
         return frozenset({"form"})
     return frozenset(mode for mode in ("form", "url") if isinstance(declared.get(mode), dict))
 

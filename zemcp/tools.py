@@ -237,6 +237,7 @@ class ToolRegistry:
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
+        self._definitions: list[dict] = []
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -246,6 +247,8 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        # Built once here, not on every tools/list: a tool does not change once registered.
+        self._definitions.append(tool.definition())
         return tool
 
     def get(self, name: str) -> Tool | None:
@@ -253,8 +256,8 @@ class ToolRegistry:
         return self._tools.get(name)
 
     def definitions(self) -> list[dict]:
-        """Every tool as ``tools/list`` shows it."""
-        return [tool.definition() for tool in self._tools.values()]
+        """Every tool as ``tools/list`` shows it, in registration order (do not modify)."""
+        return self._definitions
 
 
 def _check_object_schema(tool: str, which: str, schema: Any) -> None:
