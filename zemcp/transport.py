@@ -236,9 +236,7 @@ class _Stream:
                     return
                 yield b": keep-alive\n\n"
             else:
-                data = _encode(item)
-                if data:
-                    yield b"event: message\ndata: " + data + b"\n\n"
+                yield b"event: message\ndata: " + _encode(item) + b"\n\n"
 
     def close(self) -> None:
         self._sink.close()
@@ -259,16 +257,16 @@ def _peer_closed(sock: socket.socket) -> bool:
 
 
 def _encode(message: dict) -> bytes:
-    """Encode a message produced by application code, which may hold values JSON cannot carry.
+    """Encode a response, whose result comes from application code and may hold values JSON
+    cannot carry: such a response becomes a -32603 error for the same id.
 
-    A response becomes a -32603 error for the same id; any other message is dropped (b"").
+    Server-to-client messages need no such care: the context checks them before they are
+    queued, so the handler that built them gets the error.
     """
     try:
         return jsonrpc.encode(message)
     except (TypeError, ValueError) as exc:
-        log.error("cannot encode %s as JSON: %s", message.get("method") or "a response", exc)
-        if "method" in message:
-            return b""
+        log.error("cannot encode a response as JSON: %s", exc)
         return jsonrpc.encode(jsonrpc.error(message.get("id"), jsonrpc.INTERNAL_ERROR,
                                             f"Internal error: the result is not valid JSON ({exc}); fix the handler's return value"))
 
