@@ -56,6 +56,8 @@ class McpApp:
         self.server = server
         self.settings: Settings = server.settings
         self.endpoint = (endpoint or self.settings.endpoint).rstrip("/")
+        # Decided once: parsing the bind address on every request would be wasted work.
+        self._check_host = self.settings.bind_is_loopback
 
     def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
         """The WSGI entry point (PEP 3333): answer one HTTP request."""
@@ -89,7 +91,7 @@ class McpApp:
             log.warning("refused Origin %r", origin)
             return _error(403, INVALID_REQUEST, f"Forbidden: Origin {origin!r} is not allowed; add it to ZEMCP_ALLOWED_ORIGINS")
         host = request.headers.get("Host")
-        if host is not None and self.settings.bind_is_loopback and not is_loopback_host(_hostname(host)):
+        if host is not None and self._check_host and not is_loopback_host(_hostname(host)):
             log.warning("refused Host %r on a loopback bind", host)
             return _error(403, INVALID_REQUEST, f"Forbidden: Host {host!r} is not a loopback name; this server is bound to loopback")
         return None
