@@ -10,14 +10,22 @@ import os
 import signal
 
 import zemcp
+from zemcp.request_state import new_key
 from zemcp.server import shutdown_all
+
+# The master reads this file before it forks: a key made here is shared by every worker of
+# this instance, so any worker can open the 2026-07-28 requestState another one sealed.
+# Several instances (hosts) need ZEMCP_REQUEST_STATE_KEY set alike; see docs/deploy.md.
+if not os.environ.get("ZEMCP_REQUEST_STATE_KEY", "").strip():
+    os.environ["ZEMCP_REQUEST_STATE_KEY"] = new_key()
 
 _settings = zemcp.Settings.from_env()
 
 bind = [_settings.bind]
 worker_class = "gthread"
-# Sessions and pending elicitations live in the process that created them: one worker,
-# unless a proxy routes every request of a session to its owner.
+# Handshake-era sessions and their pending elicitations live in the process that created
+# them: one worker, unless a proxy routes every request of a session to its owner.
+# 2026-07-28 requests are stateless and may be served by any worker.
 workers = _settings.workers
 threads = _settings.threads
 # An idle kept-alive slot per expected client on top of the busy threads.
@@ -40,9 +48,11 @@ def when_ready(server):
     """Warn at start-up when several workers share this instance's socket."""
     if server.cfg.workers > 1:
         server.log.warning(
-            "zemcp: %d workers share one listening socket, which spreads a session's requests "
-            "over processes that do not know it (404s, lost elicitation answers). Run one worker "
-            "per instance and put a proxy that routes by Mcp-Session-Id in front; see docs/deploy.md",
+            "zemcp: %d workers share one listening socket. 2026-07-28 clients are served by any "
+            "worker, but a handshake-era session (initialize, Mcp-Session-Id) lives in one process, "
+            "and its requests reaching another give 404s and lost elicitation answers. For "
+            "handshake-era clients run one worker per instance behind a proxy that routes by "
+            "Mcp-Session-Id; see docs/deploy.md",
             server.cfg.workers,
         )
 

@@ -1,9 +1,12 @@
 """The reference zemcp server: the ``ze_execute`` tool over the built-in commands.
 
-gunicorn loads ``wsgi:app`` (see gunicorn.conf.py). A tools/call travels
-``McpApp`` (zemcp/transport.py) -> ``Server.handle`` (zemcp/server.py) -> ``Tool.run``
-(zemcp/tools.py) -> ``execute`` (zemcp/commands.py), and an elicitation goes out through
-``ctx.elicit`` (zemcp/elicitation.py) on the request's ``ReplySink`` (zemcp/sinks.py).
+gunicorn loads ``wsgi:app`` (see gunicorn.conf.py). A tools/call travels ``McpApp``
+(zemcp/transport.py, which picks the era) -> ``ModernEra`` (zemcp/modern.py, 2026-07-28) or
+``HandshakeEra`` (zemcp/handshake.py, sessions) -> ``Server.prepare`` and ``Server.execute``
+(zemcp/server.py) -> ``Tool.run`` (zemcp/tools.py) -> ``execute`` (zemcp/commands.py). Its
+elicitation goes through ``ctx.elicit`` (zemcp/context.py) to the request's exchange: pushed
+on the request's ``ReplySink`` (zemcp/session.py, zemcp/sinks.py) in a session, or ending the
+round with an ``InputRequiredResult`` and replayed on the retry (zemcp/mrtr.py).
 """
 
 import zemcp

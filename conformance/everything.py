@@ -2,7 +2,10 @@
 
 The suite's server scenarios call tools, read resources, get prompts and ask for completions
 by fixed names (``test_simple_text``, ``test://static-text``, ``test_simple_prompt``, ...);
-this module registers every one of them. Serve it like the reference server::
+this module registers every one of them, for the handshake-era runs and for the 2026-07-28
+requirement set alike. The tool list never changes while the server runs and starts with
+``test_simple_text``: the 2026-07-28 scenarios compare repeated listings and call the first
+tool with no arguments. Serve it like the reference server::
 
     gunicorn -c gunicorn.conf.py conformance.everything:app
 
@@ -247,19 +250,34 @@ JSON_SCHEMA_2020_12 = {
     "type": "object",
     "$defs": {
         "address": {
+            "$anchor": "addressDef",
             "type": "object",
             "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
         }
     },
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
     "additionalProperties": False,
 }
 
 
 @server.tool(input_schema=JSON_SCHEMA_2020_12)
-def json_schema_2020_12_tool(name: str | None = None, address: dict | None = None) -> str:
-    """Tool with JSON Schema 2020-12 features: $schema, $defs and additionalProperties false."""
-    return json.dumps({"name": name, "address": address})
+def json_schema_2020_12_tool(name: str | None = None, address: dict | None = None,
+                             contactMethod: str | None = None, phone: str | None = None,
+                             email: str | None = None) -> str:
+    """Tool with JSON Schema 2020-12 features: $schema, $defs, $anchor, allOf/anyOf, if/then/else
+    and additionalProperties false."""
+    return json.dumps({"name": name, "address": address, "contactMethod": contactMethod, "phone": phone,
+                       "email": email})
 
 
 @server.tool
@@ -267,6 +285,137 @@ def test_reconnection(ctx: zemcp.Context) -> str:
     """Logs a message, which turns the response into an event stream, then returns."""
     ctx.log("info", "Reconnection test running")
     return "Reconnection test completed"
+
+
+# -- 2026-07-28 (stateless) fixtures ---------------------------------------------------
+#
+# In the 2026-07-28 era a question to the client ends the request with an
+# InputRequiredResult; the client retries with the answers and the handler runs again from
+# the top. The same handlers push the questions on the stream in a handshake-era session.
+
+
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+def _sampled_text(result: dict) -> str:
+    """The text of a CreateMessageResult, or its content as JSON when it is not text."""
+    content = result.get("content")
+    if isinstance(content, dict) and content.get("type") == "text":
+        return content.get("text", "")
+    return json.dumps(content)
+
+
+@server.tool
+def test_missing_capability(ctx: zemcp.Context) -> str:
+    """Needs the sampling capability: asks the client's language model for a one-word answer."""
+    result = ctx.sample("Say hello in one word.", max_tokens=10)
+    return f"Sampling answered: {_sampled_text(result)}"
+
+
+@server.tool
+def test_streaming_elicitation(ctx: zemcp.Context) -> str:
+    """Asks the user to confirm; the question travels as an input request, never as a request on the stream."""
+    action, content = _elicited(ctx, "Please confirm to continue",
+                                {"type": "object", "properties": {"confirmed": {"type": "boolean"}}})
+    return f"Streaming elicitation: action={action}, content={json.dumps(content)}"
+
+
+@server.tool
+def test_logging_tool(ctx: zemcp.Context) -> str:
+    """Logs at info level, which reaches the client only when the request asked for log messages."""
+    ctx.log("info", "test_logging_tool started")
+    ctx.log("info", "test_logging_tool finished")
+    return "Logging tool executed successfully"
+
+
+@server.tool
+def test_trigger_tool_change() -> str:
+    """Tells the clients listening for tool list changes that the list changed (it stays the same)."""
+    told = server.notify_list_changed("tools")
+    return f"Sent notifications/tools/list_changed to {told} stream(s)"
+
+
+@server.tool
+def test_trigger_prompt_change() -> str:
+    """Tells the clients listening for prompt list changes that the list changed (it stays the same)."""
+    told = server.notify_list_changed("prompts")
+    return f"Sent notifications/prompts/list_changed to {told} stream(s)"
+
+
+@server.tool
+def test_custom_header(region: Annotated[str, zemcp.McpHeader("Region"), "The region to use"]) -> str:
+    """Echoes its region argument, which clients mirror in the Mcp-Param-Region header."""
+    return f"Region: {region}"
+
+
+@server.tool
+def test_input_required_result_elicitation(ctx: zemcp.Context) -> str:
+    """Asks the user for their name and greets them."""
+    answer = ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    return f"Hello, {answer['name']}!"
+
+
+@server.tool
+def test_input_required_result_sampling(ctx: zemcp.Context) -> str:
+    """Asks the client's language model for the capital of France."""
+    result = ctx.sample("What is the capital of France?", max_tokens=100, key="capital_question")
+    return f"Sampling result: {_sampled_text(result)}"
+
+
+@server.tool
+def test_input_required_result_list_roots(ctx: zemcp.Context) -> str:
+    """Asks the client for its roots and counts them."""
+    roots = ctx.list_roots(key="client_roots")
+    return f"Found {len(roots)} root(s)"
+
+
+CONFIRM_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+@server.tool
+def test_input_required_result_request_state(ctx: zemcp.Context) -> str:
+    """Asks the user to confirm; the answer comes back with the request state of the first round."""
+    ctx.elicit("Please confirm", CONFIRM_SCHEMA, key="confirm")
+    return "state-ok: requestState validated"
+
+
+@server.tool
+def test_input_required_result_multiple_inputs(ctx: zemcp.Context) -> str:
+    """Asks for a name (elicitation), a greeting (sampling) and the roots at once."""
+    user, greeting, roots = ctx.ask_all(
+        zemcp.Elicit("What is your name?", NAME_SCHEMA, key="user_name"),
+        zemcp.Sample("Generate a greeting", max_tokens=50, key="greeting"),
+        zemcp.ListRoots(key="client_roots"),
+    )
+    return f"Name: {user['name']}; Greeting: {_sampled_text(greeting)}; Roots: {len(roots)}"
+
+
+@server.tool
+def test_input_required_result_multi_round(ctx: zemcp.Context) -> str:
+    """Asks two questions one after the other: a name, then a favourite colour."""
+    name = ctx.elicit("Step 1: What is your name?", NAME_SCHEMA, key="step1")["name"]
+    color = ctx.elicit("Step 2: What is your favorite color?",
+                       {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+                       key="step2")["color"]
+    return f"Multi-round complete for {name} who likes {color}"
+
+
+@server.tool
+def test_input_required_result_tampered_state(ctx: zemcp.Context) -> str:
+    """Asks the user to confirm; a changed request state is refused."""
+    ctx.elicit("Please confirm", CONFIRM_SCHEMA, key="confirm")
+    return "integrity-ok: state verified"
+
+
+@server.tool
+def test_input_required_result_capabilities(ctx: zemcp.Context) -> str:
+    """Asks the client's language model, and the user too when the client can elicit."""
+    asks: list[zemcp.Ask] = [zemcp.Sample("Sample request", max_tokens=50, key="sample_input")]
+    if ctx.client_supports_elicit():
+        asks.append(zemcp.Elicit("Elicit request", {"type": "object", "properties": {"value": {"type": "string"}}},
+                                 key="elicit_input"))
+    ctx.ask_all(*asks)
+    return f"capabilities-ok: received {', '.join(ask.key for ask in asks)}"
 
 
 # -- resources -------------------------------------------------------------------------
@@ -284,7 +433,7 @@ def static_binary() -> bytes:
     return PNG
 
 
-@server.resource("test://template/{id}/data", name="template-data", mime_type="application/json")
+@server.resource("test://template/{id}/data", name="template", mime_type="application/json")
 def template_data(id: str) -> str:
     """A resource template: the data of item ``id``."""
     return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
@@ -325,6 +474,15 @@ def test_prompt_with_embedded_resource(resourceUri: Annotated[str, "URI of the r
 def test_prompt_with_image() -> list:
     """A prompt that includes an image."""
     return [{"role": "user", "content": _image()}, "Please analyze the image above."]
+
+
+@server.prompt
+def test_input_required_result_prompt(ctx: zemcp.Context) -> str:
+    """A prompt that asks the user which context to use."""
+    answer = ctx.elicit("What context should the prompt use?",
+                        {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]},
+                        key="user_context")
+    return f"Prompt with context: {answer['context']}"
 
 
 ARG1_VALUES = ("paris", "park", "parrot", "london", "lisbon")

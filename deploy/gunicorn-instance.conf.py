@@ -5,8 +5,10 @@ deploy/zemcp@.service does this)::
 
     ZEMCP_INSTANCE=a ZEMCP_BIND=127.0.0.1:8001 gunicorn -c deploy/gunicorn-instance.conf.py wsgi:app
 
-Everything else comes from the repository's gunicorn.conf.py (gthread, the thread budget,
-the hooks, logging); this file only changes what a proxy in front needs.
+Every instance also needs the same ``ZEMCP_REQUEST_STATE_KEY`` (the 2026-07-28 requestState
+key): this file refuses to start without it. Everything else comes from the repository's
+gunicorn.conf.py (gthread, the thread budget, the hooks, logging); this file only changes
+what a proxy in front needs.
 """
 
 import importlib.util
@@ -23,6 +25,15 @@ PROXY_READ_TIMEOUT = 60
 #: [seconds] how long the proxies keep an idle connection to an instance for reuse: nginx
 #: ``keepalive_timeout`` in the upstreams of deploy/nginx.conf.
 PROXY_UPSTREAM_IDLE = 60
+
+# Checked before the base configuration runs, which would make up a key of this instance's own.
+if not os.environ.get("ZEMCP_REQUEST_STATE_KEY", "").strip():
+    raise ValueError(
+        "ZEMCP_REQUEST_STATE_KEY is not set: behind a proxy the rounds of a 2026-07-28 request may "
+        "reach different instances, and each must open the requestState another sealed. Give every "
+        "instance the same key(s), e.g. in /etc/zemcp/zemcp.env; make one with: python -c "
+        "'import secrets; print(secrets.token_urlsafe(32))'"
+    )
 
 _base_path = Path(__file__).resolve().parent.parent / "gunicorn.conf.py"
 _spec = importlib.util.spec_from_file_location("zemcp_gunicorn_base", _base_path)

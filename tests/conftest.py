@@ -11,6 +11,13 @@ Fixtures:
     server: one server with short keep-alives for the whole run, for tests whose settings
         are the defaults (plus a 0.5 s keep-alive interval).
     client: an initialized :class:`McpClient` (with the elicitation capability) on ``server``.
+    start_traced_server: like ``start_server``, but gunicorn's access log gets one
+        :data:`TRACE_FORMAT` line per request (worker pid, MCP headers, session ids), read
+        back with :func:`trace_records`.
+    traced_server: one such traced server with the default settings for the whole run.
+
+Helpers: :class:`ModernClient` speaks the stateless MCP 2026-07-28 era (the per-request
+``_meta`` envelope and headers, multi-round-trip elicitation) over raw HTTP.
 """
 
 from __future__ import annotations
@@ -22,8 +29,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -348,6 +357,8 @@ class McpClient:
             "pending_cap": r"^pending elicitations: \d+ \(cap (\d+)\)$",
             "threads": r"^thread budget: (\d+) threads",
             "threads_pending": r"^thread budget: \d+ threads = (\d+) for pending",
+            "threads_listen": r"^thread budget: .* \+ (\d+) for listen streams",
+            "listen_cap": r"^listen streams: \d+ \(cap (\d+)\)$",
             "threads_reserved": r"^thread budget: .* \+ (\d+) reserved$",
         }
         parsed: dict[str, Any] = {"text": text}
@@ -376,6 +387,144 @@ class McpClient:
         self.http.close()
 
 
+# -- the 2026-07-28 (stateless) client ----------------------------------------------------
+
+#: The stateless protocol revision (MCP 2026-07-28 basic/versioning, "modern").
+MODERN_VERSION = "2026-07-28"
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+#: Request header naming a request in :data:`TRACE_FORMAT` lines (ignored by the server).
+TAG_HEADER = "X-Zemcp-Test-Tag"
+
+
+def sse_messages(text: str) -> list[dict]:
+    """The JSON-RPC messages of a whole ``text/event-stream`` body (comments skipped)."""
+    messages, data = [], []
+    for line in text.splitlines() + [""]:
+        if line == "":
+            if data:
+                messages.append(json.loads("\n".join(data)))
+            data = []
+        elif line.startswith("data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(" ") else value)
+    return messages
+
+
+class ModernClient:
+    """A minimal MCP 2026-07-28 client over raw HTTP, for tests.
+
+    Every request carries the ``params._meta`` envelope (protocol version, client
+    capabilities, client info) and the ``MCP-Protocol-Version``, ``Mcp-Method`` and
+    ``Mcp-Name`` headers, and travels on a connection of its own (``Connection: close``), so
+    consecutive rounds of one call may reach different gunicorn workers. No session: nothing
+    is remembered between requests except the id counter. Safe to share between threads.
+
+    Attributes:
+        url: the endpoint.
+        name, version: the ``clientInfo`` sent with every request.
+        capabilities: the ``clientCapabilities`` sent with every request.
+    """
+
+    def __init__(self, url: str, name: str = "zemcp-modern-tests", version: str = "1.0",
+                 capabilities: dict | None = None):
+        self.url = url
+        self.name = name
+        self.version = version
+        self.capabilities = {"elicitation": {}} if capabilities is None else capabilities
+        self._ids = iter(range(1, 1 << 62))
+        self._lock = threading.Lock()
+
+    def new_id(self) -> int:
+        """A request id not used before by this client."""
+        with self._lock:
+            return next(self._ids)
+
+    def meta(self) -> dict:
+        """The per-request envelope for ``params._meta``."""
+        return {META_VERSION: MODERN_VERSION, META_CAPABILITIES: self.capabilities,
+                META_CLIENT_INFO: {"name": self.name, "version": self.version}}
+
+    def message(self, method: str, params: dict | None = None) -> dict:
+        """A request with a fresh id whose params carry the envelope."""
+        return {"jsonrpc": "2.0", "id": self.new_id(), "method": method,
+                "params": {**(params or {}), "_meta": self.meta()}}
+
+    def headers(self, message: dict, extra: dict | None = None) -> dict:
+        """The headers of a POST of ``message`` (standard MCP headers from its body), plus ``extra``."""
+        headers = {"Content-Type": "application/json", "Accept": ACCEPT, "Connection": "close",
+                   "MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": message["method"]}
+        params = message.get("params") or {}
+        if message["method"] in ("tools/call", "prompts/get"):
+            headers["Mcp-Name"] = params["name"]
+        elif message["method"] == "resources/read":
+            headers["Mcp-Name"] = params["uri"]
+        headers.update(extra or {})
+        return headers
+
+    def post(self, message: dict, *, headers: dict | None = None, timeout: float = READ_TIMEOUT) -> requests.Response:
+        """POST ``message`` on a fresh connection; the response is read in full."""
+        with requests.Session() as http:
+            response = http.post(self.url, data=json.dumps(message), headers=self.headers(message, headers),
+                                 timeout=(CONNECT_TIMEOUT, timeout))
+            _ = response.content
+        return response
+
+    @staticmethod
+    def reply(response: requests.Response, request_id: Any) -> dict:
+        """The JSON-RPC response to ``request_id`` in a JSON or ``text/event-stream`` body."""
+        kind = response.headers.get("Content-Type", "")
+        if kind.startswith("text/event-stream"):
+            messages = sse_messages(response.text)
+        else:
+            assert kind.startswith("application/json"), (response.status_code, kind, response.text)
+            messages = [response.json()]
+        replies = [m for m in messages if "method" not in m and m.get("id") == request_id]
+        assert len(replies) == 1, f"expected one response to id {request_id!r}, got {messages}"
+        return replies[0]
+
+    def call(self, arguments: dict | None = None, *, name: str = "ze_execute", input_responses: dict | None = None,
+             request_state: Any = None, headers: dict | None = None) -> tuple[requests.Response, dict]:
+        """One tools/call round; returns the HTTP response and the JSON-RPC response."""
+        params: dict[str, Any] = {"name": name, "arguments": arguments if arguments is not None else {}}
+        if input_responses is not None:
+            params["inputResponses"] = input_responses
+        if request_state is not None:
+            params["requestState"] = request_state
+        message = self.message("tools/call", params)
+        response = self.post(message, headers=headers)
+        return response, self.reply(response, message["id"])
+
+    def call_result(self, arguments: dict | None = None, **kwargs) -> dict:
+        """A tools/call round that must answer HTTP 200 with a result; returns the result."""
+        response, reply = self.call(arguments, **kwargs)
+        assert response.status_code == 200, (response.status_code, response.text)
+        assert "result" in reply, reply
+        assert "Mcp-Session-Id" not in response.headers, response.headers
+        return reply["result"]
+
+    def ask_command(self, *, headers: dict | None = None) -> dict:
+        """Round 1 of ze_execute without a command: must end ``input_required`` asking for ``command``."""
+        result = self.call_result({}, headers=headers)
+        assert result.get("resultType") == "input_required", result
+        assert list(result["inputRequests"]) == ["command"], result
+        assert result["inputRequests"]["command"]["method"] == "elicitation/create", result
+        assert isinstance(result.get("requestState"), str) and result["requestState"], result
+        return result
+
+    def answer_command(self, first: dict, command: str, *, headers: dict | None = None) -> dict:
+        """Round 2: the retry answering round 1's question with ``command``; returns its result."""
+        return self.call_result({}, input_responses={"command": {"action": "accept", "content": {"command": command}}},
+                                request_state=first["requestState"], headers=headers)
+
+    def run_eliciting(self, command: str) -> str:
+        """Both rounds of an eliciting ze_execute answered with ``command``; the completed call's text."""
+        final = self.answer_command(self.ask_command(), command)
+        assert final.get("resultType") == "complete" and final.get("isError") is False, final
+        return final["content"][0]["text"]
+
+
 # -- gunicorn ---------------------------------------------------------------------------
 
 
@@ -387,9 +536,11 @@ class GunicornServer:
         url: the MCP endpoint URL.
         env: the ZEMCP_* variables it was started with.
         log_path: file receiving gunicorn's stdout and stderr (access and error logs).
+
+    ``gunicorn_args`` are extra command-line options, placed before the app.
     """
 
-    def __init__(self, settings: dict[str, Any], log_dir: Path):
+    def __init__(self, settings: dict[str, Any], log_dir: Path, gunicorn_args: tuple[str, ...] = ()):
         self.port = free_port()
         self.base = f"http://{HOST}:{self.port}"
         self.url = f"{self.base}/mcp"
@@ -403,7 +554,7 @@ class GunicornServer:
         self._log = os.fdopen(fd, "wb")
         self._clients: list[McpClient] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"],
+            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", *gunicorn_args, "wsgi:app"],
             cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
@@ -469,13 +620,12 @@ def _log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("gunicorn-logs")
 
 
-@pytest.fixture
-def start_server(request: pytest.FixtureRequest, _log_dir: Path) -> Iterator:
-    """Factory: ``start_server(elicitation_timeout=1, ...)`` starts a gunicorn for this test."""
+def _server_factory(request: pytest.FixtureRequest, log_dir: Path, gunicorn_args: tuple[str, ...] = ()) -> Iterator:
+    """Yield ``start(**settings)``, which starts a gunicorn for the test; stop them all after it."""
     servers: list[GunicornServer] = []
 
     def start(**settings: Any) -> GunicornServer:
-        server = GunicornServer(settings, _log_dir)
+        server = GunicornServer(settings, log_dir, gunicorn_args)
         servers.append(server)
         _remember(request, server)
         return server
@@ -483,6 +633,12 @@ def start_server(request: pytest.FixtureRequest, _log_dir: Path) -> Iterator:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def start_server(request: pytest.FixtureRequest, _log_dir: Path) -> Iterator:
+    """Factory: ``start_server(elicitation_timeout=1, ...)`` starts a gunicorn for this test."""
+    yield from _server_factory(request, _log_dir)
 
 
 @pytest.fixture(scope="session")
@@ -504,6 +660,109 @@ def server(request: pytest.FixtureRequest, _shared_server: GunicornServer) -> It
 def client(server: GunicornServer) -> McpClient:
     """An initialized client with the elicitation capability on the shared server."""
     return server.session()
+
+
+# -- access-log tracing ---------------------------------------------------------------------
+
+#: gunicorn ``access_log_format`` of traced servers: one line per request, ``|``-separated
+#: ``key=value`` fields; a header that was not there reads ``-``.
+TRACE_FORMAT = "|".join([
+    "zemcp-trace",
+    "pid=%(p)s",
+    "status=%(s)s",
+    "http=%(m)s",
+    "path=%(U)s",
+    "mcp-method=%({mcp-method}i)s",
+    "mcp-name=%({mcp-name}i)s",
+    "version=%({mcp-protocol-version}i)s",
+    "session-in=%({mcp-session-id}i)s",
+    "session-out=%({mcp-session-id}o)s",
+    "content-type=%({content-type}o)s",
+    "tag=%({" + TAG_HEADER.lower() + "}i)s",
+])
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """One request as a traced server's access log recorded it (``None`` for an absent header).
+
+    Attributes:
+        pid: the gunicorn worker process that served it.
+        status: the HTTP status.
+        http: the HTTP method.
+        path, mcp_method, mcp_name, version, session_in, session_out, content_type, tag: the
+            path, the ``Mcp-Method``, ``Mcp-Name`` and ``MCP-Protocol-Version`` request headers,
+            the ``Mcp-Session-Id`` request and response headers, the response ``Content-Type``,
+            and the :data:`TAG_HEADER` request header.
+    """
+
+    pid: int
+    status: int
+    http: str
+    path: str
+    mcp_method: str | None
+    mcp_name: str | None
+    version: str | None
+    session_in: str | None
+    session_out: str | None
+    content_type: str | None
+    tag: str | None
+
+
+def trace_records(server: GunicornServer, since: int = 0) -> list[TraceRecord]:
+    """The :data:`TRACE_FORMAT` lines of ``server``'s log after character ``since``, in log order.
+
+    A request is logged when its response ended, so a record lands after its client read the
+    end of the answer; use :func:`wait_trace` to wait for it.
+    """
+    records = []
+    for line in server.log()[since:].splitlines():
+        if not line.startswith("zemcp-trace|"):
+            continue
+        fields = dict(part.split("=", 1) for part in line.split("|")[1:])
+        value = {key: (None if text == "-" else text) for key, text in fields.items()}
+        records.append(TraceRecord(
+            pid=int(fields["pid"].strip("<>")), status=int(fields["status"]), http=fields["http"], path=fields["path"],
+            mcp_method=value["mcp-method"], mcp_name=value["mcp-name"], version=value["version"],
+            session_in=value["session-in"], session_out=value["session-out"], content_type=value["content-type"],
+            tag=value["tag"],
+        ))
+    return records
+
+
+def wait_trace(server: GunicornServer, since: int, count: int, deadline: float = 5.0,
+               until: Callable[[TraceRecord], bool] | None = None) -> list[TraceRecord]:
+    """Poll until at least ``count`` records follow ``since`` and, with ``until``, one of them
+    satisfies it (bounded by ``deadline`` s); returns them all."""
+    end = time.monotonic() + deadline
+    while True:
+        records = trace_records(server, since)
+        done = len(records) >= count and (until is None or any(until(r) for r in records))
+        if done or time.monotonic() > end:
+            assert done, f"expected {count} traced requests within {deadline} s (and one matching {until}), got {records}"
+            return records
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def start_traced_server(request: pytest.FixtureRequest, _log_dir: Path) -> Iterator:
+    """Factory like ``start_server``, for a gunicorn whose access log uses :data:`TRACE_FORMAT`."""
+    yield from _server_factory(request, _log_dir, ("--access-logformat", TRACE_FORMAT))
+
+
+@pytest.fixture(scope="session")
+def _shared_traced_server(_log_dir: Path) -> Iterator[GunicornServer]:
+    server = GunicornServer(DEFAULT_SERVER_SETTINGS, _log_dir, ("--access-logformat", TRACE_FORMAT))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def traced_server(request: pytest.FixtureRequest, _shared_traced_server: GunicornServer) -> Iterator[GunicornServer]:
+    """A shared traced gunicorn (the ``server`` settings); read its requests with :func:`trace_records`."""
+    _remember(request, _shared_traced_server)
+    yield _shared_traced_server
+    _shared_traced_server.close_clients()
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -1,9 +1,10 @@
 """zemcp: synchronous MCP servers for WSGI.
 
-Tools are plain blocking functions. The server speaks MCP's Streamable HTTP transport
-(protocol versions 2024-11-05 to 2025-11-25) under gunicorn's gthread workers or mounted in
-any WSGI stack, and a tool may ask the user for missing information in the middle of a call
-with ``ctx.elicit(...)``.
+Tools are plain blocking functions. The server speaks MCP's Streamable HTTP transport under
+gunicorn's gthread workers or mounted in any WSGI stack, in both protocol eras on one
+endpoint: the stateless 2026-07-28 revision and the handshake versions 2024-11-05 to
+2025-11-25. A tool may ask the user for missing information in the middle of a call with
+``ctx.elicit(...)``, with the same code in both eras.
 """
 
 __version__ = "0.1.0"
@@ -25,13 +26,19 @@ from zemcp.elicitation import (
 )
 from zemcp.server import Server
 from zemcp.context import (
+    Ask,
     CapabilityMissing,
     ClientErrorResponse,
     ClientRequestError,
     ClientTimeout,
     Context,
+    Elicit,
+    ElicitURL,
+    ListRoots,
+    Sample,
     URLElicitationRequired,
 )
+from zemcp.headers import McpHeader
 from zemcp.tools import ToolError
 from zemcp.transport import McpApp
 
@@ -40,6 +47,12 @@ __all__ = [
     "Settings",
     "Server",
     "Context",
+    "Ask",
+    "Elicit",
+    "ElicitURL",
+    "Sample",
+    "ListRoots",
+    "McpHeader",
     "URLElicitationRequired",
     "ClientRequestError",
     "CapabilityMissing",

@@ -21,6 +21,7 @@ from zemcp.context import Context
 from zemcp.tools import ToolError
 
 if TYPE_CHECKING:
+    from zemcp.capabilities import ClientView
     from zemcp.server import Server
     from zemcp.session import Session
 
@@ -37,13 +38,15 @@ class CommandContext:
 
     Attributes:
         server: the running server (its sessions, correlation table and settings).
-        session: the session of the caller.
+        session: the session of the caller; None for a 2026-07-28 request (no sessions).
         commands: the registry, for commands that describe the others.
+        client: what the caller declared for this request (version, client info, capabilities).
     """
 
     server: "Server"
-    session: "Session"
+    session: "Session | None"
     commands: "CommandRegistry"
+    client: "ClientView"
 
 
 @dataclass(frozen=True)
@@ -146,14 +149,14 @@ def add_execute_tool(server: "Server", commands: CommandRegistry, name: str = "z
             if not ctx.client_supports_elicit():
                 raise ToolError("Error: missing required argument: command")
             try:
-                answer = ctx.elicit(ELICIT_MESSAGE, ELICIT_SCHEMA)
+                answer = ctx.elicit(ELICIT_MESSAGE, ELICIT_SCHEMA, key="command")
             except ElicitError as exc:
                 raise ToolError(f"Error: elicit: {exc}") from None
             command = answer.get("command", "")
             if not isinstance(command, str) or not command.strip():
                 raise ToolError("Error: elicit returned empty command")
         try:
-            return commands.dispatch(command, CommandContext(server, ctx.session, commands))
+            return commands.dispatch(command, CommandContext(server, ctx.session, commands, ctx.client))
         except CommandError as exc:
             raise ToolError(f"Error: {exc}") from None
 
@@ -168,11 +171,17 @@ def add_builtin_commands(commands: CommandRegistry) -> None:
 
     @commands.command("session show", "this session: client, protocol version, elicitation, age, pending")
     def session_show(ctx: CommandContext, args: str) -> str:
+        c = ctx.client
+        lines = [
+            f"client: {_client(c)}",
+            f"protocol version: {c.protocol_version}",
+            f"elicitation: {'yes' if c.client_supports_elicit() else 'no'}",
+        ]
         s = ctx.session
+        if s is None:
+            return "\n".join([*lines, "session: none (MCP 2026-07-28 is stateless: each request stands alone)"])
         return "\n".join([
-            f"client: {_client(s)}",
-            f"protocol version: {s.protocol_version}",
-            f"elicitation: {'yes' if s.client_supports_elicit() else 'no'}",
+            *lines,
             f"age: {time.time() - s.created:.0f} s",
             f"pending elicitations: {ctx.server.pending.count(s.id)}",
         ])
@@ -200,11 +209,13 @@ def add_builtin_commands(commands: CommandRegistry) -> None:
             f"uptime: {st['uptime']:.0f} s",
             f"sessions: {st['sessions']} (cap {settings.max_sessions})",
             f"pending elicitations: {st['pending']} (cap {st['pending_budget']})",
+            f"listen streams: {st['listen_streams']} (cap {st['listen_budget']})",
             f"thread budget: {st['threads']} threads = {st['pending_budget']} for pending elicitations"
-            f" + {st['threads'] - st['pending_budget']} reserved",
+            f" + {st['listen_budget']} for listen streams"
+            f" + {st['threads'] - st['pending_budget'] - st['listen_budget']} reserved",
         ])
 
 
-def _client(session: "Session") -> str:
-    info = session.client_info
+def _client(client: "ClientView") -> str:
+    info = client.client_info
     return f"{info.get('name', '?')} {info.get('version', '?')}"

@@ -37,6 +37,9 @@ class Settings:
         max_pending_per_session: pending elicitations one session may have at once.
         max_pending: pending elicitations the whole process may have at once; ``None``
             derives it from ``threads`` (see :attr:`pending_budget`).
+        max_listen_streams: open 2026-07-28 ``subscriptions/listen`` streams the process
+            may hold at once (each holds a thread); ``None`` derives it from ``threads``
+            (see :attr:`listen_budget`); 0 turns ``subscriptions/listen`` off.
         elicitation_timeout: [seconds] how long a handler waits for the answer to an
             elicitation (and to the other server-to-client requests: sampling, roots).
         body_timeout: [seconds] longest silence while reading a request body under gunicorn;
@@ -51,6 +54,11 @@ class Settings:
         instance: this process's name, the prefix of its session ids (``<instance>.<random>``)
             that a proxy routes on; 1-40 characters of ``A-Za-z0-9_-``. The default is random,
             so it is unique per process.
+        request_state_key: secrets (each at least 32 characters; comma-separated in the
+            environment) that seal the 2026-07-28 ``requestState``: the first seals, any
+            opens, so a new key can be rolled in before the old one is dropped. Every process
+            that may serve a round of the same request needs the same keys; when empty, a
+            random key per process (gunicorn.conf.py sets one per instance before forking).
     """
 
     bind: str = "127.0.0.1:8000"
@@ -59,6 +67,7 @@ class Settings:
     max_sessions: int = 1024
     max_pending_per_session: int = 32
     max_pending: int | None = None
+    max_listen_streams: int | None = None
     elicitation_timeout: float = 600.0
     body_timeout: float = 10.0
     keepalive_interval: float = 15.0
@@ -67,6 +76,7 @@ class Settings:
     workers: int = 1
     endpoint: str = "/mcp"
     instance: str = field(default_factory=lambda: secrets.token_hex(4))
+    request_state_key: tuple[str, ...] = field(default_factory=tuple, repr=False)
 
     def __post_init__(self) -> None:
         positive = ("session_ttl", "elicitation_timeout", "keepalive_interval", "body_timeout")
@@ -83,16 +93,28 @@ class Settings:
                 f"threads must be at least 3 (a waiting elicitation holds one thread and its "
                 f"answer needs another), got {self.threads!r}"
             )
-        if self.max_pending is not None and not 1 <= self.max_pending < self.threads:
+        if self.max_listen_streams is not None and not 0 <= self.max_listen_streams < self.threads - 1:
             raise ValueError(
-                f"max_pending must be between 1 and threads - 1 ({self.threads - 1}) so that an "
-                f"answer POST always finds a free thread, got {self.max_pending!r}"
+                f"max_listen_streams must be between 0 and threads - 2 ({self.threads - 2}), so that a "
+                f"pending elicitation and its answer still find threads, got {self.max_listen_streams!r}"
+            )
+        if self.max_pending is not None and not 1 <= self.max_pending < self.threads - self.listen_budget:
+            raise ValueError(
+                f"max_pending must be between 1 and threads - listen_budget - 1 "
+                f"({self.threads - self.listen_budget - 1}) so that an answer POST always finds a free "
+                f"thread, got {self.max_pending!r}"
             )
         if not _INSTANCE.match(self.instance):
             raise ValueError(f"instance must be 1-40 characters of A-Z, a-z, 0-9, '_' and '-', got {self.instance!r}")
         if not self.endpoint.startswith("/"):
             raise ValueError(f"endpoint must start with '/', got {self.endpoint!r}")
         object.__setattr__(self, "allowed_origins", tuple(o.rstrip("/").lower() for o in self.allowed_origins))
+        object.__setattr__(self, "request_state_key", tuple(self.request_state_key))
+        for key in self.request_state_key:
+            if not isinstance(key, str) or len(key) < 32:
+                raise ValueError("request_state_key (ZEMCP_REQUEST_STATE_KEY) needs secrets of at least 32 characters "
+                                 "each, comma-separated; make one with: python -c 'import secrets; "
+                                 "print(secrets.token_urlsafe(32))'")
 
     @property
     def thread_reserve(self) -> int:
@@ -100,16 +122,25 @@ class Settings:
         return max(2, self.threads // 4)
 
     @property
+    def listen_budget(self) -> int:
+        """Process-wide cap on open ``subscriptions/listen`` streams: ``max_listen_streams``
+        if set, else ``min(4, (threads - thread_reserve) // 4)`` (4 at 32 threads)."""
+        if self.max_listen_streams is not None:
+            return self.max_listen_streams
+        return min(4, (self.threads - self.thread_reserve) // 4)
+
+    @property
     def pending_budget(self) -> int:
         """Process-wide cap on pending elicitations.
 
         Every pending elicitation holds one gunicorn thread (its open stream) until it is
-        answered, and the answer arrives on a new POST that needs a thread of its own. So the
-        cap is ``threads - thread_reserve`` unless ``max_pending`` sets it.
+        answered, and the answer arrives on a new POST that needs a thread of its own; so
+        does every listen stream. So the cap is ``threads - thread_reserve - listen_budget``
+        unless ``max_pending`` sets it.
         """
         if self.max_pending is not None:
             return self.max_pending
-        return max(1, self.threads - self.thread_reserve)
+        return max(1, self.threads - self.thread_reserve - self.listen_budget)
 
     @property
     def bind_is_loopback(self) -> bool:
@@ -150,6 +181,7 @@ def _parse(name: str, raw: str) -> object:
         "endpoint": str,
         "instance": str,
         "allowed_origins": tuple,
+        "request_state_key": tuple,
         "session_ttl": float,
         "elicitation_timeout": float,
         "keepalive_interval": float,

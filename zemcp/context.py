@@ -1,11 +1,12 @@
-"""The context a handler gets to talk to the client during its request.
+"""The context a handler gets to talk to the client during its request, in either era.
 
 A handler declares a parameter annotated :class:`Context` (or named ``ctx``) to receive it.
-Everything the server sends to the client while a request runs goes through here, on the
-request's own reply sink: MCP basic/transports says messages related to a request ride that
-request's response stream, so the first of them upgrades the response to
-``text/event-stream``. Server-to-client requests (elicitation, sampling, roots) are checked
-against the capabilities the client declared at initialize before anything is sent.
+Notifications (log messages, progress) go on the request's own reply sink: MCP
+basic/transports says messages related to a request ride that request's response stream, so
+the first of them upgrades the response to ``text/event-stream``. Questions for the client
+(elicitation, sampling, roots) are checked against the capabilities the client declared
+before anything is sent, then handed to the request's exchange (:mod:`zemcp.inputs`), which
+pushes them on the stream (handshake era) or asks by multi-round-trip (2026-07-28).
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ import math
 import secrets
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from zemcp import elicitation, jsonrpc
+from zemcp import elicitation, jsonrpc, versions
+from zemcp.capabilities import LOG_LEVELS
 from zemcp.correlation import CapacityError
 from zemcp.elicitation import ElicitAborted
+from zemcp.inputs import InputRequest
 
 if TYPE_CHECKING:
-    from zemcp.correlation import CorrelationTable
-    from zemcp.session import Call, Session
+    from zemcp.capabilities import ClientView
+    from zemcp.inputs import Exchange
+    from zemcp.session import Session
 
 T = TypeVar("T")
 
@@ -36,10 +40,6 @@ class CallFinished(ElicitAborted):
         super().__init__("the request already finished: ctx cannot be used after the handler returned")
 
 
-#: RFC 5424 severities in increasing order (MCP server/utilities/logging).
-LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
-
-
 class ClientRequestError(Exception):
     """A server-to-client request other than elicitation (sampling, roots) did not succeed."""
 
@@ -48,7 +48,11 @@ class CapabilityMissing(ClientRequestError):
     """The client did not declare the capability the request needs; nothing was sent."""
 
     def __init__(self, capability: str, method: str) -> None:
-        super().__init__(f"the client did not declare the {capability} capability at initialize, so {method} cannot be sent")
+        super().__init__(f"the client did not declare the {capability} capability (at initialize, or in this "
+                         f"request's clientCapabilities), so {method} cannot be sent")
+        self.capability = capability
+        #: The ``ClientCapabilities`` the request would have needed (``error.data.requiredCapabilities``).
+        self.required = {capability: {}}
 
 
 class ClientErrorResponse(ClientRequestError):
@@ -99,28 +103,201 @@ def new_elicitation_id() -> str:
     return secrets.token_urlsafe(16)
 
 
+class Ask:
+    """A question for the client that :meth:`Context.ask_all` can send together with others.
+
+    Subclasses: :class:`Elicit`, :class:`ElicitURL`, :class:`Sample`, :class:`ListRoots`.
+    Each builds its input request (checking the client's capabilities first) and turns the
+    client's answer into the value the matching ``ctx`` method returns.
+
+    Attributes:
+        key: the ``inputRequests`` key in the 2026-07-28 era; None names it by position.
+    """
+
+    key: str | None = None
+
+    def request(self, client: "ClientView") -> InputRequest:
+        """The input request; raises before anything is sent when the client cannot take it."""
+        raise NotImplementedError
+
+    def interpret(self, answer: jsonrpc.Response) -> Any:
+        """The handler's value from the client's answer; raises the outcome's exception."""
+        raise NotImplementedError
+
+    def refusal(self, exc: CapacityError | TimeoutError) -> Exception:
+        """What a handler sees when a pending cap is reached or the answer times out."""
+        raise NotImplementedError
+
+
+class Elicit(Ask):
+    """Form-mode elicitation: the value is the accepted content (see :meth:`Context.elicit`).
+
+    Args:
+        message: the question shown to the user.
+        requested_schema: a flat object schema, or a dataclass or TypedDict of primitive fields.
+        key: the ``inputRequests`` key in the 2026-07-28 era.
+    """
+
+    def __init__(self, message: str, requested_schema: dict | type, key: str | None = None):
+        self.message = message
+        self.cls = requested_schema if isinstance(requested_schema, type) else None
+        if self.cls is not None:
+            # Imported here: zemcp.schemas imports this module to recognise the Context type.
+            from zemcp import schemas
+
+            requested_schema = schemas.elicitation_schema(self.cls)
+        self.schema = requested_schema
+        self.key = key
+
+    def request(self, client: "ClientView") -> InputRequest:
+        return elicitation.form_request(client, self.message, self.schema, self.key)
+
+    def interpret(self, answer: jsonrpc.Response) -> Any:
+        content = elicitation.interpret_answer(answer, self.schema)
+        if self.cls is None:
+            return content
+        from zemcp import schemas
+
+        return schemas.from_content(self.cls, content)
+
+    def refusal(self, exc: CapacityError | TimeoutError) -> Exception:
+        return _elicit_refusal(exc)
+
+
+class ElicitURL(Ask):
+    """URL-mode elicitation (2025-11-25 on): the value is None once the user consented.
+
+    Args:
+        message: why the user should open the URL.
+        url: the page for the interaction (passwords, API keys, payments ...).
+        elicitation_id: sent as ``elicitationId`` in the handshake era (2026-07-28 retired it).
+        key: the ``inputRequests`` key in the 2026-07-28 era.
+    """
+
+    def __init__(self, message: str, url: str, elicitation_id: str | None = None, key: str | None = None):
+        self.message, self.url, self.elicitation_id, self.key = message, url, elicitation_id, key
+
+    def request(self, client: "ClientView") -> InputRequest:
+        elicitation.check_message(self.message)
+        if not client.client_supports_elicit("url"):
+            raise elicitation.ElicitUnsupported("url")
+        params = {"mode": "url", "message": self.message, "url": self.url}
+        if self.elicitation_id is not None and not versions.since(client.protocol_version, versions.STATELESS):
+            params["elicitationId"] = self.elicitation_id
+        return InputRequest("elicitation/create", params, self.key)
+
+    def interpret(self, answer: jsonrpc.Response) -> None:
+        if answer.error is None and answer.result.get("action") == "accept" and "content" in answer.result:
+            raise elicitation.ElicitMalformed("a URL-mode accept carries no content")
+        elicitation.interpret_answer(answer, {"type": "object"})
+
+    def refusal(self, exc: CapacityError | TimeoutError) -> Exception:
+        return _elicit_refusal(exc)
+
+
+class _ClientRequest(Ask):
+    """Sampling and roots: the capability is checked, an error answer raises."""
+
+    capability = ""
+    method = ""
+
+    def __init__(self, params: dict, key: str | None):
+        self.params, self.key = params, key
+
+    def request(self, client: "ClientView") -> InputRequest:
+        if not client.client_supports(self.capability):
+            raise CapabilityMissing(self.capability, self.method)
+        return InputRequest(self.method, self.params, self.key)
+
+    def interpret(self, answer: jsonrpc.Response) -> Any:
+        if answer.error is not None:
+            raise ClientErrorResponse(self.method, answer.error)
+        return answer.result
+
+    def refusal(self, exc: CapacityError | TimeoutError) -> Exception:
+        if isinstance(exc, TimeoutError):
+            return ClientTimeout(self.method, exc.args[0] if exc.args else 0)
+        return ClientRequestError(f"cannot send {self.method}: {exc}")
+
+
+class Sample(_ClientRequest):
+    """``sampling/createMessage``: the value is the client's ``CreateMessageResult`` dict.
+
+    Args:
+        messages: ``SamplingMessage`` dicts (``{"role", "content"}``), or one string sent as
+            a single user text message.
+        max_tokens: the most tokens to generate.
+        key: the ``inputRequests`` key in the 2026-07-28 era.
+        options: further ``CreateMessageRequest`` params in their spec names
+            (``systemPrompt``, ``modelPreferences``, ``temperature``, ``stopSequences``,
+            ``includeContext``, ``metadata``).
+    """
+
+    capability, method = "sampling", "sampling/createMessage"
+
+    def __init__(self, messages: list[dict] | str, max_tokens: int, key: str | None = None, **options: Any):
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        super().__init__({"messages": messages, "maxTokens": max_tokens, **options}, key)
+
+
+class ListRoots(_ClientRequest):
+    """``roots/list``: the value is the list of ``{"uri", "name"?}`` roots.
+
+    Args:
+        key: the ``inputRequests`` key in the 2026-07-28 era.
+    """
+
+    capability, method = "roots", "roots/list"
+
+    def __init__(self, key: str | None = None):
+        super().__init__({}, key)
+
+    def interpret(self, answer: jsonrpc.Response) -> list[dict]:
+        roots = super().interpret(answer).get("roots", [])
+        return roots if isinstance(roots, list) else []
+
+
+def _elicit_refusal(exc: CapacityError | TimeoutError) -> Exception:
+    if isinstance(exc, TimeoutError):
+        return elicitation.ElicitTimeout(exc.args[0] if exc.args else 0)
+    return elicitation.ElicitTooMany(str(exc))
+
+
 class Context:
     """What a handler gets to talk to the client during its request.
 
+    The same handler code serves both eras: in the handshake era a question is pushed on
+    the request's stream and the handler waits for the answer; in the 2026-07-28 era the
+    handler is run again for every round, each question answered in an earlier round
+    returns its recorded answer, and the first new question ends the round (so ask before
+    doing side effects, and ask the same questions in the same order for the same
+    arguments: docs/elicitation.md, "Replay").
+
     Attributes:
-        session: the caller's session (``client_info``, ``protocol_version``, ``capabilities`` ...).
+        client: what the client declared for this request (``protocol_version``,
+            ``client_info``, ``capabilities``): see :class:`zemcp.capabilities.ClientView`.
+        session: the handshake-era session, or None for a 2026-07-28 request (no sessions).
         request_id: the JSON-RPC id of the request being handled.
     """
 
-    def __init__(self, call: "Call", table: "CorrelationTable", timeout: float):
-        self._call = call
-        self._table = table
-        self._timeout = timeout
+    def __init__(self, exchange: "Exchange"):
+        self._exchange = exchange
         self._last_progress: float | None = None
-        self.session: "Session" = call.session
-        self.request_id = call.request_id
+        self.client: "ClientView" = exchange.client
+        self.session: "Session | None" = exchange.session
+        self.request_id = exchange.request_id
 
     def client_supports_elicit(self, mode: str = "form") -> bool:
         """True when the client declared elicitation in ``mode`` (``form`` or ``url``); check before eliciting."""
-        return self.session.client_supports_elicit(mode)
+        return self.client.client_supports_elicit(mode)
 
-    def elicit(self, message: str, requested_schema: dict | type[T]) -> dict | T:
-        """Ask the user for information and wait for the answer (MCP client/elicitation, form mode).
+    def client_supports(self, capability: str) -> bool:
+        """True when the client declared ``capability`` (``sampling``, ``roots``, ``elicitation``)."""
+        return self.client.client_supports(capability)
+
+    def elicit(self, message: str, requested_schema: dict | type[T], *, key: str | None = None) -> dict | T:
+        """Ask the user for information (MCP client/elicitation, form mode).
 
         Ask before doing side effects: the wait can end in decline, cancel, timeout or the
         client going away, and the handler should then leave nothing half done.
@@ -129,6 +306,8 @@ class Context:
             message: the question shown to the user.
             requested_schema: a flat ``{"type": "object", "properties": {...}}`` schema, or a
                 dataclass or TypedDict of primitive fields (the schema is derived from it).
+            key: the ``inputRequests`` key in the 2026-07-28 era (``elicitation-N`` by
+                position when omitted).
         Returns:
             the accepted content, validated; an instance of the class when a class was given.
         Raises:
@@ -136,41 +315,100 @@ class Context:
                 unsupported, too many pending, schema invalid, timeout, request cancelled,
                 session ended, client disconnected).
         """
-        if isinstance(requested_schema, type):
-            # Imported here: zemcp.schemas imports this module to recognise the Context type.
-            from zemcp import schemas
+        return self.ask_all(Elicit(message, requested_schema, key))[0]
 
-            content = elicitation.elicit(self._call, self._table, self._timeout, message,
-                                         schemas.elicitation_schema(requested_schema))
-            return schemas.from_content(requested_schema, content)
-        return elicitation.elicit(self._call, self._table, self._timeout, message, requested_schema)
-
-    def elicit_url(self, message: str, url: str, elicitation_id: str | None = None) -> str:
-        """Ask the user to open ``url`` for an interaction outside MCP (2025-11-25 URL mode).
+    def elicit_url(self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None) -> str:
+        """Ask the user to open ``url`` for an interaction outside MCP (URL mode, 2025-11-25 on).
 
         Use it for what form mode must not ask for: passwords, API keys, payments. Returns
-        when the user consented to open the URL; call :meth:`elicitation_complete` when the
-        interaction finished.
+        when the user consented to open the URL. In the handshake era, call
+        :meth:`elicitation_complete` when the interaction finished; in the 2026-07-28 era
+        the client retries the call instead, so check the interaction's outcome on replay.
 
         Returns:
-            the ``elicitationId`` sent (generated when not given).
+            the ``elicitationId`` (generated when not given; sent in the handshake era only).
         Raises:
             zemcp.ElicitError: as :meth:`elicit`; ``ElicitUnsupported`` when the client did not
                 declare ``elicitation.url``.
         """
         elicitation_id = elicitation_id or new_elicitation_id()
-        elicitation.elicit_url(self._call, self._table, self._timeout, message, url, elicitation_id)
+        self.ask_all(ElicitURL(message, url, elicitation_id, key))
         return elicitation_id
 
     def elicitation_complete(self, elicitation_id: str) -> None:
-        """Tell the client a URL-mode interaction finished (``notifications/elicitation/complete``)."""
+        """Tell the client a URL-mode interaction finished (``notifications/elicitation/complete``).
+
+        Does nothing in the 2026-07-28 era, which retired the notification.
+        """
+        if versions.since(self.client.protocol_version, versions.STATELESS):
+            return
         self._notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
+
+    def sample(self, messages: list[dict] | str, max_tokens: int, *, key: str | None = None, **options: Any) -> dict:
+        """Ask the client's language model for a completion (``sampling/createMessage``).
+
+        Args:
+            messages, max_tokens, key, options: as for :class:`Sample`.
+        Returns:
+            the client's ``CreateMessageResult`` (``role``, ``content``, ``model``, ``stopReason``).
+        Raises:
+            CapabilityMissing, ClientErrorResponse, ClientTimeout; the aborts (request
+                cancelled, session ended, client disconnected).
+        """
+        return self.ask_all(Sample(messages, max_tokens, key, **options))[0]
+
+    def list_roots(self, *, key: str | None = None) -> list[dict]:
+        """The client's roots (``roots/list``): a list of ``{"uri", "name"?}``.
+
+        Raises:
+            CapabilityMissing, ClientErrorResponse, ClientTimeout; the aborts.
+        """
+        return self.ask_all(ListRoots(key))[0]
+
+    def ask_all(self, *asks: Ask) -> list[Any]:
+        """Ask several questions at once; returns their values in order.
+
+        In the handshake era every request goes out on the stream before the handler waits
+        for all the answers; in the 2026-07-28 era they share one round (one
+        ``InputRequiredResult`` with several ``inputRequests``).
+
+        Args:
+            asks: :class:`Elicit`, :class:`ElicitURL`, :class:`Sample` and :class:`ListRoots`.
+        Returns:
+            one value per ask, as the matching single method returns it.
+        Raises:
+            ValueError: two asks share a key, or no ask was given.
+            what the matching single methods raise: capability problems before anything is
+            sent; then the first (in order) answer's outcome exception. A reached cap or a
+            timeout is reported as the first ask's kind of error.
+        """
+        if not asks:
+            raise ValueError("ask_all needs at least one question")
+        keys = [a.key for a in asks if a.key is not None]
+        if len(keys) != len(set(keys)):
+            raise ValueError(f"ask_all: every question needs its own key, got {keys}")
+        try:
+            requests = [a.request(self.client) for a in asks]
+        except (elicitation.ElicitUnsupported, CapabilityMissing) as exc:
+            self._exchange.note_missing(exc.required)
+            raise
+        for request in requests:
+            # Raise in the handler, where the mistake is, rather than fail at the client.
+            jsonrpc.encode(jsonrpc.request(0, request.method, request.params))
+        try:
+            answers = self._exchange.ask(requests)
+        except (CapacityError, TimeoutError) as exc:
+            if isinstance(exc, TimeoutError) and not exc.args:
+                exc = TimeoutError(self._exchange.timeout)
+            raise asks[0].refusal(exc) from None
+        return [a.interpret(answer) for a, answer in zip(asks, answers)]
 
     def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send a log message to the client (``notifications/message``, MCP server/utilities/logging).
 
-        Sent only when ``level`` is at or above the level the client set with
-        ``logging/setLevel`` (``info`` until it sets one).
+        Sent only when ``level`` is at or above the level the client asked for: with
+        ``logging/setLevel`` in the handshake era (``info`` until it sets one), with the
+        request's ``logLevel`` in the 2026-07-28 era (none when it sent no ``logLevel``).
 
         Args:
             level: one of ``LOG_LEVELS`` (debug ... emergency).
@@ -182,7 +420,7 @@ class Context:
         """
         if level not in LOG_LEVELS:
             raise ValueError(f"log level {level!r} is not one of {', '.join(LOG_LEVELS)}")
-        if LOG_LEVELS.index(level) < LOG_LEVELS.index(self.session.log_level):
+        if not self.client.logs(level):
             return
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
@@ -210,61 +448,18 @@ class Context:
         if self._last_progress is not None and progress <= self._last_progress:
             raise ValueError(f"progress must increase with every report: {progress} after {self._last_progress}")
         self._last_progress = progress
-        if self._call.progress_token is None:
+        token = self._exchange.progress_token
+        if token is None:
             return
-        params: dict[str, Any] = {"progressToken": self._call.progress_token, "progress": progress}
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
         if total is not None:
             params["total"] = total
         if message is not None:
             params["message"] = message
         self._notify("notifications/progress", params)
 
-    def sample(self, messages: list[dict] | str, max_tokens: int, **options: Any) -> dict:
-        """Ask the client's language model for a completion (``sampling/createMessage``).
-
-        Args:
-            messages: ``SamplingMessage`` dicts (``{"role", "content"}``), or one string sent
-                as a single user text message.
-            max_tokens: the most tokens to generate.
-            options: further ``CreateMessageRequest`` params in their spec names
-                (``systemPrompt``, ``modelPreferences``, ``temperature``, ``stopSequences``,
-                ``includeContext``, ``metadata``).
-        Returns:
-            the client's ``CreateMessageResult`` (``role``, ``content``, ``model``, ``stopReason``).
-        Raises:
-            CapabilityMissing, ClientErrorResponse, ClientTimeout; the aborts (request
-                cancelled, session ended, client disconnected).
-        """
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
-        return self._request("sampling", "sampling/createMessage", {"messages": messages, "maxTokens": max_tokens, **options})
-
-    def list_roots(self) -> list[dict]:
-        """The client's roots (``roots/list``): a list of ``{"uri", "name"?}``.
-
-        Raises:
-            CapabilityMissing, ClientErrorResponse, ClientTimeout; the aborts.
-        """
-        roots = self._request("roots", "roots/list", {}).get("roots", [])
-        return roots if isinstance(roots, list) else []
-
-    def _request(self, capability: str, method: str, params: dict) -> dict:
-        if not self.session.client_supports(capability):
-            raise CapabilityMissing(capability, method)
-        try:
-            answer = self._table.ask(self._call, method, params, self._timeout)
-        except CapacityError as exc:
-            raise ClientRequestError(f"cannot send {method}: {exc}") from None
-        except TimeoutError:
-            raise ClientTimeout(method, self._timeout) from None
-        if answer.error is not None:
-            raise ClientErrorResponse(method, answer.error)
-        return answer.result
-
     def _notify(self, method: str, params: dict) -> None:
-        self._call.raise_if_aborted()
         message = jsonrpc.notification(method, params)
         # Raise in the handler, where the mistake is, rather than drop it from the stream.
         jsonrpc.encode(message)
-        self._call.sink.send(message)
-
+        self._exchange.notify(message)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -132,41 +133,54 @@ class CorrelationTable:
         return outcome
 
     def ask(self, call: "Call", method: str, params: dict, timeout: float) -> jsonrpc.Response:
-        """Send a request to the client on ``call``'s stream and wait for its response.
+        """One request: :meth:`ask_all` with a single ``(method, params)``; returns its response."""
+        return self.ask_all(call, [(method, params)], timeout)[0]
 
-        When the wait ends without a response (timeout, cancelled call, ended session), the
-        client is told with ``notifications/cancelled`` for this request, as the spec asks
-        of a sender that stops waiting, so it can close its prompt.
+    def ask_all(self, call: "Call", requests: list[tuple[str, dict]], timeout: float) -> list[jsonrpc.Response]:
+        """Send requests to the client on ``call``'s stream, all at once, and wait for every response.
+
+        When the wait ends without every response (timeout, cancelled call, ended session),
+        the client is told with ``notifications/cancelled`` for each unanswered request, as
+        the spec asks of a sender that stops waiting, so it can close its prompts.
 
         Args:
-            call: the client request whose handler asks; its reply sink carries the request.
-            method: the server-to-client method (``elicitation/create``, ``sampling/createMessage``, ...).
-            params: the request's params.
-            timeout: [seconds] the longest wait.
+            call: the client request whose handler asks; its reply sink carries the requests.
+            requests: ``(method, params)`` pairs (``elicitation/create``, ``sampling/createMessage`` ...).
+            timeout: [seconds] the longest wait for all of them together.
         Returns:
-            the client's response (result or error).
+            the client's responses (result or error), in the order of ``requests``.
         Raises:
             CapacityError: a cap is reached; nothing was sent.
-            TypeError, ValueError: ``params`` hold a value JSON cannot carry; nothing was sent.
-            TimeoutError: no response in time.
+            TypeError, ValueError: params hold a value JSON cannot carry; nothing was sent.
+            TimeoutError: not every response arrived in time.
             the call's abort reason (request cancelled, session ended, client disconnected).
         """
-        pending = self.register(call.session, call)
+        pendings: list[Pending] = []
         try:
+            for _ in requests:
+                pendings.append(self.register(call.session, call))
             # An abort that landed before register() found no entry to end.
             call.raise_if_aborted()
-            message = jsonrpc.request(pending.id, method, params)
-            # Fail now, not after the timeout, when the params cannot be sent as JSON.
-            jsonrpc.encode(message)
-            call.sink.send(message)
+            messages = [jsonrpc.request(p.id, method, params) for p, (method, params) in zip(pendings, requests)]
+            for message in messages:
+                # Fail now, not after the timeout, when the params cannot be sent as JSON.
+                jsonrpc.encode(message)
+            for message in messages:
+                call.sink.send(message)
+            deadline = time.monotonic() + timeout
+            answers: list[jsonrpc.Response] = []
             try:
-                return self.wait(pending, timeout)
+                for pending in pendings:
+                    answers.append(self.wait(pending, max(0.0, deadline - time.monotonic())))
             except BaseException as exc:
                 reason = "no response within the timeout" if isinstance(exc, TimeoutError) else str(exc)
-                call.sink.send(jsonrpc.notification("notifications/cancelled", {"requestId": pending.id, "reason": reason}))
+                for pending in pendings[len(answers):]:
+                    call.sink.send(jsonrpc.notification("notifications/cancelled", {"requestId": pending.id, "reason": reason}))
                 raise
+            return answers
         finally:
-            self.discard(pending)
+            for pending in pendings:
+                self.discard(pending)
 
     def discard(self, pending: Pending) -> None:
         """Free the slot of ``pending`` (always call it when the wait is over)."""

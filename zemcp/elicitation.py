@@ -1,16 +1,21 @@
-"""Elicitation: a tool asks the user for information mid-call (MCP 2025-06-18 client/elicitation).
+"""Elicitation: a tool asks the user for information mid-call (MCP client/elicitation).
 
 What a handler's ``ctx.elicit(message, requested_schema)`` does, in order:
 
-1. refuse at once if the client did not declare ``capabilities.elicitation`` at initialize
-   (:class:`ElicitUnsupported`) or ``requested_schema`` is outside the spec's flat subset
-   (:class:`ElicitSchemaInvalid`); nothing is sent in either case;
-2. take a slot in the correlation table (:class:`ElicitTooMany` when a cap is reached);
-3. send ``elicitation/create`` on the request's own reply sink, which upgrades the HTTP
-   response to ``text/event-stream`` on the first send;
-4. wait for the client's answer and turn it into content or an exception of this module.
+1. refuse at once if the client did not declare ``capabilities.elicitation`` (at initialize,
+   or in this request's envelope in the 2026-07-28 era) (:class:`ElicitUnsupported`) or
+   ``requested_schema`` is outside the spec's flat subset (:class:`ElicitSchemaInvalid`);
+   nothing is sent in either case;
+2. hand the ``elicitation/create`` input request to the request's exchange
+   (:mod:`zemcp.inputs`): in the handshake era it takes a slot in the correlation table
+   (:class:`ElicitTooMany` when a cap is reached), goes out on the request's own reply sink
+   (which upgrades the HTTP response to ``text/event-stream``) and waits for the answer; in
+   the stateless era it returns the answer recorded in an earlier round, or ends the round
+   to ask for it (:mod:`zemcp.mrtr`);
+3. turn the answer into content or an exception of this module.
 
-Every outcome other than ``accept`` with valid content is an :class:`ElicitError`.
+Every outcome other than ``accept`` with valid content is an :class:`ElicitError`, the same
+in both eras.
 """
 
 from __future__ import annotations
@@ -21,12 +26,12 @@ import jsonschema
 from jsonschema.exceptions import best_match
 
 from zemcp import jsonrpc
-from zemcp.correlation import CapacityError
 from zemcp.versions import ELICITATION_MODES, since
 
+from zemcp.inputs import InputRequest
+
 if TYPE_CHECKING:
-    from zemcp.correlation import CorrelationTable
-    from zemcp.session import Call
+    from zemcp.capabilities import ClientView
 
 
 class ElicitError(Exception):
@@ -65,6 +70,8 @@ class ElicitUnsupported(ElicitError):
     was sent."""
 
     def __init__(self, mode: str = "form", declared: bool = False) -> None:
+        #: The ``ClientCapabilities`` the request would have needed (``error.data.requiredCapabilities``).
+        self.required = {"elicitation": {mode: {}}}
         if declared:
             text = (f"the client declared elicitation without {mode} mode "
                     "(capabilities.elicitation names its modes from 2025-11-25)")
@@ -72,8 +79,8 @@ class ElicitUnsupported(ElicitError):
             text = ("the client did not declare URL-mode elicitation (capabilities.elicitation.url, "
                     "protocol 2025-11-25); give the user the link in the tool result instead")
         else:
-            text = ("the client did not declare the elicitation capability at initialize; "
-                    "ask for the value as a tool argument instead")
+            text = ("the client did not declare the elicitation capability (at initialize, or in this "
+                    "request's clientCapabilities); ask for the value as a tool argument instead")
         super().__init__(text)
 
 
@@ -331,65 +338,26 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
     return content
 
 
-def elicit(call: "Call", table: "CorrelationTable", timeout: float, message: str, requested_schema: dict) -> dict:
-    """Ask the client for information in form mode on behalf of ``call`` and wait.
+def form_request(client: "ClientView", message: str, requested_schema: dict, key: str | None = None) -> InputRequest:
+    """The ``elicitation/create`` input request for a form, checked before anything is sent.
 
-    Args:
-        call: the in-flight request whose stream carries the question.
-        table: the process's correlation table.
-        timeout: [seconds] how long to wait for the answer.
-        message: the human-readable question.
-        requested_schema: a flat object schema of the fields wanted.
-    Returns:
-        the accepted content, validated against ``requested_schema``.
     Raises:
-        ElicitUnsupported, ElicitSchemaInvalid, ElicitTooMany: before anything is sent.
-        ElicitDeclined, ElicitCancelled, ElicitMalformed: from the answer.
-        ElicitTimeout: no answer in ``timeout`` seconds.
-        RequestCancelled, SessionEnded, ClientDisconnected: the wait was cut short.
+        TypeError: ``message`` is not a non-empty string.
+        ElicitUnsupported: the client did not declare form-mode elicitation.
+        ElicitSchemaInvalid: ``requested_schema`` is outside the spec's subset.
     """
-    _check_message(message)
-    if not call.session.client_supports_elicit("form"):
-        raise ElicitUnsupported("form", declared=call.session.client_supports_elicit("url"))
-    version = call.session.protocol_version
+    check_message(message)
+    if not client.client_supports_elicit("form"):
+        raise ElicitUnsupported("form", declared=client.client_supports_elicit("url"))
+    version = client.protocol_version
     check_requested_schema(requested_schema, version)
     params = {"message": message, "requestedSchema": requested_schema}
     if since(version, ELICITATION_MODES):
         params = {"mode": "form", **params}
-    return interpret_answer(_ask(call, table, timeout, params), requested_schema)
+    return InputRequest("elicitation/create", params, key)
 
 
-def elicit_url(call: "Call", table: "CorrelationTable", timeout: float, message: str, url: str,
-               elicitation_id: str) -> None:
-    """Ask the client to open ``url`` for an out-of-band interaction (URL mode, 2025-11-25).
-
-    Returns when the user consented (``accept``); the interaction itself happens outside MCP.
-
-    Raises:
-        ElicitUnsupported: the session is older than 2025-11-25 or the client did not declare
-            ``elicitation.url``.
-        ElicitDeclined, ElicitCancelled, ElicitMalformed, ElicitTooMany, ElicitTimeout and the
-            aborts, as for :func:`elicit`.
-    """
-    _check_message(message)
-    if not call.session.client_supports_elicit("url"):
-        raise ElicitUnsupported("url")
-    params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
-    answer = _ask(call, table, timeout, params)
-    if answer.error is None and answer.result.get("action") == "accept" and "content" in answer.result:
-        raise ElicitMalformed("a URL-mode accept carries no content")
-    interpret_answer(answer, {"type": "object"})
-
-
-def _check_message(message: object) -> None:
+def check_message(message: object) -> None:
+    """Raise TypeError unless ``message`` is a non-empty string (an elicitation's question)."""
     if not isinstance(message, str) or not message:
         raise TypeError("elicit: message must be a non-empty string")
-
-
-def _ask(call: "Call", table: "CorrelationTable", timeout: float, params: dict) -> jsonrpc.Response:
-    try:
-        return table.ask(call, "elicitation/create", params, timeout)
-    except CapacityError as exc:
-        raise ElicitTooMany(str(exc)) from None
-    except TimeoutError:
-        raise ElicitTimeout(timeout) from None

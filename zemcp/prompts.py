@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from zemcp import pagination, schemas
-from zemcp.context import HANDLER_ERRORS
+from zemcp.caching import NO_CACHE, CacheHint, combine
+from zemcp.context import HANDLER_ERRORS, ClientRequestError
+from zemcp.elicitation import ElicitAborted, ElicitError
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 
 log = logging.getLogger("zemcp.prompts")
@@ -52,6 +54,9 @@ class Prompt:
         title: optional display name.
         description: optional description.
         arguments: the arguments, in signature order.
+        context_param: the parameter that receives the request's :class:`zemcp.Context`
+            (annotated ``Context`` or named ``ctx``), or None.
+        cache: its part of the ``prompts/list`` caching hint (2026-07-28).
     """
 
     name: str
@@ -59,6 +64,8 @@ class Prompt:
     title: str | None = None
     description: str | None = None
     arguments: tuple[PromptArgument, ...] = ()
+    context_param: str | None = None
+    cache: CacheHint = NO_CACHE
 
     def definition(self) -> dict:
         """The prompt as ``prompts/list`` shows it."""
@@ -74,21 +81,31 @@ class Prompt:
         """The names of the arguments, in signature order."""
         return [argument.name for argument in self.arguments]
 
-    def render(self, arguments: Any) -> dict:
+    def render(self, arguments: Any, ctx: Any = None) -> dict:
         """``prompts/get`` for this prompt: ``{"description"?, "messages": [{"role", "content"}]}``.
 
         Args:
             arguments: ``params.arguments``: an object of strings, or None.
+            ctx: the request's Context, passed when the prompt takes one.
         Raises:
             ProtocolError: -32602 for arguments that are not an object of strings, an
                 argument the prompt does not have, or a missing required argument; -32603
-                when the handler raised or returned something that is not messages (logged).
+                when the handler raised, an elicitation it made did not end in an answer, or
+                it returned something that is not messages (logged).
+            zemcp.ElicitAborted: the request can no longer be answered.
         """
-        arguments = self._check(arguments)
+        arguments = self.check(arguments)
+        kwargs: dict[str, Any] = dict(arguments)
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
         try:
-            messages = to_messages(self.handler(**arguments))
-        except ProtocolError:
+            messages = to_messages(self.handler(**kwargs))
+        except (ProtocolError, ElicitAborted):
             raise
+        except (ElicitError, ClientRequestError) as exc:
+            # An outcome of asking the client, not a bug: no traceback.
+            log.info("prompt %r ended by an outcome of asking the client: %s", self.name, exc)
+            raise ProtocolError(INTERNAL_ERROR, f"prompt {self.name!r} could not be built: {exc}") from None
         except HANDLER_ERRORS as exc:
             log.exception("prompt %r failed", self.name)
             raise ProtocolError(
@@ -99,7 +116,13 @@ class Prompt:
         result["messages"] = messages
         return result
 
-    def _check(self, arguments: Any) -> dict[str, str]:
+    def check(self, arguments: Any) -> dict[str, str]:
+        """``params.arguments`` checked: an object of strings naming only this prompt's
+        arguments and all its required ones (None counts as ``{}``).
+
+        Raises:
+            ProtocolError: -32602 naming what is wrong.
+        """
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
@@ -129,7 +152,7 @@ class Prompt:
 
 
 def make_prompt(handler: Callable[..., Any], *, name: str | None = None, title: str | None = None,
-                description: str | None = None) -> Prompt:
+                description: str | None = None, cache: CacheHint = NO_CACHE) -> Prompt:
     """Build a :class:`Prompt` from a function.
 
     Args:
@@ -137,6 +160,7 @@ def make_prompt(handler: Callable[..., Any], *, name: str | None = None, title: 
         name: defaults to the function's name.
         title: optional display name.
         description: defaults to the first paragraph of the docstring.
+        cache: its part of the ``prompts/list`` caching hint.
     Raises:
         ValueError: an empty name, a ``*args`` or ``**kwargs`` parameter, or a parameter
             annotated with something other than ``str`` or ``str | None`` (prompt arguments
@@ -147,10 +171,16 @@ def make_prompt(handler: Callable[..., Any], *, name: str | None = None, title: 
         raise ValueError(f"prompt name must be a non-empty string, got {name!r}")
     if description is None:
         description = schemas.docstring_summary(handler)
-    return Prompt(name, handler, title, description, tuple(_arguments(handler, name, schemas.docstring_entries(handler))))
+    try:
+        context = schemas.context_parameter(handler)
+    except TypeError:
+        context = None  # unresolvable hints: every parameter stays an argument, as _arguments allows
+    arguments = _arguments(handler, name, schemas.docstring_entries(handler), context)
+    return Prompt(name, handler, title, description, tuple(arguments), context, cache)
 
 
-def _arguments(handler: Callable[..., Any], prompt: str, documented: dict[str, str]) -> list[PromptArgument]:
+def _arguments(handler: Callable[..., Any], prompt: str, documented: dict[str, str],
+               context: str | None) -> list[PromptArgument]:
     try:
         hints = typing.get_type_hints(handler, include_extras=True)
     except Exception:
@@ -159,6 +189,8 @@ def _arguments(handler: Callable[..., Any], prompt: str, documented: dict[str, s
         hints = {}
     arguments = []
     for param in inspect.signature(handler).parameters.values():
+        if param.name == context:
+            continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ValueError(
                 f"prompt {prompt!r}: *{param.name} cannot be listed as prompt arguments; name each argument"
@@ -215,6 +247,7 @@ class PromptRegistry:
 
     def __init__(self) -> None:
         self._prompts: dict[str, Prompt] = {}
+        self._cache = NO_CACHE
         # Built at registration, not on every prompts/list: a prompt does not change.
         self._definitions: list[dict] = []
 
@@ -227,7 +260,12 @@ class PromptRegistry:
             raise ValueError(f"a prompt named {prompt.name!r} is already registered")
         self._prompts[prompt.name] = prompt
         self._definitions.append(prompt.definition())
+        self._cache = combine(p.cache for p in self._prompts.values())
         return prompt
+
+    def cache_hint(self) -> CacheHint:
+        """The caching hint of ``prompts/list``: the most cautious of the prompts' hints."""
+        return self._cache
 
     def get(self, name: str) -> Prompt | None:
         """The prompt called ``name``, or None."""

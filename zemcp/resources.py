@@ -21,7 +21,9 @@ from typing import Any
 from urllib.parse import unquote
 
 from zemcp import pagination, schemas
-from zemcp.context import HANDLER_ERRORS
+from zemcp.caching import NO_CACHE, CacheHint, combine
+from zemcp.context import HANDLER_ERRORS, ClientRequestError
+from zemcp.elicitation import ElicitAborted, ElicitError
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 
 log = logging.getLogger("zemcp.resources")
@@ -125,11 +127,13 @@ class Resource:
     Attributes:
         uri: its URI, with a scheme (``test://static-text``).
         name: a programmatic name.
-        handler: called without arguments on ``resources/read``.
+        handler: called without arguments on ``resources/read`` (but the Context, when it
+            has a parameter annotated ``Context`` or named ``ctx``).
         title: optional display name.
         description: optional description.
         mime_type: MIME type of its contents, or None to leave it out.
         size: optional size [bytes] of the raw contents.
+        cache: the caching hint of its ``resources/read``, and its part of ``resources/list``'s.
     Raises:
         ValueError: a URI without scheme, an empty name, a negative size, or a handler that
             cannot be called without arguments.
@@ -142,13 +146,15 @@ class Resource:
     description: str | None = None
     mime_type: str | None = "text/plain"
     size: int | None = None
+    cache: CacheHint = NO_CACHE
+    context_param: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         _check_uri(self.uri)
         _check_name(self.name, self.uri)
         if self.size is not None and (not isinstance(self.size, int) or self.size < 0):
             raise ValueError(f"resource {self.uri!r}: size must be a non-negative number of bytes, got {self.size!r}")
-        _check_callable(self.handler, {}, self.uri)
+        self.context_param = _check_callable(self.handler, {}, self.uri)
 
     def definition(self) -> dict:
         """The resource as ``resources/list`` shows it."""
@@ -164,10 +170,13 @@ class ResourceTemplate:
     Attributes:
         uri_template: an RFC 6570 level-1 template, with a scheme.
         name: a programmatic name.
-        handler: called with the template's variables as keyword arguments.
+        handler: called with the template's variables as keyword arguments (and the
+            Context, when it takes one).
         title: optional display name.
         description: optional description.
         mime_type: MIME type of every matching resource, or None to leave it out.
+        cache: the caching hint of reading a matching resource, and its part of
+            ``resources/templates/list``'s.
         template: the parsed template.
     Raises:
         ValueError: a bad template (see :class:`UriTemplate`), an empty name, or a handler
@@ -180,13 +189,15 @@ class ResourceTemplate:
     title: str | None = None
     description: str | None = None
     mime_type: str | None = "text/plain"
+    cache: CacheHint = NO_CACHE
     template: UriTemplate = field(init=False, repr=False)
+    context_param: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         _check_uri(self.uri_template)
         _check_name(self.name, self.uri_template)
         self.template = UriTemplate(self.uri_template)
-        _check_callable(self.handler, dict.fromkeys(self.template.variables, ""), self.uri_template)
+        self.context_param = _check_callable(self.handler, dict.fromkeys(self.template.variables, ""), self.uri_template)
 
     def definition(self) -> dict:
         """The template as ``resources/templates/list`` shows it."""
@@ -219,7 +230,7 @@ class ResourceRegistry:
 
     def register(self, handler: Callable[..., Any], uri: str, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, mime_type: str | None = "text/plain",
-                 size: int | None = None) -> Resource | ResourceTemplate:
+                 size: int | None = None, cache: CacheHint = NO_CACHE) -> Resource | ResourceTemplate:
         """Register ``handler`` for ``uri``: a template when ``uri`` has ``{...}``, else static.
 
         Args:
@@ -230,6 +241,7 @@ class ResourceRegistry:
             description: defaults to the first paragraph of the handler's docstring.
             mime_type: MIME type of the contents, or None to leave it out.
             size: [bytes] optional, static resources only.
+            cache: the caching hint of its reads and its part of the list's (2026-07-28).
         Returns:
             the registered :class:`Resource` or :class:`ResourceTemplate`.
         Raises:
@@ -241,18 +253,23 @@ class ResourceRegistry:
         if "{" in uri or "}" in uri:
             if size is not None:
                 raise ValueError(f"resource template {uri!r}: size applies to static resources only")
-            template = ResourceTemplate(uri, name, handler, title, description, mime_type)
+            template = ResourceTemplate(uri, name, handler, title, description, mime_type, cache)
             if uri in self._templates:
                 raise ValueError(f"a resource template {uri!r} is already registered")
             self._templates[uri] = template
             self._template_definitions.append(template.definition())
             return template
-        resource = Resource(uri, name, handler, title, description, mime_type, size)
+        resource = Resource(uri, name, handler, title, description, mime_type, size, cache)
         if uri in self._resources:
             raise ValueError(f"a resource {uri!r} is already registered")
         self._resources[uri] = resource
         self._resource_definitions.append(resource.definition())
         return resource
+
+    def cache_hints(self) -> tuple[CacheHint, CacheHint]:
+        """The caching hints of ``resources/list`` and ``resources/templates/list``."""
+        return (combine(r.cache for r in self._resources.values()),
+                combine(t.cache for t in self._templates.values()))
 
     def get(self, uri: str) -> Resource | None:
         """The static resource with this URI, or None."""
@@ -282,21 +299,43 @@ class ResourceRegistry:
         items = self._template_definitions
         return pagination.list_result(params, "resourceTemplates", items, page_size)
 
-    def read(self, params: dict) -> dict:
-        """``resources/read {uri}``: ``{"contents": [{"uri", "mimeType"?, "text" | "blob"}, ...]}``.
+    def find(self, params: dict) -> tuple[Resource | ResourceTemplate, str, dict[str, str]]:
+        """What ``resources/read {uri}`` reads: the resource or template, the URI and the
+        template's variables.
 
         Raises:
-            ProtocolError: -32602 when ``params.uri`` is not a string; -32002
-                (:class:`ResourceNotFound`) for an unknown URI; -32603 when the handler
-                raised or returned something that is not contents (logged).
+            ProtocolError: -32602 when ``params.uri`` is not a string;
+                :class:`ResourceNotFound` for an unknown URI.
         """
         uri = _uri_param(params, "resources/read")
         target, variables = self._find(uri)
+        return target, uri, variables
+
+    def read(self, params: dict, ctx: Any = None) -> dict:
+        """``resources/read {uri}``: ``{"contents": [{"uri", "mimeType"?, "text" | "blob"}, ...]}``.
+
+        Args:
+            params: the request's params.
+            ctx: the request's Context, passed when the handler takes one.
+        Raises:
+            ProtocolError: -32602 when ``params.uri`` is not a string;
+                :class:`ResourceNotFound` for an unknown URI; -32603 when the handler
+                raised, an elicitation it made did not end in an answer, or it returned
+                something that is not contents (logged).
+            zemcp.ElicitAborted: the request can no longer be answered.
+        """
+        target, uri, variables = self.find(params)
+        kwargs: dict[str, Any] = dict(variables)
+        if target.context_param is not None:
+            kwargs[target.context_param] = ctx
         try:
-            value = target.handler(**variables)
+            value = target.handler(**kwargs)
             return {"contents": to_contents(value, uri, target.mime_type)}
-        except ProtocolError:
+        except (ProtocolError, ElicitAborted):
             raise
+        except (ElicitError, ClientRequestError) as exc:
+            log.info("reading resource %r ended by an outcome of asking the client: %s", uri, exc)
+            raise ProtocolError(INTERNAL_ERROR, f"reading resource {uri} failed: {exc}") from None
         except HANDLER_ERRORS as exc:
             log.exception("reading resource %r failed", uri)
             raise ProtocolError(
@@ -410,9 +449,14 @@ def _check_name(name: str, uri: str) -> None:
         raise ValueError(f"resource {uri!r}: name must be a non-empty string")
 
 
-def _check_callable(handler: Callable[..., Any], kwargs: dict[str, str], uri: str) -> None:
+def _check_callable(handler: Callable[..., Any], kwargs: dict[str, str], uri: str) -> str | None:
+    # Returns the name of the parameter that takes the Context, if any.
     try:
-        inspect.signature(handler).bind(**kwargs)
+        context = schemas.context_parameter(handler)
+    except TypeError:
+        context = None
+    try:
+        inspect.signature(handler).bind(**kwargs, **({context: None} if context else {}))
     except TypeError:
         label = getattr(handler, "__name__", repr(handler))
         if not kwargs:
@@ -421,6 +465,7 @@ def _check_callable(handler: Callable[..., Any], kwargs: dict[str, str], uri: st
             f"resource template {uri!r}: the handler {label!r} must take the template's variables "
             f"{', '.join(kwargs)} as keyword arguments and need no others"
         ) from None
+    return context
 
 
 def _optional(entry: dict, **members: Any) -> None:

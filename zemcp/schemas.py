@@ -20,9 +20,11 @@ Type mapping (Python -> JSON Schema):
 - ``Any`` or no annotation -> no constraint.
 
 ``Annotated[X, "text"]`` sets the ``description``; ``Annotated[X, {...}]`` merges the dict's
-keywords into the schema (``{"minimum": 0}``, ``{"title": "Count"}``). Without them, the
-description comes from the Google-style ``Args:`` section of a function's docstring or the
-``Attributes:`` section of a class's. Pure Python: no HTTP here.
+keywords into the schema (``{"minimum": 0}``, ``{"title": "Count"}``);
+``Annotated[X, McpHeader("Region")]`` adds ``"x-mcp-header": "Region"`` (see
+:mod:`zemcp.headers`). Without them, the description comes from the Google-style ``Args:``
+section of a function's docstring or the ``Attributes:`` section of a class's. Pure Python:
+no HTTP here.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any, Literal, NotRequired, Required, Union
 
 # zemcp.context imports this module only inside Context.elicit, so this import is not circular.
 from zemcp.context import Context
+from zemcp.headers import X_MCP_HEADER, McpHeader
 
 _SUPPORTED = (
     "int, float, str, bool, Literal[...], an Enum, X | None, list[X], tuple[...], dict[str, X], "
@@ -337,6 +340,8 @@ def _unannotate(tp: Any) -> tuple[Any, dict]:
                     keywords["description"] = item
                 elif isinstance(item, dict):
                     keywords.update(item)
+                elif isinstance(item, McpHeader):
+                    keywords[X_MCP_HEADER] = item.name
             tp = tp.__origin__
         elif origin in (Required, NotRequired):
             tp = typing.get_args(tp)[0]
@@ -403,7 +408,11 @@ def _property(annotation: Any, where: str, note: str | None, default: Any, seen:
         schema["description"] = note
     if default is None and not _accepts_null(schema):
         # ``x: str = None`` means "a str, or left out": let an explicit null through too.
+        header = schema.pop(X_MCP_HEADER, None)
         schema = {"anyOf": [schema, {"type": "null"}]}
+        if header is not None:
+            # Kept on the property, where registration refuses it for having no single type.
+            schema[X_MCP_HEADER] = header
     if default is not inspect.Parameter.empty and default is not dataclasses.MISSING:
         try:
             schema["default"] = _json_default(default, where)
@@ -466,8 +475,8 @@ def _enum_schema(values: list, where: str, what: str) -> dict:
 def _nullable(schema: dict) -> dict:
     if not schema:
         return schema
-    # Text and titles belong to the parameter, not to one branch of it.
-    outer = {k: schema.pop(k) for k in ("title", "description") if k in schema}
+    # Text, titles and the header mark belong to the parameter, not to one branch of it.
+    outer = {k: schema.pop(k) for k in ("title", "description", X_MCP_HEADER) if k in schema}
     return {"anyOf": [schema, {"type": "null"}], **outer}
 
 

@@ -1,13 +1,16 @@
-"""The MCP server core: lifecycle, method dispatch and tool calls, independent of HTTP.
+"""The MCP server core: registries, capabilities and the era-agnostic methods, independent of HTTP.
 
-Implements MCP basic/lifecycle (``initialize``, version negotiation, ``ping``), basic/utilities
-(cancellation, progress), server/utilities (logging, completion, pagination), server/tools,
-server/resources and server/prompts for protocol versions 2024-11-05 to 2025-11-25. A transport (see
-:mod:`zemcp.transport`) parses HTTP, then calls :meth:`Server.initialize` or
-:meth:`Server.handle` and turns the outcome into a response.
+Implements MCP server/tools, server/resources, server/prompts and server/utilities
+(completion, pagination) once, for both protocol eras. The era-specific request handling
+lives beside it: :mod:`zemcp.handshake` (``initialize``, sessions, server-to-client requests
+pushed on the stream; 2024-11-05 to 2025-11-25) and :mod:`zemcp.modern` (the stateless
+2026-07-28 envelope and multi-round-trip requests). Both call :meth:`Server.prepare` for a
+method's work and :meth:`Server.execute` to run a handler with a :class:`zemcp.Context` on
+the request's :class:`zemcp.inputs.Exchange`.
 
-Tool handlers run on a bounded thread pool created once per process, so the HTTP thread can
-tell "plain JSON answer" from "the handler is streaming" (see :mod:`zemcp.sinks`).
+Handlers that may talk to the client run on a bounded thread pool created once per process,
+so the HTTP thread can tell "plain JSON answer" from "the handler is streaming" (see
+:mod:`zemcp.sinks`).
 """
 
 from __future__ import annotations
@@ -18,28 +21,32 @@ import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from zemcp import __version__, jsonrpc, versions
+from zemcp.caching import NO_CACHE, CacheHint
+from zemcp.capabilities import ClientView
 from zemcp.config import Settings
+from zemcp.context import CallFinished, Context, URLElicitationRequired
 from zemcp.correlation import CorrelationTable
-from zemcp.elicitation import ClientDisconnected, ElicitAborted, RequestCancelled, SessionEnded
-from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
-
-#: JSON-RPC error of a request that needs URL-mode elicitations first (MCP 2025-11-25).
-URL_ELICITATION_REQUIRED = -32042
-from zemcp.session import Call, Session, SessionRegistry, fingerprint
-from zemcp.sinks import ReplySink
-from zemcp.context import LOG_LEVELS, CallFinished, Context, URLElicitationRequired
-from zemcp.tools import Tool, ToolRegistry, error_result
 from zemcp.completions import CompletionRegistry
+from zemcp.elicitation import ElicitAborted, RequestCancelled, SessionEnded
+from zemcp.inputs import Exchange
+from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
+from zemcp.mrtr import RoundEnded
 from zemcp.pagination import PAGE_SIZE, list_result
 from zemcp.prompts import PromptRegistry, make_prompt
+from zemcp.request_state import RequestStateSealer, new_key
 from zemcp.resources import ResourceRegistry
+from zemcp.session import Session, SessionRegistry, fingerprint
+from zemcp.subscriptions import SubscriptionHub
+from zemcp.tools import Tool, ToolRegistry, error_result
 
 log = logging.getLogger("zemcp.server")
 
-
+#: JSON-RPC error of a request that needs URL-mode elicitations first (MCP 2025-11-25 only).
+URL_ELICITATION_REQUIRED = -32042
 
 _SERVERS: "weakref.WeakSet[Server]" = weakref.WeakSet()
 
@@ -53,17 +60,36 @@ def shutdown_all() -> int:
     return sum(server.shutdown() for server in list(_SERVERS))
 
 
-class AlreadyInitialized(Exception):
-    """``initialize`` arrived with the id of a live session (HTTP 400, no session created)."""
+@dataclass(frozen=True)
+class Work:
+    """A request whose handler may talk to the client: run it with :meth:`Server.execute`.
+
+    Attributes:
+        method: ``tools/call``, ``prompts/get`` or ``resources/read``.
+        target: the tool or prompt name, or the resource URI.
+        arguments: the request's arguments (``{}`` for a resource), what a 2026-07-28
+            ``requestState`` is bound to.
+        run: the handler call, ``run(ctx) -> result dict``.
+    """
+
+    method: str
+    target: str
+    arguments: dict
+    run: Callable[[Context], dict]
+
+    @property
+    def is_tool(self) -> bool:
+        """True for ``tools/call``, whose failures are ``isError`` results rather than errors."""
+        return self.method == "tools/call"
 
 
 class Server:
-    """An MCP server: tools, sessions and the pending elicitations of one process.
+    """An MCP server: tools, resources, prompts, sessions and the pending elicitations of one process.
 
     Args:
         name: ``serverInfo.name``.
         version: ``serverInfo.version``.
-        instructions: optional ``instructions`` returned by initialize.
+        instructions: optional ``instructions`` returned by initialize and ``server/discover``.
         settings: limits and timeouts; ``Settings.from_env()`` when omitted.
     """
 
@@ -80,20 +106,20 @@ class Server:
         self.pending = CorrelationTable(self.settings.pending_budget, self.settings.max_pending_per_session)
         self.sessions = SessionRegistry(self.settings.max_sessions, self.settings.session_ttl, self._session_ended,
                                         self.settings.instance)
+        # Without configured keys, only this process can open the states it seals.
+        self.request_states = RequestStateSealer(self.settings.request_state_key or (new_key(),),
+                                                 self.settings.elicitation_timeout, name)
+        self.subscriptions = SubscriptionHub(self.settings.listen_budget)
         # One worker per gunicorn thread: each thread waits on at most one handler.
         self._pool = ThreadPoolExecutor(max_workers=self.settings.threads, thread_name_prefix="zemcp-handler")
         self.started = time.time()
         _SERVERS.add(self)
-        self._methods: dict[str, Callable[[Session, jsonrpc.Request], Any]] = {
-            "ping": lambda session, request: {},
-            "logging/setLevel": self._set_log_level,
+        self._methods: dict[str, Callable[[ClientView, jsonrpc.Request], "dict | Work"]] = {
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
             "resources/list": self._resources_list,
             "resources/templates/list": self._resources_templates_list,
             "resources/read": self._resources_read,
-            "resources/subscribe": self._resources_subscribe,
-            "resources/unsubscribe": self._resources_unsubscribe,
             "prompts/list": self._prompts_list,
             "prompts/get": self._prompts_get,
             "completion/complete": self._completion_complete,
@@ -101,7 +127,8 @@ class Server:
 
     def tool(self, name: str | Callable[..., Any] | None = None, *, title: str | None = None,
              description: str | None = None, input_schema: dict | None = None, output_schema: dict | None = None,
-             structured_output: bool = False, annotations: dict | None = None) -> Any:
+             structured_output: bool = False, annotations: dict | None = None, ttl_ms: int = 0,
+             cache_scope: str = "private") -> Any:
         """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
 
         The input schema comes from the function's typed parameters (see
@@ -118,18 +145,25 @@ class Server:
             structured_output: derive the output schema from the return annotation.
             annotations: ToolAnnotations (``title``, ``readOnlyHint``, ``destructiveHint``,
                 ``idempotentHint``, ``openWorldHint``).
+            ttl_ms, cache_scope: this tool's part of the ``tools/list`` caching hint
+                (2026-07-28, see :mod:`zemcp.caching`): [milliseconds] and ``"public"`` or
+                ``"private"``.
         Returns:
             the decorator, which returns the function unchanged (bare use: the function).
         Raises:
-            ValueError: a bad or taken name, a schema that is not an object schema, bad annotations.
+            ValueError: a bad or taken name, a schema that is not an object schema, bad
+                annotations or ``x-mcp-header`` marks, a bad caching hint.
             TypeError: a parameter or return type that cannot be expressed as JSON Schema.
         """
+        cache = CacheHint(ttl_ms, cache_scope)
 
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
             self.tools.add(Tool(
                 name if isinstance(name, str) else None, func, description, input_schema, title,
                 output_schema=output_schema, structured_output=structured_output, annotations=annotations,
+                cache=cache,
             ))
+            self.notify_list_changed("tools")
             return func
 
         # Bare @server.tool passes the function itself as the first argument.
@@ -137,7 +171,8 @@ class Server:
 
     def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, mime_type: str | None = "text/plain",
-                 size: int | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+                 size: int | None = None, ttl_ms: int = 0,
+                 cache_scope: str = "private") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering a function as a resource, or as a resource template.
 
         A ``uri`` with ``{name}`` expressions (RFC 6570 level 1) registers a template: the
@@ -152,22 +187,26 @@ class Server:
             description: the docstring's first paragraph when omitted.
             mime_type: MIME type of the contents; None leaves it out.
             size: optional size [bytes] of a static resource.
+            ttl_ms, cache_scope: the caching hint of reading it, and its part of the list's
+                (2026-07-28, see :mod:`zemcp.caching`).
         Returns:
             the decorator, which returns the function unchanged.
         Raises:
-            ValueError: the URI is taken or malformed, or the function's parameters do not
-                fit the template's variables.
+            ValueError: the URI is taken or malformed, the function's parameters do not
+                fit the template's variables, or a bad caching hint.
         """
+        cache = CacheHint(ttl_ms, cache_scope)
 
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
             self.resources.register(func, uri, name=name, title=title, description=description,
-                                    mime_type=mime_type, size=size)
+                                    mime_type=mime_type, size=size, cache=cache)
+            self.notify_list_changed("resources")
             return func
 
         return register
 
     def prompt(self, name: str | Callable[..., Any] | None = None, *, title: str | None = None,
-               description: str | None = None) -> Any:
+               description: str | None = None, ttl_ms: int = 0, cache_scope: str = "private") -> Any:
         """Decorator registering a function as a prompt; usable bare (``@server.prompt``) too.
 
         The function's parameters are the prompt's arguments (strings; required when they
@@ -179,15 +218,20 @@ class Server:
             name: the prompt name; the function's name when omitted.
             title: optional display name.
             description: the docstring's first paragraph when omitted.
+            ttl_ms, cache_scope: this prompt's part of the ``prompts/list`` caching hint
+                (2026-07-28, see :mod:`zemcp.caching`).
         Returns:
             the decorator, which returns the function unchanged (used bare: the function).
         Raises:
-            ValueError: a taken name, or a parameter that cannot be a prompt argument.
+            ValueError: a taken name, a parameter that cannot be a prompt argument, or a bad
+                caching hint.
         """
+        cache = CacheHint(ttl_ms, cache_scope)
 
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
             self.prompts.add(make_prompt(func, name=None if callable(name) else name, title=title,
-                                         description=description))
+                                         description=description, cache=cache))
+            self.notify_list_changed("prompts")
             return func
 
         return register(name) if callable(name) else register
@@ -216,85 +260,63 @@ class Server:
 
         return register
 
-    # -- lifecycle ---------------------------------------------------------------------
 
-    def check_protocol_header(self, value: str | None) -> None:
-        """Check an ``MCP-Protocol-Version`` request header (absent is accepted).
+    # -- change notifications ------------------------------------------------------------
 
-        Raises:
-            ProtocolError: the value is not a version this server supports.
-        """
-        if value is not None and value not in versions.SUPPORTED:
-            raise ProtocolError(
-                INVALID_REQUEST,
-                f"Bad Request: unsupported MCP-Protocol-Version {value!r}; this server supports "
-                f"{', '.join(versions.SUPPORTED)} (initialize negotiates one)",
-            )
+    def notify_list_changed(self, kind: str) -> int:
+        """Tell the clients listening for it that the ``kind`` list changed (``tools``,
+        ``prompts`` or ``resources``): ``notifications/<kind>/list_changed`` on every
+        2026-07-28 ``subscriptions/listen`` stream of this process that asked for it.
+        Registering through the decorators calls it; call it yourself when what a list shows
+        changed another way.
 
-    def initialize(self, request: jsonrpc.Request, session_id: str | None) -> tuple[Session, dict]:
-        """Handle ``initialize``: negotiate the version and create a session.
-
-        Args:
-            request: the initialize request.
-            session_id: the ``Mcp-Session-Id`` it carried, if any.
         Returns:
-            the new session and the JSON-RPC response.
+            how many streams were told.
         Raises:
-            AlreadyInitialized: ``session_id`` names a live session.
-            ProtocolError: malformed params.
-            SessionLimitReached: the session cap is reached.
+            ValueError: ``kind`` is not one of the three.
         """
-        if session_id is not None and session_id in self.sessions:
-            raise AlreadyInitialized(
-                "Bad Request: this session is already initialized; to start a new session, send "
-                "initialize without the Mcp-Session-Id header"
-            )
-        params = request.params
-        requested = params.get("protocolVersion")
-        if not isinstance(requested, str):
-            raise ProtocolError(INVALID_PARAMS, "Invalid params: initialize needs params.protocolVersion (a string)", request.id)
-        capabilities = params.get("capabilities", {})
-        client_info = params.get("clientInfo", {})
-        if not isinstance(capabilities, dict) or not isinstance(client_info, dict):
-            raise ProtocolError(
-                INVALID_PARAMS, "Invalid params: capabilities and clientInfo must be objects", request.id
-            )
-        version = requested if requested in versions.SUPPORTED else versions.LATEST
-        session = self.sessions.create(version, client_info, capabilities)
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": self.capabilities(version),
-            "serverInfo": {"name": self.name, "version": self.version},
-        }
-        if self.instructions:
-            result["instructions"] = self.instructions
-        # %r: client-chosen strings must not be able to forge log lines.
-        log.info("session %s initialized: client %r %r, protocol %s, elicitation %s",
-                 fingerprint(session.id), client_info.get("name"), client_info.get("version"), version,
-                 "yes" if session.client_supports_elicit() else "no")
-        return session, jsonrpc.result(request.id, result)
+        flags = {"tools": "toolsListChanged", "prompts": "promptsListChanged", "resources": "resourcesListChanged"}
+        if kind not in flags:
+            raise ValueError(f"kind must be 'tools', 'prompts' or 'resources', got {kind!r}")
+        return self.subscriptions.list_changed(flags[kind])
+
+    def notify_resource_updated(self, uri: str) -> int:
+        """Tell the clients subscribed to ``uri`` that the resource changed
+        (``notifications/resources/updated`` on the ``subscriptions/listen`` streams of this
+        process whose ``resourceSubscriptions`` name it); returns how many streams were told."""
+        return self.subscriptions.resource_updated(uri)
+
+    # -- capabilities and sessions -----------------------------------------------------
 
     def capabilities(self, version: str = versions.LATEST) -> dict:
-        """``ServerCapabilities`` for initialize: exactly the features this server has that
-        protocol ``version`` knows (``completions`` arrived in 2025-03-26)."""
+        """``ServerCapabilities`` (initialize, ``server/discover``): exactly the features this
+        server has that protocol ``version`` knows (``completions`` arrived in 2025-03-26).
+
+        ``listChanged`` and ``resources.subscribe`` are true only in the 2026-07-28 era, where
+        ``subscriptions/listen`` delivers them, and only when listen streams are allowed
+        (``max_listen_streams`` above 0); a handshake-era session has no stream for them.
+        """
+        pushes = versions.since(version, versions.STATELESS) and self.subscriptions.max_streams > 0
         capabilities: dict[str, Any] = {"logging": {}}
         if len(self.tools):
-            capabilities["tools"] = {"listChanged": False}
+            capabilities["tools"] = {"listChanged": pushes}
         if len(self.resources):
-            # No "subscribe": updates need a standalone GET stream, which is not offered.
-            capabilities["resources"] = {"listChanged": False}
+            capabilities["resources"] = {"listChanged": pushes, **({"subscribe": True} if pushes else {})}
         if len(self.prompts):
-            capabilities["prompts"] = {"listChanged": False}
+            capabilities["prompts"] = {"listChanged": pushes}
         if (len(self.prompts) or len(self.resources)) and versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS):
             capabilities["completions"] = {}
         return capabilities
 
     def shutdown(self) -> int:
-        """End every session because the process is stopping; returns how many ended.
+        """End every session and listen stream because the process is stopping; returns how
+        many sessions ended.
 
         Waiting handlers wake with ``SessionEnded`` and their streams finish, so a graceful
         stop does not wait for elicitation answers that would arrive at a process going away.
+        Listen streams end with a result for their request (a graceful end).
         """
+        self.subscriptions.close_all({"resultType": "complete"})
         return sum(self.sessions.end(s.id, "the server is shutting down") for s in self.sessions.sessions())
 
     def end_session(self, session_id: str) -> bool:
@@ -309,84 +331,124 @@ class Server:
         n = self.pending.abandon(lambda p: p.session_id == session.id, reason)
         log.info("session %s ended (%s); %d pending server-to-client request(s) ended", fingerprint(session.id), why, n)
 
-    # -- messages ----------------------------------------------------------------------
-
-    def handle(self, session: Session, message: jsonrpc.Message) -> dict | ReplySink | None:
-        """Handle one message of a live session.
-
-        ``initialize`` is not a method here: it goes to :meth:`initialize`.
-
-        Returns:
-            None for a notification or response (the transport answers 202); a dict for a
-            request answered at once (a JSON-RPC response); a :class:`ReplySink` for a
-            tools/call, whose :meth:`ReplySink.first` tells JSON from stream.
-        Raises:
-            SessionNotFound: the session ended while the request arrived.
-        """
-        if isinstance(message, jsonrpc.Response):
-            self.pending.resolve(session.id, message)
-            return None
-        if isinstance(message, jsonrpc.Notification):
-            if message.method == "notifications/cancelled":
-                self._cancel(session, message.params)
-            return None
-        method = self._methods.get(message.method)
-        if method is None:
-            return jsonrpc.error(message.id, METHOD_NOT_FOUND, f"Method not found: {message.method}")
-        try:
-            outcome = method(session, message)
-        except ProtocolError as exc:
-            return jsonrpc.error(message.id, exc.code, exc.message, exc.data)
-        return outcome if isinstance(outcome, ReplySink) else jsonrpc.result(message.id, outcome)
-
-    def _cancel(self, session: Session, params: dict) -> None:
-        # Invalid or unknown ids are ignored, as basic/utilities/cancellation allows.
-        request_id, reason = params.get("requestId"), params.get("reason")
-        if not jsonrpc.valid_id(request_id):
-            return
-        call = session.call(request_id)
-        if call is not None:
-            self._abort(call, RequestCancelled(reason if isinstance(reason, str) else None))
-
-    def _abort(self, call: Call, reason: ElicitAborted) -> None:
+    def abort(self, call: Any, reason: ElicitAborted) -> None:
+        """End a running request's waits (its handler raises ``reason`` at its next ``ctx`` use)."""
         if call.abort(reason):
             self.pending.abandon(lambda p: p.call is call, reason)
 
-    def _set_log_level(self, session: Session, request: jsonrpc.Request) -> dict:
-        level = request.params.get("level")
-        if level not in LOG_LEVELS:
-            raise ProtocolError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
-        session.log_level = level
-        return {}
+    # -- the era-agnostic methods --------------------------------------------------------
 
-    def _tools_list(self, session: Session, request: jsonrpc.Request) -> dict:
-        return _for_version(list_result(request.params, "tools", self.tools.definitions(), PAGE_SIZE), "tools", session)
+    def methods(self) -> frozenset[str]:
+        """The methods :meth:`prepare` serves."""
+        return frozenset(self._methods)
 
-    def _resources_list(self, session: Session, request: jsonrpc.Request) -> dict:
-        return _for_version(self.resources.list_result(request.params, PAGE_SIZE), "resources", session)
+    def prepare(self, client: ClientView, request: jsonrpc.Request) -> "dict | Work":
+        """Serve one of :meth:`methods` for ``client``, or set up its handler's work.
 
-    def _resources_templates_list(self, session: Session, request: jsonrpc.Request) -> dict:
-        return _for_version(self.resources.templates_result(request.params, PAGE_SIZE), "resourceTemplates", session)
+        Returns:
+            the result dict of a request answered at once, or a :class:`Work` for a handler
+            that may talk to the client (tools, and prompts and resources taking a Context).
+        Raises:
+            ProtocolError: the request is invalid (the error to answer with).
+            KeyError: ``request.method`` is not one of :meth:`methods`.
+        """
+        return self._methods[request.method](client, request)
 
-    def _resources_read(self, session: Session, request: jsonrpc.Request) -> dict:
-        return self.resources.read(request.params)
+    def cache_hint(self, request: jsonrpc.Request) -> CacheHint:
+        """The caching hint of a cacheable request's result (MCP 2026-07-28 server/utilities/caching).
 
-    def _resources_subscribe(self, session: Session, request: jsonrpc.Request) -> dict:
-        return self.resources.subscribe(session.id, request.params)
+        A list carries the most cautious hint of its items; ``resources/read`` the hint of the
+        resource or template read; anything else, and a URI no resource matches, ``NO_CACHE``.
+        """
+        method = request.method
+        if method == "tools/list":
+            return self.tools.cache_hint()
+        if method == "prompts/list":
+            return self.prompts.cache_hint()
+        if method in ("resources/list", "resources/templates/list"):
+            return self.resources.cache_hints()[method == "resources/templates/list"]
+        if method == "resources/read":
+            try:
+                return self.resources.find(request.params)[0].cache
+            except ProtocolError:
+                return NO_CACHE
+        return NO_CACHE
 
-    def _resources_unsubscribe(self, session: Session, request: jsonrpc.Request) -> dict:
-        return self.resources.unsubscribe(session.id, request.params)
+    def submit(self, job: Callable[[], None]) -> None:
+        """Run ``job`` on the handler pool (it must answer its request whatever happens)."""
+        self._pool.submit(job)
 
-    def _prompts_list(self, session: Session, request: jsonrpc.Request) -> dict:
-        return _for_version(self.prompts.list_result(request.params, PAGE_SIZE), "prompts", session)
+    def execute(self, work: Work, exchange: Exchange) -> dict | None:
+        """Run ``work``'s handler with a Context on ``exchange``; never raises what the handler raised.
 
-    def _prompts_get(self, session: Session, request: jsonrpc.Request) -> dict:
-        return self.prompts.get_result(request.params)
+        Returns:
+            the JSON-RPC response; None when the client cancelled the request (no response,
+            MCP basic/utilities/cancellation).
+        Raises:
+            RoundEnded: (2026-07-28) the round ends to ask the client, or the replay broke.
+        """
+        request_id = exchange.request_id
+        try:
+            return jsonrpc.result(request_id, work.run(Context(exchange)))
+        except RoundEnded:
+            raise
+        except URLElicitationRequired as exc:
+            client = exchange.client
+            if client.client_supports_elicit("url") and not versions.since(client.protocol_version, versions.STATELESS):
+                return jsonrpc.error(request_id, URL_ELICITATION_REQUIRED, str(exc), {"elicitations": exc.elicitations})
+            # A mode the client did not declare (or a version without -32042): tell the user in text.
+            steps = "; ".join(f"{e['message']}: {e['url']}" for e in exc.elicitations)
+            return self._failure(work, request_id, f"{exc}, which this client cannot do here: {steps}")
+        except RequestCancelled:
+            return None
+        except ElicitAborted as exc:
+            # The session ended or the client left; the error explains it to whoever reads.
+            return self._failure(work, request_id, str(exc))
+        except ProtocolError as exc:
+            return jsonrpc.error(request_id, exc.code, exc.message, exc.data)
+        except BaseException:
+            # A pool thread: whatever escaped, the client still gets an answer.
+            log.exception("%s %r failed outside its handler", work.method, work.target)
+            return jsonrpc.error(request_id, INTERNAL_ERROR, f"Internal error while serving {work.method}")
+        finally:
+            # Threads the handler left behind must not talk on a finished request.
+            self.abort(exchange, CallFinished())
 
-    def _completion_complete(self, session: Session, request: jsonrpc.Request) -> dict:
+    def _failure(self, work: Work, request_id: jsonrpc.RequestId, text: str) -> dict:
+        if work.is_tool:
+            return jsonrpc.result(request_id, error_result(text))
+        return jsonrpc.error(request_id, INTERNAL_ERROR, f"{work.method} {work.target}: {text}")
+
+    def _tools_list(self, client: ClientView, request: jsonrpc.Request) -> dict:
+        return _for_version(list_result(request.params, "tools", self.tools.definitions(), PAGE_SIZE), "tools", client)
+
+    def _resources_list(self, client: ClientView, request: jsonrpc.Request) -> dict:
+        return _for_version(self.resources.list_result(request.params, PAGE_SIZE), "resources", client)
+
+    def _resources_templates_list(self, client: ClientView, request: jsonrpc.Request) -> dict:
+        return _for_version(self.resources.templates_result(request.params, PAGE_SIZE), "resourceTemplates", client)
+
+    def _resources_read(self, client: ClientView, request: jsonrpc.Request) -> "dict | Work":
+        target, uri, _ = self.resources.find(request.params)
+        if target.context_param is None:
+            return self.resources.read(request.params)
+        params = request.params
+        return Work("resources/read", uri, {}, lambda ctx: self.resources.read(params, ctx))
+
+    def _prompts_list(self, client: ClientView, request: jsonrpc.Request) -> dict:
+        return _for_version(self.prompts.list_result(request.params, PAGE_SIZE), "prompts", client)
+
+    def _prompts_get(self, client: ClientView, request: jsonrpc.Request) -> "dict | Work":
+        prompt = self.prompts.require(request.params.get("name"), "prompts/get", "params.name")
+        arguments = prompt.check(request.params.get("arguments"))
+        if prompt.context_param is None:
+            return prompt.render(arguments)
+        return Work("prompts/get", prompt.name, arguments, lambda ctx: prompt.render(arguments, ctx))
+
+    def _completion_complete(self, client: ClientView, request: jsonrpc.Request) -> dict:
         return self.completions.complete(request.params)
 
-    def _tools_call(self, session: Session, request: jsonrpc.Request) -> ReplySink | dict:
+    def _tools_call(self, client: ClientView, request: jsonrpc.Request) -> "dict | Work":
         name = request.params.get("name")
         arguments = request.params.get("arguments", {})
         if arguments is None:
@@ -400,54 +462,20 @@ class Server:
             raise ProtocolError(INVALID_PARAMS, "Invalid params: params.arguments must be an object")
         problem = tool.check_arguments(arguments)
         if problem is not None:
-            if versions.since(session.protocol_version, versions.ELICITATION_MODES):
+            if versions.since(client.protocol_version, versions.ELICITATION_MODES):
                 # SEP-1303: input validation failures are tool errors the model can correct.
                 return error_result(problem)
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {problem}")
-        meta = request.params.get("_meta")
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
-        sink = ReplySink()
-        try:
-            call = session.begin(request.id, sink, token if jsonrpc.valid_id(token) else None)
-        except ValueError as exc:
-            raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {exc}") from None
-        sink.on_close(lambda: None if sink.finished else self._abort(call, ClientDisconnected()))
-        self._pool.submit(self._run, tool, arguments, call)
-        return sink
+        structured = versions.since(client.protocol_version, versions.TITLES_AND_STRUCTURED_OUTPUT)
 
-    def _run(self, tool: Tool, arguments: dict, call: Call) -> None:
-        response: dict | None = None
-        try:
-            result = tool.run(arguments, Context(call, self.pending, self.settings.elicitation_timeout))
-            if not versions.since(call.session.protocol_version, versions.TITLES_AND_STRUCTURED_OUTPUT):
+        def run(ctx: Context) -> dict:
+            result = tool.run(arguments, ctx)
+            if not structured:
                 # structuredContent arrived in 2025-06-18; older clients read the text item.
                 result.pop("structuredContent", None)
-            if not call.cancelled:
-                response = jsonrpc.result(call.request_id, result)
-        except URLElicitationRequired as exc:
-            if call.session.client_supports_elicit("url"):
-                response = jsonrpc.error(call.request_id, URL_ELICITATION_REQUIRED, str(exc),
-                                         {"elicitations": exc.elicitations})
-            else:
-                # A mode the client did not declare must not be used: tell the user in text.
-                steps = "; ".join(f"{e['message']}: {e['url']}" for e in exc.elicitations)
-                response = jsonrpc.result(call.request_id, error_result(f"{exc}, which this client cannot do here: {steps}"))
-        except ElicitAborted as exc:
-            # No response after a cancel (MCP basic/utilities/cancellation); otherwise the
-            # session ended or the client left, and the error explains it to whoever reads.
-            if not isinstance(exc, RequestCancelled):
-                response = jsonrpc.result(call.request_id, error_result(str(exc)))
-        except BaseException:
-            # This is a pool thread: whatever escaped, the client still gets an answer.
-            log.exception("tool %r failed outside its handler", tool.name)
-            response = jsonrpc.error(call.request_id, jsonrpc.INTERNAL_ERROR, "Internal error while running the tool")
-        finally:
-            if call.cancelled:
-                response = None  # never answer a cancelled request, whatever ended it
-            # Threads the handler left behind must not talk on a finished request.
-            self._abort(call, CallFinished())
-            call.session.finish(call)
-            call.sink.finish(response)
+            return result
+
+        return Work("tools/call", tool.name, arguments, run)
 
     # -- status ------------------------------------------------------------------------
 
@@ -462,15 +490,17 @@ class Server:
             "threads": self.settings.threads,
             "thread_reserve": self.settings.thread_reserve,
             "pending_budget": self.settings.pending_budget,
+            "listen_streams": self.subscriptions.count(),
+            "listen_budget": self.settings.listen_budget,
         }
 
 
-def _for_version(result: dict, key: str, session: Session) -> dict:
-    """Leave out of list items the fields the session's protocol version does not have.
+def _for_version(result: dict, key: str, client: ClientView) -> dict:
+    """Leave out of list items the fields the client's protocol version does not have.
 
     ``title`` and ``outputSchema`` arrived in 2025-06-18, tool ``annotations`` in 2025-03-26.
     """
-    version = session.protocol_version
+    version = client.protocol_version
     drop = ({"title", "outputSchema"} if not versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT) else set()) | (
         {"annotations"} if not versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS) else set())
     if drop:

@@ -15,12 +15,17 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from zemcp.capabilities import ClientView
 from zemcp.elicitation import ElicitAborted, RequestCancelled
 from zemcp.jsonrpc import RequestId
 from zemcp.sinks import ReplySink
-from zemcp.versions import ELICITATION_MODES, since
+
+if TYPE_CHECKING:
+    from zemcp import jsonrpc
+    from zemcp.correlation import CorrelationTable
+    from zemcp.inputs import InputRequest
 
 log = logging.getLogger("zemcp.session")
 
@@ -46,8 +51,8 @@ class SessionLimitReached(SessionError):
     """``initialize`` found ``max_sessions`` live sessions (HTTP 429 with ``Retry-After``)."""
 
 
-class Session:
-    """One client's session.
+class Session(ClientView):
+    """One client's session (a :class:`zemcp.capabilities.ClientView` for all its requests).
 
     Attributes:
         id: the ``Mcp-Session-Id`` value: the owning instance's name, ``.``, then 192 random
@@ -59,30 +64,14 @@ class Session:
     """
 
     def __init__(self, protocol_version: str, client_info: dict, capabilities: dict, instance: str = "local"):
+        # log_level: the lowest notifications/message level sent, until logging/setLevel.
+        super().__init__(protocol_version, client_info, capabilities, log_level="info")
         self.id = f"{instance}.{secrets.token_urlsafe(24)}"
-        self.protocol_version = protocol_version
-        self.client_info = client_info
-        self.capabilities = capabilities
         self.created = time.time()
-        self._elicit_modes = _elicitation_modes(protocol_version, capabilities.get("elicitation"))
-        #: Lowest ``notifications/message`` level sent (``logging/setLevel``).
-        self.log_level = "info"
         self._lock = threading.Lock()
         self._last_seen = time.monotonic()
         self._calls: dict[RequestId, Call] = {}
         self.ended: str | None = None
-
-    def client_supports_elicit(self, mode: str = "form") -> bool:
-        """True when the client declared elicitation in ``mode`` (``form`` or ``url``).
-
-        The capability is ``capabilities.elicitation`` as a JSON object; from 2025-11-25 it
-        names its modes (``{"form": {}, "url": {}}``) and an empty object means form only.
-        """
-        return mode in self._elicit_modes
-
-    def client_supports(self, capability: str) -> bool:
-        """True when the client declared ``capabilities.<capability>`` (``sampling``, ``roots``) as an object."""
-        return isinstance(self.capabilities.get(capability), dict)
 
     def touch(self) -> None:
         """Record traffic now (resets the idle timer)."""
@@ -95,15 +84,15 @@ class Session:
                 return 0.0
         return now - self._last_seen
 
-    def begin(self, request_id: RequestId, sink: ReplySink, progress_token: RequestId | None = None) -> "Call":
-        """Register a running request (``progress_token``: its ``_meta.progressToken``, if any).
+    def begin(self, call: "Call") -> "Call":
+        """Register a running request of this session; returns it.
 
         Raises:
             SessionNotFound: the session ended meanwhile.
             ValueError: a request with the same id is still running in this session (MCP
                 forbids reusing an id within a session).
         """
-        call = Call(self, request_id, sink, progress_token)
+        request_id = call.request_id
         with self._lock:
             if self.ended is not None:
                 # It ended between the lookup of this request and now (DELETE, expiry).
@@ -136,32 +125,50 @@ class Session:
             return list(self._calls.values())
 
 
-def _elicitation_modes(protocol_version: str, declared: object) -> frozenset[str]:
-    if not isinstance(declared, dict):
-        return frozenset()
-    if not since(protocol_version, ELICITATION_MODES) or not declared:
-        return frozenset({"form"})
-    return frozenset(mode for mode in ("form", "url") if isinstance(declared.get(mode), dict))
-
-
 class Call:
-    """A client request whose handler is running.
+    """A handshake-era client request whose handler is running: its
+    :class:`zemcp.inputs.Exchange`, which pushes input requests on the request's stream.
 
-    Attributes:
+    Args:
         session: the session it belongs to.
         request_id: its JSON-RPC id.
         sink: where its output goes.
         progress_token: the request's ``_meta.progressToken``, or None.
+        table: the process's correlation table, where the handler waits for answers.
+        timeout: [seconds] the longest wait for the answers to one :meth:`ask`.
+
+    Attributes:
+        session, request_id, sink, progress_token, timeout: as given; ``client`` is the session.
         aborted: why it can no longer be answered, or None.
     """
 
-    def __init__(self, session: Session, request_id: RequestId, sink: ReplySink, progress_token: RequestId | None = None):
+    def __init__(self, session: Session, request_id: RequestId, sink: ReplySink, progress_token: RequestId | None = None,
+                 table: "CorrelationTable | None" = None, timeout: float = 600.0):
         self._lock = threading.Lock()
         self.session = session
+        self.client = session
         self.request_id = request_id
         self.sink = sink
         self.progress_token = progress_token
         self.aborted: ElicitAborted | None = None
+        self._table = table
+        self.timeout = timeout
+
+    def ask(self, requests: "list[InputRequest]") -> "list[jsonrpc.Response]":
+        """Send ``requests`` on this call's stream and wait for every answer (see
+        :meth:`zemcp.correlation.CorrelationTable.ask_all`)."""
+        if self._table is None:
+            raise RuntimeError("this call was made without a correlation table and cannot ask the client")
+        return self._table.ask_all(self, [(r.method, r.params) for r in requests], self.timeout)
+
+    def notify(self, message: dict) -> None:
+        """Queue a notification on the call's stream (raises the abort reason once aborted)."""
+        self.raise_if_aborted()
+        self.sink.send(message)
+
+    def note_missing(self, required: dict) -> None:
+        """Nothing to do: the handshake era has no error for a missing capability; the handler
+        gets ``ElicitUnsupported`` or ``CapabilityMissing`` and decides."""
 
     def abort(self, reason: ElicitAborted) -> bool:
         """Mark the request as one that can no longer be answered (first reason wins).

@@ -24,8 +24,9 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
-from zemcp import elicitation, schemas
-from zemcp.context import HANDLER_ERRORS, Context, URLElicitationRequired
+from zemcp import elicitation, headers, schemas
+from zemcp.caching import NO_CACHE, CacheHint, combine
+from zemcp.context import HANDLER_ERRORS, ClientRequestError, Context, URLElicitationRequired
 
 log = logging.getLogger("zemcp.tools")
 
@@ -62,9 +63,11 @@ class Tool:
             dataclass, TypedDict or ``dict[str, X]`` as is, other types under ``result``).
         annotations: ToolAnnotations: ``title`` (str), ``readOnlyHint``,
             ``destructiveHint``, ``idempotentHint``, ``openWorldHint`` (bool).
+        cache: its part of the ``tools/list`` caching hint (2026-07-28).
     Raises:
         ValueError: a bad name, a schema that is not an object schema, both
-            ``output_schema`` and ``structured_output``, or unknown annotation keys.
+            ``output_schema`` and ``structured_output``, unknown annotation keys, or an
+            invalid ``x-mcp-header`` in the input schema (see :func:`zemcp.headers.header_annotations`).
         TypeError: a parameter or return type the schemas cannot express (the message
             names it and lists what is supported), or ``structured_output`` without a
             return annotation.
@@ -74,16 +77,19 @@ class Tool:
         name, handler, title, description, input_schema, output_schema, annotations: as
             given, with the derived name, description and schemas filled in.
         context_param: the name of the parameter that receives the Context, or None.
+        header_annotations: ``{lower-cased token: property path}`` of the input schema's
+            ``x-mcp-header`` marks, for :func:`zemcp.headers.check_params`.
     """
 
     def __init__(self, name: str | None, handler: Callable[..., Any], description: str | None = None,
                  input_schema: dict | None = None, title: str | None = None, *,
                  output_schema: dict | None = None, structured_output: bool = False,
-                 annotations: dict | None = None):
+                 annotations: dict | None = None, cache: CacheHint = NO_CACHE):
         self.name = name if name is not None else handler.__name__
         if not _NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '.', '-'")
         self.handler = handler
+        self.cache = cache
         self.title = title
         self.description = description or schemas.docstring_summary(handler) or self.name
         self.annotations = _check_annotations(self.name, annotations)
@@ -95,6 +101,10 @@ class Tool:
             self.input_schema, self.context_param, self._types = input_schema, schemas.context_parameter(handler), None
         # Derived schemas are checked too: Annotated metadata may have added keywords.
         _check_object_schema(self.name, "input_schema", self.input_schema)
+        try:
+            self.header_annotations = headers.header_annotations(self.input_schema)
+        except ValueError as exc:
+            raise ValueError(f"tool {self.name!r}: {exc}") from None
         self._validator = jsonschema.Draft202012Validator(self.input_schema)
         if output_schema is not None and structured_output:
             raise ValueError(f"tool {self.name!r}: give output_schema or structured_output=True, not both")
@@ -166,9 +176,9 @@ class Tool:
             raise
         except ToolError as exc:
             return error_result(str(exc))
-        except elicitation.ElicitError as exc:
-            # An outcome of asking the user (declined, timed out ...), not a bug: no traceback.
-            log.info("tool %r ended by an elicitation outcome: %s", self.name, exc)
+        except (elicitation.ElicitError, ClientRequestError) as exc:
+            # An outcome of asking the client (declined, timed out, not declared ...), not a bug: no traceback.
+            log.info("tool %r ended by an outcome of asking the client: %s", self.name, exc)
             return error_result(str(exc))
         except HANDLER_ERRORS as exc:
             log.exception("tool %r raised", self.name)
@@ -238,6 +248,7 @@ class ToolRegistry:
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
         self._definitions: list[dict] = []
+        self._cache = NO_CACHE
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -249,11 +260,16 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         # Built once here, not on every tools/list: a tool does not change once registered.
         self._definitions.append(tool.definition())
+        self._cache = combine(t.cache for t in self._tools.values())
         return tool
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, or None."""
         return self._tools.get(name)
+
+    def cache_hint(self) -> CacheHint:
+        """The caching hint of ``tools/list``: the most cautious of the tools' hints."""
+        return self._cache
 
     def definitions(self) -> list[dict]:
         """Every tool as ``tools/list`` shows it, in registration order (do not modify)."""

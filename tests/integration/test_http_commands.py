@@ -76,7 +76,8 @@ def test_server_status_figures_are_consistent(server):
     assert status["pid"] > 1
     assert status["uptime"] >= 0
     assert status["sessions"] >= 1 and status["session_cap"] == 1024
-    assert status["threads_pending"] + status["threads_reserved"] == status["threads"], text
+    assert status["threads_pending"] + status["threads_listen"] + status["threads_reserved"] == status["threads"], text
+    assert status["listen_cap"] == status["threads_listen"]
     assert status["pending_cap"] == status["threads_pending"]
     assert 1 <= status["pending_cap"] < status["threads"]
     before = status["sessions"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import abc
 import os
 import re
+import secrets
 import shlex
 import shutil
 import socket
@@ -39,6 +40,8 @@ HOST = "127.0.0.1"
 START_TIMEOUT = 20.0
 #: [seconds] how long a process group gets after SIGTERM before it is killed.
 STOP_TIMEOUT = 10.0
+#: The ``ZEMCP_REQUEST_STATE_KEY`` of every instance this process starts.
+SHARED_REQUEST_STATE_KEY = secrets.token_urlsafe(32)
 #: The log line an instance writes when a request names a session of another instance.
 ROUTING_WARNING = re.compile(r"request for a session of instance '([^']*)' reached instance '([^']*)'")
 
@@ -149,6 +152,8 @@ class Instance:
         self.address = f"{HOST}:{self.port}"
         self.url = f"http://{self.address}/mcp"
         env = {k: v for k, v in os.environ.items() if not k.startswith("ZEMCP_")}
+        # One requestState key for every instance, as deploy/ requires.
+        env["ZEMCP_REQUEST_STATE_KEY"] = SHARED_REQUEST_STATE_KEY
         env.update(settings or {})
         env.update({"ZEMCP_INSTANCE": name, "ZEMCP_BIND": self.address, "PYTHONUNBUFFERED": "1"})
         self.process = Process(instance_command(), workdir / f"instance-{name}.log", env=env)

@@ -17,6 +17,9 @@ import pytest
 import zemcp
 from tests.proxy.harness import DEPLOY
 
+#: A requestState key for the instance configuration (every instance needs one, the same).
+KEY = "k" * 43
+
 
 def load_instance_config(monkeypatch: pytest.MonkeyPatch, **env: str) -> ModuleType:
     """Execute deploy/gunicorn-instance.conf.py as gunicorn would, with ``env`` as the only ZEMCP_* variables."""
@@ -37,7 +40,7 @@ def seconds(directive: str, text: str) -> list[int]:
 
 def test_timeouts_and_keepalives_fit_together(monkeypatch):
     """Proxy silence limits leave room for two keep-alive comments; gunicorn outlasts the proxies' idle connections."""
-    conf = load_instance_config(monkeypatch, ZEMCP_INSTANCE="a")
+    conf = load_instance_config(monkeypatch, ZEMCP_INSTANCE="a", ZEMCP_REQUEST_STATE_KEY=KEY)
     defaults = zemcp.Settings()
     nginx = (DEPLOY / "nginx.conf").read_text()
     haproxy = (DEPLOY / "haproxy.cfg").read_text()
@@ -56,11 +59,13 @@ def test_timeouts_and_keepalives_fit_together(monkeypatch):
 
 
 @pytest.mark.parametrize("env, message", [
-    ({}, "ZEMCP_INSTANCE is not set"),
-    ({"ZEMCP_INSTANCE": "a", "ZEMCP_KEEPALIVE_INTERVAL": "45"}, "ZEMCP_KEEPALIVE_INTERVAL=45 is too long"),
+    ({"ZEMCP_REQUEST_STATE_KEY": KEY}, "ZEMCP_INSTANCE is not set"),
+    ({"ZEMCP_INSTANCE": "a"}, "ZEMCP_REQUEST_STATE_KEY is not set"),
+    ({"ZEMCP_INSTANCE": "a", "ZEMCP_REQUEST_STATE_KEY": KEY, "ZEMCP_KEEPALIVE_INTERVAL": "45"},
+     "ZEMCP_KEEPALIVE_INTERVAL=45 is too long"),
 ])
 def test_instance_config_refuses_settings_that_break_routing(monkeypatch, env, message):
-    """Without a fixed name, or with keep-alive comments too rare for the proxies, gunicorn does not start."""
+    """Without a fixed name, a shared requestState key, or with keep-alive comments too rare for the proxies, gunicorn does not start."""
     with pytest.raises(ValueError, match=message):
         load_instance_config(monkeypatch, **env)
 

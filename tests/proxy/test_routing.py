@@ -13,6 +13,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import requests
+
 from tests.conftest import McpClient
 from tests.proxy.harness import parse_pid
 
@@ -159,3 +161,43 @@ def test_elicitation_reaches_the_client_within_one_second(stack):
             client.close()
     slowest = max(max(v) for v in latencies.values())
     assert slowest < ELICITATION_LATENCY_LIMIT, latencies
+
+
+#: Eliciting 2026-07-28 calls of the stateless routing test.
+MODERN_CALLS = 30
+
+
+def modern_post(url: str, request_id: int, arguments: dict, extra: dict | None = None) -> dict:
+    """One stateless ``tools/call`` of ``ze_execute`` on a fresh connection; returns its result."""
+    params = {"name": "ze_execute", "arguments": arguments, **(extra or {}), "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": f"stateless-{request_id}", "version": "1"}}}
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
+               "Mcp-Method": "tools/call", "Mcp-Name": "ze_execute", "Connection": "close"}
+    response = requests.post(url, json={"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params},
+                             headers=headers, timeout=10)
+    assert response.status_code == 200 and "Mcp-Session-Id" not in response.headers, (response.status_code, response.text)
+    return response.json()["result"]
+
+
+def modern_call(url: str, n: int) -> int:
+    """Round 1 asks for the command, round 2 answers ``server status``; returns the pid that ran round 2."""
+    first = modern_post(url, 2 * n, {})
+    assert first["resultType"] == "input_required" and "command" in first["inputRequests"], first
+    done = modern_post(url, 2 * n + 1, {}, {"requestState": first["requestState"],
+                                            "inputResponses": {"command": {"action": "accept",
+                                                                           "content": {"command": "server status"}}}})
+    assert done["resultType"] == "complete" and done["isError"] is False, done
+    return parse_pid(done["content"][0]["text"])
+
+
+def test_stateless_rounds_are_served_by_any_instance(stack):
+    """2026-07-28 requests carry no session id: the proxy spreads them, and each round completes wherever it lands."""
+    with ThreadPoolExecutor(CONCURRENCY) as pool:
+        pids = list(pool.map(lambda n: modern_call(stack.proxy.url, n), range(MODERN_CALLS)))
+    served = Counter(stack.owner_of(pid) for pid in pids)
+    assert set(served) == set(stack.instances), served
+    routed = stack.proxy.wait_routed(2 * MODERN_CALLS)
+    assert all(r.owner is None and r.status == 200 for r in routed), routed[:5]
+    assert len({r.served_by for r in routed}) == len(stack.instances), Counter(r.served_by for r in routed)

@@ -51,7 +51,7 @@ def test_overrides_win_over_environment():
         ({"ZEMCP_SESSION_TTL": "soon"}, "ZEMCP_SESSION_TTL='soon' is not a number of seconds"),
         ({"ZEMCP_MAX_SESSIONS": "1.5"}, "ZEMCP_MAX_SESSIONS='1.5' is not a whole number"),
         ({"ZEMCP_THREADS": "2"}, "threads must be at least 3"),
-        ({"ZEMCP_MAX_PENDING": "8", "ZEMCP_THREADS": "8"}, "max_pending must be between 1 and threads - 1"),
+        ({"ZEMCP_MAX_PENDING": "8", "ZEMCP_THREADS": "8"}, "max_pending must be between 1 and threads - listen_budget - 1"),
         ({"ZEMCP_ELICITATION_TIMEOUT": "0"}, "elicitation_timeout must be a positive, finite number"),
         ({"ZEMCP_KEEPALIVE_INTERVAL": "nan"}, "keepalive_interval must be a positive, finite number"),
         ({"ZEMCP_SESSION_TTL": "inf"}, "session_ttl must be a positive, finite number"),
@@ -65,9 +65,9 @@ def test_bad_values_are_refused_with_the_variable_named(env, text):
         Settings.from_env(env)
 
 
-@pytest.mark.parametrize("threads, reserve, budget", [(3, 2, 1), (8, 2, 6), (32, 8, 24), (64, 16, 48)])
+@pytest.mark.parametrize("threads, reserve, budget", [(3, 2, 1), (8, 2, 5), (32, 8, 20), (64, 16, 44)])
 def test_pending_budget_formula(threads, reserve, budget):
-    """pending_budget = threads - max(2, threads // 4) leaves threads for answer POSTs."""
+    """pending_budget = threads - max(2, threads // 4) - listen_budget leaves threads for answer POSTs."""
     s = Settings(threads=threads)
     assert (s.thread_reserve, s.pending_budget) == (reserve, budget)
 

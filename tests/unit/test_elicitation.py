@@ -18,10 +18,10 @@ from zemcp.elicitation import (
     RequestCancelled,
     SessionEnded,
     check_requested_schema,
-    elicit,
     interpret_answer,
 )
-from zemcp.session import Session
+from zemcp.context import Context
+from zemcp.session import Call, Session
 from zemcp.sinks import ReplySink
 
 GOOD = [
@@ -103,29 +103,26 @@ def test_other_answers_raise_their_exception(response, exc, text):
         interpret_answer(response, SCHEMA)
 
 
-class FakeCall:
-    """The parts of zemcp.session.Call that elicit() uses."""
+def new_call(capabilities, table):
+    """A handshake-era call of a fresh 2025-06-18 session that asks through ``table``."""
+    return Call(Session("2025-06-18", {}, capabilities), 1, ReplySink(), None, table)
 
-    def __init__(self, capabilities):
-        self.session = Session("2025-06-18", {}, capabilities)
-        self.request_id = 1
-        self.sink = ReplySink()
-        self.aborted = None
 
-    def raise_if_aborted(self):
-        if self.aborted is not None:
-            raise self.aborted
+def elicit(call, timeout, message, schema):
+    """``ctx.elicit`` of a handler running as ``call``, waiting at most ``timeout`` seconds."""
+    call.timeout = timeout
+    return Context(call).elicit(message, schema)
 
 
 ASK = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
 
 
-def run_elicit(call, table, timeout=5.0):
+def run_elicit(call, timeout=5.0):
     box = {}
 
     def target():
         try:
-            box["value"] = elicit(call, table, timeout, "Which?", ASK)
+            box["value"] = elicit(call, timeout, "Which?", ASK)
         except Exception as exc:  # handed to the test thread
             box["error"] = exc
 
@@ -142,8 +139,9 @@ def first_frame(sink):
 
 def test_elicit_sends_request_and_returns_answer():
     """elicit() sends elicitation/create on the sink and returns the resolved answer's content."""
-    call, table = FakeCall({"elicitation": {}}), CorrelationTable(10, 10)
-    thread, box = run_elicit(call, table)
+    table = CorrelationTable(10, 10)
+    call = new_call({"elicitation": {}}, table)
+    thread, box = run_elicit(call)
     frame = first_frame(call.sink)
     assert frame["method"] == "elicitation/create" and isinstance(frame["id"], str)
     assert frame["params"] == {"message": "Which?", "requestedSchema": ASK}
@@ -155,18 +153,20 @@ def test_elicit_sends_request_and_returns_answer():
 
 def test_elicit_without_capability_sends_nothing():
     """Without the capability elicit() raises ElicitUnsupported and the reply stays plain JSON."""
-    call, table = FakeCall({}), CorrelationTable(10, 10)
+    table = CorrelationTable(10, 10)
+    call = new_call({}, table)
     with pytest.raises(ElicitUnsupported, match="did not declare the elicitation capability"):
-        elicit(call, table, 5, "Which?", ASK)
+        elicit(call, 5, "Which?", ASK)
     call.sink.finish({"done": True})
     assert call.sink.first() == (False, {"done": True})
 
 
 def test_elicit_with_bad_schema_sends_nothing():
     """A schema outside the subset raises before anything is sent or registered."""
-    call, table = FakeCall({"elicitation": {}}), CorrelationTable(10, 10)
+    table = CorrelationTable(10, 10)
+    call = new_call({"elicitation": {}}, table)
     with pytest.raises(ElicitSchemaInvalid):
-        elicit(call, table, 5, "Which?", {"type": "object", "properties": {"a": {"type": "object"}}})
+        elicit(call, 5, "Which?", {"type": "object", "properties": {"a": {"type": "object"}}})
     assert table.count() == 0
     call.sink.finish(None)
     assert call.sink.first() == (False, None)
@@ -174,16 +174,18 @@ def test_elicit_with_bad_schema_sends_nothing():
 
 def test_elicit_over_cap_raises_too_many():
     """A full per-session table raises ElicitTooMany at once."""
-    call, table = FakeCall({"elicitation": {}}), CorrelationTable(10, 1)
+    table = CorrelationTable(10, 1)
+    call = new_call({"elicitation": {}}, table)
     table.register(call.session, call)
     with pytest.raises(ElicitTooMany, match="per-session cap"):
-        elicit(call, table, 5, "Which?", ASK)
+        elicit(call, 5, "Which?", ASK)
 
 
 def test_elicit_timeout_withdraws_the_request():
     """No answer within the timeout: notifications/cancelled for the request, then ElicitTimeout."""
-    call, table = FakeCall({"elicitation": {}}), CorrelationTable(10, 10)
-    thread, box = run_elicit(call, table, timeout=0.2)
+    table = CorrelationTable(10, 10)
+    call = new_call({"elicitation": {}}, table)
+    thread, box = run_elicit(call, timeout=0.2)
     frame = first_frame(call.sink)
     thread.join(5)
     assert isinstance(box["error"], ElicitTimeout)
@@ -196,8 +198,9 @@ def test_elicit_timeout_withdraws_the_request():
 @pytest.mark.parametrize("reason", [RequestCancelled(), SessionEnded("expired"), ClientDisconnected()])
 def test_abandon_wakes_the_waiter_with_the_reason(reason):
     """Cancel, session end and disconnect end the wait with their own exception."""
-    call, table = FakeCall({"elicitation": {}}), CorrelationTable(10, 10)
-    thread, box = run_elicit(call, table)
+    table = CorrelationTable(10, 10)
+    call = new_call({"elicitation": {}}, table)
+    thread, box = run_elicit(call)
     first_frame(call.sink)
     assert table.abandon(lambda p: p.call is call, reason) == 1
     thread.join(5)
@@ -207,10 +210,11 @@ def test_abandon_wakes_the_waiter_with_the_reason(reason):
 
 def test_aborted_call_cannot_elicit():
     """A call already aborted raises its reason instead of sending a request."""
-    call, table = FakeCall({"elicitation": {}}), CorrelationTable(10, 10)
+    table = CorrelationTable(10, 10)
+    call = new_call({"elicitation": {}}, table)
     call.aborted = RequestCancelled()
     with pytest.raises(RequestCancelled):
-        elicit(call, table, 5, "Which?", ASK)
+        elicit(call, 5, "Which?", ASK)
     assert table.count() == 0
 
 

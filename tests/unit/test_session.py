@@ -2,7 +2,7 @@
 
 import pytest
 
-from zemcp.session import Session, SessionLimitReached, SessionNotFound, SessionRegistry, SessionRequired, fingerprint
+from zemcp.session import Call, Session, SessionLimitReached, SessionNotFound, SessionRegistry, SessionRequired, fingerprint
 from zemcp.sinks import ReplySink
 
 
@@ -71,7 +71,7 @@ def test_sweep_ends_idle_sessions_but_not_busy_ones():
     ended = []
     reg = registry(ttl=10, ended=ended)
     idle, busy = reg.create("2025-06-18", {}, {}), reg.create("2025-06-18", {}, {})
-    call = busy.begin(1, ReplySink())
+    call = busy.begin(Call(busy, 1, ReplySink()))
     far = idle._last_seen + 11
     assert reg.sweep(far) == 1
     assert ended == [(idle.id, "expired")] and busy.id in reg
@@ -82,11 +82,11 @@ def test_sweep_ends_idle_sessions_but_not_busy_ones():
 def test_request_ids_cannot_be_reused_while_running():
     """A second running request with the same id is refused."""
     s = Session("2025-06-18", {}, {})
-    call = s.begin(5, ReplySink())
+    call = s.begin(Call(s, 5, ReplySink()))
     with pytest.raises(ValueError, match="already in use"):
-        s.begin(5, ReplySink())
+        s.begin(Call(s, 5, ReplySink()))
     s.finish(call)
-    s.begin(5, ReplySink())
+    s.begin(Call(s, 5, ReplySink()))
 
 
 def test_fingerprint_is_short_and_stable():
@@ -123,12 +123,12 @@ def test_no_request_begins_in_an_ended_session():
     s = reg.create("2025-06-18", {}, {})
     reg.end(s.id, "deleted by the client")
     with pytest.raises(SessionNotFound, match="ended while this request arrived"):
-        s.begin(1, ReplySink())
+        s.begin(Call(s, 1, ReplySink()))
 
 
 def test_sweep_spares_a_session_that_became_busy():
     """A session listed as idle that starts a request before it is ended stays live."""
     reg = registry(ttl=10)
     s = reg.create("2025-06-18", {}, {})
-    s.begin(1, ReplySink())
+    s.begin(Call(s, 1, ReplySink()))
     assert reg.sweep(s._last_seen + 11) == 0 and s.id in reg

@@ -1,0 +1,738 @@
+"""The stateless 2026-07-28 era driven in-process through werkzeug's test client.
+
+Era selection, the envelope and SEP-2243 headers, error codes and statuses, result
+decoration, multi-round-trip replay with sealed requestState, capability errors, logging
+and progress, prompts and resources that elicit, and subscriptions/listen. The same flows
+over real HTTP under gunicorn, with real clients, are in tests/integration.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from werkzeug.test import Client
+
+import zemcp
+from zemcp import Settings
+
+VERSION = "2026-07-28"
+ACCEPT = "application/json, text/event-stream"
+ALL_CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+def meta(capabilities: dict | None = None, **extra: Any) -> dict:
+    return {"io.modelcontextprotocol/protocolVersion": VERSION,
+            "io.modelcontextprotocol/clientCapabilities": ALL_CAPS if capabilities is None else capabilities,
+            "io.modelcontextprotocol/clientInfo": {"name": "modern-test", "version": "3"}, **extra}
+
+
+def headers_for(method: str, params: dict) -> dict:
+    headers = {"Accept": ACCEPT, "MCP-Protocol-Version": VERSION, "Mcp-Method": method}
+    if method in ("tools/call", "prompts/get"):
+        headers["Mcp-Name"] = params["name"]
+    elif method == "resources/read":
+        headers["Mcp-Name"] = params["uri"]
+    return headers
+
+
+class Modern:
+    """A 2026-07-28 client over a werkzeug test client: every request stands alone."""
+
+    def __init__(self, app):
+        self.app = app
+        self.ids = iter(range(1, 100_000))
+
+    def post(self, method: str, params: dict | None = None, *, capabilities: dict | None = None,
+             headers: dict | None = None, meta_extra: dict | None = None, raw_params: bool = False, **kw):
+        params = dict(params or {})
+        if not raw_params:
+            params["_meta"] = meta(capabilities, **(meta_extra or {}))
+        sent = headers_for(method, params)
+        sent.update(headers or {})
+        sent = {k: v for k, v in sent.items() if v is not None}
+        body = {"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}
+        return Client(self.app).post("/mcp", data=json.dumps(body), content_type="application/json", headers=sent, **kw)
+
+    def call(self, name: str, arguments: dict | None = None, **kw):
+        params = {"name": name, "arguments": arguments or {}}
+        params.update(kw.pop("extra", {}))
+        return self.post("tools/call", params, **kw)
+
+
+def result_of(response) -> dict:
+    body = response.get_json()
+    assert "result" in body, body
+    return body["result"]
+
+
+def error_of(response, status: int, code: int) -> dict:
+    body = response.get_json()
+    assert response.status_code == status and body["error"]["code"] == code, (response.status_code, body)
+    return body["error"]
+
+
+def sse(response) -> list[dict]:
+    out = []
+    for block in response.get_data(as_text=True).split("\n\n"):
+        data = [line[6:] for line in block.split("\n") if line.startswith("data: ")]
+        if data:
+            out.append(json.loads("\n".join(data)))
+    return out
+
+
+SIDE_EFFECTS: list[str] = []
+
+
+def make_app(**settings: Any):
+    server = zemcp.Server("modern-fixture", "2.0", instructions="try me",
+                          settings=Settings(keepalive_interval=0.05, elicitation_timeout=30, threads=12, **settings))
+
+    @server.tool
+    def greet(ctx: zemcp.Context) -> str:
+        """Ask for a name, then greet."""
+        answer = ctx.elicit("What is your name?", NAME, key="user_name")
+        SIDE_EFFECTS.append(answer["name"])
+        return f"Hello, {answer['name']}!"
+
+    @server.tool
+    def two_steps(ctx: zemcp.Context, prefix: str = "") -> str:
+        """Two questions in two rounds."""
+        name = ctx.elicit("Step 1: name?", NAME, key="step1")["name"]
+        color = ctx.elicit(f"Step 2: {name}, colour?", {"type": "object", "properties": {"color": {"type": "string"}}},
+                           key="step2")["color"]
+        return f"{prefix}{name} likes {color}"
+
+    @server.tool
+    def all_at_once(ctx: zemcp.Context) -> str:
+        """Three questions in one round."""
+        person, sampled, roots = ctx.ask_all(zemcp.Elicit("Name?", NAME, key="user_name"),
+                                             zemcp.Sample("Greet", 50, key="greeting"),
+                                             zemcp.ListRoots(key="client_roots"))
+        return f"{person['name']}; {sampled['content']['text']}; {len(roots)} root(s)"
+
+    @server.tool
+    def unkeyed(ctx: zemcp.Context) -> str:
+        """Questions named by position."""
+        first = ctx.elicit("First?", NAME)["name"]
+        second = ctx.elicit("Second?", NAME)["name"]
+        return first + second
+
+    @server.tool
+    def needs_sampling(ctx: zemcp.Context) -> str:
+        """Samples without checking the capability."""
+        return ctx.sample("hi", 10)["content"]["text"]
+
+    @server.tool
+    def adapts(ctx: zemcp.Context) -> str:
+        """Falls back when elicitation is not declared."""
+        try:
+            return ctx.elicit("Name?", NAME)["name"]
+        except zemcp.ElicitUnsupported:
+            return "no elicitation: fallback"
+
+    @server.tool
+    def fickle(ctx: zemcp.Context, flip: str = "") -> str:
+        """Asks a question that changes between rounds (breaks the replay contract)."""
+        first = ctx.elicit(f"Question {len(SIDE_EFFECTS)}", NAME)
+        SIDE_EFFECTS.append("asked")
+        return ctx.elicit("again", NAME)["name"] + first["name"]
+
+    @server.tool
+    def swallow(ctx: zemcp.Context) -> str:
+        """Catches everything, also the end of the round."""
+        try:
+            ctx.elicit("Name?", NAME)
+        except BaseException:  # noqa: BLE001 - the point of the test
+            pass
+        return "swallowed"
+
+    @server.tool
+    def chatty(ctx: zemcp.Context) -> str:
+        """Logs and reports progress."""
+        ctx.log("info", "working")
+        ctx.log("debug", "details")
+        for step in (1, 2, 3):
+            ctx.report_progress(step, 3)
+        return "done"
+
+    @server.tool
+    def regional(region: Annotated_region, count: int = 0) -> str:
+        """Mirrors region into Mcp-Param-Region."""
+        return f"{region}:{count}"
+
+    @server.prompt
+    def with_context(ctx: zemcp.Context) -> str:
+        """A prompt that asks for context first."""
+        return "Prompt with context: " + ctx.elicit("Context?", {"type": "object", "properties": {
+            "context": {"type": "string"}}, "required": ["context"]}, key="user_context")["context"]
+
+    @server.resource("test://asked", name="asked")
+    def asked(ctx: zemcp.Context) -> str:
+        """A resource whose read asks which variant."""
+        return "variant " + ctx.elicit("Variant?", {"type": "object", "properties": {
+            "v": {"type": "string"}}, "required": ["v"]}, key="variant")["v"]
+
+    @server.resource("test://plain", name="plain")
+    def plain() -> str:
+        return "plain text"
+
+    return zemcp.McpApp(server), server
+
+
+Annotated_region = __import__("typing").Annotated[str, zemcp.McpHeader("Region")]
+
+
+@pytest.fixture
+def fixture():
+    SIDE_EFFECTS.clear()
+    app, server = make_app()
+    return Modern(app), server
+
+
+@pytest.fixture
+def client(fixture):
+    return fixture[0]
+
+
+def retry(client: Modern, name: str, first: dict, responses: dict, arguments: dict | None = None, **kw):
+    return client.call(name, arguments, extra={"inputResponses": responses, "requestState": first["requestState"]}, **kw)
+
+
+# -- era selection, envelope, headers -------------------------------------------------------
+
+
+def test_an_enveloped_request_is_served_statelessly(client):
+    """A request with the envelope needs no initialize and gets no Mcp-Session-Id."""
+    r = client.post("tools/list")
+    assert r.status_code == 200 and "Mcp-Session-Id" not in r.headers
+    result = result_of(r)
+    assert result["resultType"] == "complete" and [t["name"] for t in result["tools"]][0] == "greet"
+
+
+def test_a_session_header_on_a_modern_request_is_ignored(client):
+    """Mcp-Session-Id on an enveloped request is neither required nor echoed."""
+    r = client.post("tools/list", headers={"Mcp-Session-Id": "nonsense.id"})
+    assert r.status_code == 200 and "Mcp-Session-Id" not in r.headers
+
+
+def test_initialize_still_starts_a_handshake_session(client):
+    """initialize without the envelope starts a session as before, never at 2026-07-28."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}}
+    r = Client(client.app).post("/mcp", data=json.dumps(body), content_type="application/json", headers={"Accept": ACCEPT})
+    assert r.status_code == 200 and r.headers["Mcp-Session-Id"]
+    assert r.get_json()["result"]["protocolVersion"] == "2025-11-25"
+
+
+@pytest.mark.parametrize("params, missing", [
+    ({}, "params._meta"),
+    ({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}, "protocolVersion"),
+    ({"_meta": {"io.modelcontextprotocol/protocolVersion": VERSION}}, "clientCapabilities"),
+    ({"_meta": {"io.modelcontextprotocol/protocolVersion": 7, "io.modelcontextprotocol/clientCapabilities": {}}},
+     "must be a string"),
+    ({"_meta": {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": []}},
+     "must be an object"),
+    ({"_meta": {**meta(), "io.modelcontextprotocol/logLevel": "loud"}}, "logLevel"),
+])
+def test_a_bad_envelope_is_400_invalid_params(client, params, missing):
+    """A missing or malformed envelope field is HTTP 400 with -32602 naming it (the header says modern)."""
+    error = error_of(client.post("server/discover", params, raw_params=True), 400, -32602)
+    assert missing in error["message"]
+
+
+def test_client_info_is_optional(client):
+    """A request without clientInfo is served."""
+    params = {"_meta": {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {}}}
+    assert client.post("server/discover", params, raw_params=True).status_code == 200
+
+
+@pytest.mark.parametrize("headers, word", [
+    ({"Mcp-Method": None}, "Mcp-Method"),
+    ({"Mcp-Method": "prompts/list"}, "Mcp-Method"),
+    ({"Mcp-Method": "TOOLS/LIST"}, "Mcp-Method"),
+    ({"MCP-Protocol-Version": None}, "MCP-Protocol-Version"),
+])
+def test_standard_header_mismatch_is_400_header_mismatch(client, headers, word):
+    """A missing or different Mcp-Method or MCP-Protocol-Version is HTTP 400 with -32020."""
+    assert word in error_of(client.post("tools/list", headers=headers), 400, -32020)["message"]
+
+
+def test_mcp_name_must_match_the_tool(client):
+    """tools/call with a wrong or missing Mcp-Name is -32020; surrounding blanks are ignored."""
+    error_of(client.call("greet", headers={"Mcp-Name": "other"}), 400, -32020)
+    error_of(client.call("greet", headers={"Mcp-Name": None}), 400, -32020)
+    assert result_of(client.call("greet", headers={"Mcp-Name": "  greet  "}))["resultType"] == "input_required"
+
+
+def test_version_mismatch_comes_before_unsupported_version(client):
+    """Header 2026-07-28 with an envelope of another version is -32020, not -32022."""
+    error_of(client.post("tools/list", meta_extra={"io.modelcontextprotocol/protocolVersion": "v999.0.0"}), 400, -32020)
+
+
+def test_an_unsupported_version_names_what_is_served(client):
+    """An unknown version in both header and envelope is 400 -32022 with supported and requested."""
+    r = client.post("server/discover", meta_extra={"io.modelcontextprotocol/protocolVersion": "v999.0.0"},
+                    headers={"MCP-Protocol-Version": "v999.0.0"})
+    error = error_of(r, 400, -32022)
+    assert error["data"]["requested"] == "v999.0.0"
+    discovered = result_of(client.post("server/discover"))["supportedVersions"]
+    assert VERSION in error["data"]["supported"] and set(error["data"]["supported"]) <= set(discovered)
+
+
+@pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel", "resources/subscribe",
+                                    "resources/unsubscribe", "unknown/method"])
+def test_removed_and_unknown_methods_are_404(client, method):
+    """Methods 2026-07-28 removed, and unknown ones, are HTTP 404 with -32601 and the request's id."""
+    r = client.post(method)
+    error_of(r, 404, -32601)
+    assert r.get_json()["id"] is not None
+
+
+def test_get_and_delete_without_a_session_are_405(client):
+    """GET and a DELETE without Mcp-Session-Id are 405 with Allow."""
+    for method in ("GET", "DELETE"):
+        r = Client(client.app).open("/mcp", method=method, headers={"Accept": ACCEPT})
+        assert r.status_code == 405 and r.headers["Allow"] == "POST, DELETE"
+
+
+def test_a_notification_is_accepted(client):
+    """An id-less modern message is answered 202 with no body."""
+    body = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"_meta": meta(), "requestId": 1}}
+    r = Client(client.app).post("/mcp", data=json.dumps(body), content_type="application/json",
+                                headers={"Accept": ACCEPT, "MCP-Protocol-Version": VERSION})
+    assert r.status_code == 202 and r.get_data() == b""
+
+
+def test_param_headers_are_checked_against_the_body(client):
+    """An x-mcp-header argument must be mirrored in Mcp-Param-<name>; base64 form decoded."""
+    ok = client.call("regional", {"region": "eu-west"}, headers={"Mcp-Param-Region": "eu-west"})
+    assert result_of(ok)["content"][0]["text"] == "eu-west:0"
+    encoded = client.call("regional", {"region": "Zürich"}, headers={"Mcp-Param-Region": "=?base64?WsO8cmljaA==?="})
+    assert result_of(encoded)["content"][0]["text"] == "Zürich:0"
+    error_of(client.call("regional", {"region": "eu-west"}), 400, -32020)
+    error_of(client.call("regional", {"region": "eu-west"}, headers={"Mcp-Param-Region": "us-east"}), 400, -32020)
+
+
+# -- results ---------------------------------------------------------------------------------
+
+
+def test_discover_describes_the_server(fixture):
+    """server/discover: versions, capabilities, instructions, serverInfo in _meta, caching hints."""
+    client, server = fixture
+    result = result_of(client.post("server/discover"))
+    assert result["supportedVersions"][0] == VERSION and "2025-11-25" in result["supportedVersions"]
+    assert result["capabilities"]["tools"] == {"listChanged": True}
+    assert result["capabilities"]["resources"] == {"listChanged": True, "subscribe": True}
+    assert result["instructions"] == "try me"
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"] == {"name": "modern-fixture", "version": "2.0"}
+    assert (result["ttlMs"], result["cacheScope"], result["resultType"]) == (0, "private", "complete")
+
+
+@pytest.mark.parametrize("method, params", [("tools/list", {}), ("prompts/list", {}), ("resources/list", {}),
+                                            ("resources/templates/list", {}), ("resources/read", {"uri": "test://plain"})])
+def test_cacheable_results_carry_caching_hints(client, method, params):
+    """Lists and resources/read carry ttlMs and cacheScope, every result resultType and serverInfo."""
+    result = result_of(client.post(method, params))
+    assert result["ttlMs"] == 0 and result["cacheScope"] == "private" and result["resultType"] == "complete"
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "modern-fixture"
+
+
+def test_a_missing_resource_is_invalid_params_with_the_uri(client):
+    """resources/read of an unknown URI is -32602 with data.uri (2026-07-28 retired -32002)."""
+    error = error_of(client.post("resources/read", {"uri": "test://nope"}), 400, -32602)
+    assert error["data"] == {"uri": "test://nope"}
+
+
+# -- multi-round-trip ----------------------------------------------------------------------
+
+
+def test_an_elicitation_takes_two_rounds_and_side_effects_happen_once(client):
+    """Round 1 asks (input_required, sealed state); round 2 with the answer completes; the handler's side effect runs once."""
+    first = result_of(client.call("greet"))
+    assert first["resultType"] == "input_required"
+    question = first["inputRequests"]["user_name"]
+    assert question["method"] == "elicitation/create" and question["params"]["requestedSchema"] == NAME
+    assert first["requestState"].startswith("v1.") and SIDE_EFFECTS == []
+    done = result_of(retry(client, "greet", first, {"user_name": {"action": "accept", "content": {"name": "Alice"}}}))
+    assert done["resultType"] == "complete" and done["content"][0]["text"] == "Hello, Alice!"
+    assert SIDE_EFFECTS == ["Alice"]
+
+
+def test_answers_without_request_state_are_taken_by_key(client):
+    """A first request that already answers by key completes; unknown extra keys are ignored."""
+    responses = {"user_name": {"action": "accept", "content": {"name": "Bo"}}, "extra": {"action": "accept", "content": {}}}
+    done = result_of(client.call("greet", extra={"inputResponses": responses}))
+    assert done["content"][0]["text"] == "Hello, Bo!"
+
+
+def test_a_missing_answer_is_asked_again(client):
+    """A retry whose inputResponses lack the asked key gets the question again."""
+    first = result_of(client.call("greet"))
+    again = result_of(retry(client, "greet", first, {"wrong_key": {"action": "accept", "content": {"name": "x"}}}))
+    assert again["resultType"] == "input_required" and "user_name" in again["inputRequests"]
+
+
+@pytest.mark.parametrize("responses", [{"user_name": 12345}, [1, 2]])
+def test_malformed_input_responses_are_invalid_params(client, responses):
+    """inputResponses that are not an object of result objects are -32602."""
+    error_of(client.call("greet", extra={"inputResponses": responses}), 400, -32602)
+
+
+def test_null_input_responses_count_as_none(client):
+    """inputResponses: null asks the question (it is not an answer)."""
+    assert result_of(client.call("greet", extra={"inputResponses": None}))["resultType"] == "input_required"
+
+
+def test_an_answer_failing_the_schema_is_a_tool_error(client):
+    """Accepted content outside requestedSchema is ElicitMalformed in the handler: an isError result."""
+    first = result_of(client.call("greet"))
+    done = result_of(retry(client, "greet", first, {"user_name": {"action": "accept", "content": {"name": 5}}}))
+    assert done["isError"] is True and "malformed elicitation answer" in done["content"][0]["text"]
+
+
+@pytest.mark.parametrize("action, text", [("decline", "declined"), ("cancel", "cancelled")])
+def test_decline_and_cancel_reach_the_handler(client, action, text):
+    """decline and cancel raise the same exceptions as in the handshake era."""
+    first = result_of(client.call("greet"))
+    done = result_of(retry(client, "greet", first, {"user_name": {"action": action}}))
+    assert done["isError"] is True and text in done["content"][0]["text"]
+
+
+def test_multi_round_state_evolves(client):
+    """Two questions in sequence: three rounds, each requestState different, then complete."""
+    r1 = result_of(client.call("two_steps"))
+    assert list(r1["inputRequests"]) == ["step1"]
+    r2 = result_of(retry(client, "two_steps", r1, {"step1": {"action": "accept", "content": {"name": "Alice"}}}))
+    assert list(r2["inputRequests"]) == ["step2"] and r2["requestState"] != r1["requestState"]
+    assert r2["inputRequests"]["step2"]["params"]["message"] == "Step 2: Alice, colour?"
+    r3 = result_of(retry(client, "two_steps", r2, {"step2": {"action": "accept", "content": {"color": "blue"}}}))
+    assert r3["content"][0]["text"] == "Alice likes blue"
+
+
+def test_several_questions_share_one_round(client):
+    """ask_all puts elicitation, sampling and roots in one InputRequiredResult."""
+    r1 = result_of(client.call("all_at_once"))
+    assert {k: v["method"] for k, v in r1["inputRequests"].items()} == {
+        "user_name": "elicitation/create", "greeting": "sampling/createMessage", "client_roots": "roots/list"}
+    answers = {"user_name": {"action": "accept", "content": {"name": "Alice"}},
+               "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hello there!"}, "model": "m"},
+               "client_roots": {"roots": [{"uri": "file:///r", "name": "R"}]}}
+    done = result_of(retry(client, "all_at_once", r1, answers))
+    assert done["content"][0]["text"] == "Alice; Hello there!; 1 root(s)"
+
+
+def test_a_partial_answer_is_held_until_the_rest_arrives(client):
+    """Answering only the later questions of a round keeps them; the missing one is asked again."""
+    r1 = result_of(client.call("all_at_once"))
+    partial = {"greeting": {"role": "assistant", "content": {"type": "text", "text": "Hi"}, "model": "m"},
+               "client_roots": {"roots": []}}
+    r2 = result_of(retry(client, "all_at_once", r1, partial))
+    assert list(r2["inputRequests"]) == ["user_name"]
+    done = result_of(retry(client, "all_at_once", r2, {"user_name": {"action": "accept", "content": {"name": "Z"}}}))
+    assert done["content"][0]["text"] == "Z; Hi; 0 root(s)"
+
+
+def test_unkeyed_questions_are_named_by_position(client):
+    """Questions without a key are elicitation-1, elicitation-2, ... across rounds."""
+    r1 = result_of(client.call("unkeyed"))
+    assert list(r1["inputRequests"]) == ["elicitation-1"]
+    r2 = result_of(retry(client, "unkeyed", r1, {"elicitation-1": {"action": "accept", "content": {"name": "a"}}}))
+    assert list(r2["inputRequests"]) == ["elicitation-2"]
+
+
+def test_tampered_request_state_is_refused(client):
+    """A requestState with one character changed is 400 -32602 with reason invalid_request_state."""
+    first = result_of(client.call("greet"))
+    token = first["requestState"]
+    first["requestState"] = token[:-3] + ("A" if token[-3] != "A" else "B") + token[-2:]
+    error = error_of(retry(client, "greet", first, {"user_name": {"action": "accept", "content": {"name": "x"}}}), 400, -32602)
+    assert error["data"] == {"reason": "invalid_request_state"}
+    first["requestState"] = token + "-TAMPERED"
+    error_of(retry(client, "greet", first, {}), 400, -32602)
+
+
+def test_request_state_is_bound_to_the_tool_and_arguments(client):
+    """A state made for other arguments or another tool is refused."""
+    first = result_of(client.call("two_steps", {"prefix": "a"}))
+    step = {"step1": {"action": "accept", "content": {"name": "n"}}}
+    error_of(retry(client, "two_steps", first, step, {"prefix": "b"}), 400, -32602)
+    error_of(retry(client, "greet", first, step), 400, -32602)
+    assert result_of(retry(client, "two_steps", first, step, {"prefix": "a"}))["resultType"] == "input_required"
+
+
+def test_expired_request_state_is_refused(client, monkeypatch):
+    """A state older than the elicitation timeout is refused."""
+    first = result_of(client.call("greet"))
+    import time as real_time
+
+    from zemcp import request_state
+    later = real_time.time() + 31
+    monkeypatch.setattr(request_state.time, "time", lambda: later)
+    error_of(retry(client, "greet", first, {"user_name": {"action": "accept", "content": {"name": "x"}}}), 400, -32602)
+
+
+def test_another_key_cannot_open_the_state(client):
+    """A server with another requestState key refuses the state (keys must be shared by every worker)."""
+    first = result_of(client.call("greet"))
+    other_app, _ = make_app()
+    other = Modern(other_app)
+    error_of(retry(other, "greet", first, {"user_name": {"action": "accept", "content": {"name": "x"}}}), 400, -32602)
+
+
+def test_rotated_keys_open_old_states():
+    """A state sealed with the old key opens on a server whose key list is [new, old]."""
+    old, new = "o" * 40, "n" * 40
+    before = Modern(make_app(request_state_key=(old,))[0])
+    first = result_of(before.call("greet"))
+    after = Modern(make_app(request_state_key=(new, old))[0])
+    done = retry(after, "greet", first, {"user_name": {"action": "accept", "content": {"name": "R"}}})
+    assert result_of(done)["content"][0]["text"] == "Hello, R!"
+
+
+def test_a_changed_question_breaks_the_replay_contract(client):
+    """A handler that asks something else where an answer is recorded gets a clear error, never the old answer."""
+    r1 = result_of(client.call("fickle"))
+    r2 = result_of(retry(client, "fickle", r1, {"elicitation-1": {"action": "accept", "content": {"name": "a"}}}))
+    assert r2["resultType"] == "input_required"
+    done = result_of(retry(client, "fickle", r2, {"elicitation-2": {"action": "accept", "content": {"name": "b"}}}))
+    assert done["isError"] is True and "differs from the one answered" in done["content"][0]["text"]
+
+
+def test_a_handler_that_swallows_the_round_still_asks(client):
+    """Catching BaseException around ctx.elicit does not turn the round into a result."""
+    assert result_of(client.call("swallow"))["resultType"] == "input_required"
+
+
+def test_an_undeclared_capability_the_handler_needs_is_32021(client):
+    """A tool that samples without the capability fails the request with -32021 requiredCapabilities."""
+    error = error_of(client.call("needs_sampling", capabilities={}), 400, -32021)
+    assert error["data"] == {"requiredCapabilities": {"sampling": {}}}
+    r1 = result_of(client.call("needs_sampling"))
+    assert r1["inputRequests"]["sampling-1"]["params"]["maxTokens"] == 10
+
+
+def test_a_handler_that_adapts_to_missing_capabilities_completes(client):
+    """A handler that catches ElicitUnsupported and falls back returns its result, not -32021."""
+    assert result_of(client.call("adapts", capabilities={}))["content"][0]["text"] == "no elicitation: fallback"
+
+
+def test_a_prompt_can_elicit_by_multi_round_trip(client):
+    """prompts/get of a prompt that takes ctx asks, then completes on retry."""
+    params = {"name": "with_context"}
+    r1 = result_of(client.post("prompts/get", params))
+    assert r1["resultType"] == "input_required" and "user_context" in r1["inputRequests"]
+    done = result_of(client.post("prompts/get", {**params, "requestState": r1["requestState"], "inputResponses": {
+        "user_context": {"action": "accept", "content": {"context": "test context"}}}}))
+    assert done["messages"][0]["content"]["text"] == "Prompt with context: test context"
+
+
+def test_a_resource_read_can_elicit(client):
+    """resources/read of a resource that takes ctx asks, then completes with caching hints."""
+    r1 = result_of(client.post("resources/read", {"uri": "test://asked"}))
+    assert r1["resultType"] == "input_required"
+    done = result_of(client.post("resources/read", {"uri": "test://asked", "requestState": r1["requestState"],
+                                                    "inputResponses": {"variant": {"action": "accept", "content": {"v": "x"}}}}))
+    assert done["contents"][0]["text"] == "variant x" and done["ttlMs"] == 0
+
+
+def test_lists_never_require_input(client):
+    """tools/list and prompts/list are never input_required (MRTR is for calls, prompts and reads only)."""
+    for method in ("tools/list", "prompts/list"):
+        assert result_of(client.post(method))["resultType"] == "complete"
+
+
+# -- logging, progress -----------------------------------------------------------------------
+
+
+def test_no_log_messages_without_log_level(client):
+    """Without logLevel the request gets no notifications/message (and no stream for them)."""
+    r = client.call("chatty")
+    assert r.mimetype == "application/json" and result_of(r)["content"][0]["text"] == "done"
+
+
+def test_log_level_and_progress_ride_the_request_stream(client):
+    """logLevel info sends info (not debug) logs; a progressToken gets progress; the result comes last."""
+    r = client.call("chatty", meta_extra={"io.modelcontextprotocol/logLevel": "info", "progressToken": "p-1"})
+    assert r.mimetype == "text/event-stream"
+    frames = sse(r)
+    methods = [f.get("method") for f in frames]
+    assert methods == ["notifications/message", "notifications/progress", "notifications/progress",
+                       "notifications/progress", None]
+    assert frames[0]["params"] == {"level": "info", "data": "working"}
+    assert [f["params"]["progressToken"] for f in frames[1:4]] == ["p-1"] * 3
+    assert frames[-1]["result"]["resultType"] == "complete"
+    assert not any("id" in f and "method" in f for f in frames), "no server-to-client requests on the stream"
+
+
+# -- subscriptions/listen ---------------------------------------------------------------------
+
+
+@dataclass
+class Listen:
+    response: Any
+    frames: list
+
+    def read(self, n: int) -> list[dict]:
+        iterator = iter(self.response.response)
+        while len(self.frames) < n:
+            chunk = next(iterator)
+            self.frames.extend(json.loads(line[6:]) for line in chunk.decode().split("\n") if line.startswith("data: "))
+        return self.frames
+
+    def close(self):
+        self.response.close()
+
+
+def listen(client: Modern, notifications: dict) -> Listen:
+    r = client.post("subscriptions/listen", {"notifications": notifications}, buffered=False)
+    assert r.status_code == 200 and r.mimetype == "text/event-stream"
+    return Listen(r, [])
+
+
+def test_listen_acknowledges_then_delivers_only_what_was_asked(fixture):
+    """The ack comes first with the honoured filter and subscriptionId; only asked-for notifications follow."""
+    client, server = fixture
+    stream = listen(client, {"toolsListChanged": True, "resourceSubscriptions": ["test://plain"], "bogus": True})
+    try:
+        ack = stream.read(1)[0]
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["notifications"] == {"toolsListChanged": True, "resourceSubscriptions": ["test://plain"]}
+        subscription = ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"]
+        assert subscription
+        assert server.notify_list_changed("prompts") == 0
+        assert server.notify_list_changed("tools") == 1
+        assert server.notify_resource_updated("test://plain") == 1
+        tools, updated = stream.read(3)[1:3]
+        assert tools["method"] == "notifications/tools/list_changed"
+        assert updated == {"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                           "params": {"uri": "test://plain", "_meta": {"io.modelcontextprotocol/subscriptionId": subscription}}}
+    finally:
+        stream.close()
+    assert server.subscriptions.count() == 0
+
+
+def test_registering_a_tool_announces_the_change(fixture):
+    """A tool registered at run time sends tools/list_changed to listening clients."""
+    client, server = fixture
+    stream = listen(client, {"toolsListChanged": True})
+    try:
+        stream.read(1)
+
+        @server.tool
+        def late() -> str:
+            return "late"
+
+        assert stream.read(2)[1]["method"] == "notifications/tools/list_changed"
+    finally:
+        stream.close()
+
+
+def test_listen_streams_are_capped():
+    """Beyond max_listen_streams a listen request is 429 with Retry-After; closing one frees a slot."""
+    app, server = make_app(max_listen_streams=1)
+    client = Modern(app)
+    first = listen(client, {"toolsListChanged": True})
+    first.read(1)
+    refused = client.post("subscriptions/listen", {"notifications": {}})
+    assert refused.status_code == 429 and refused.headers["Retry-After"] and refused.get_json()["error"]["code"] == -32600
+    first.close()
+    again = listen(client, {})
+    again.read(1)
+    again.close()
+
+
+def test_shutdown_ends_listen_streams_with_a_result(fixture):
+    """A server-side end answers the listen request with a complete result tagged with the subscription."""
+    client, server = fixture
+    stream = listen(client, {"promptsListChanged": True})
+    stream.read(1)
+    server.shutdown()
+    end = stream.read(2)[1]
+    assert end["result"]["resultType"] == "complete" and end["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"]
+    stream.close()
+
+
+def test_bad_listen_filter_is_invalid_params(client):
+    """A filter flag that is not a boolean is -32602."""
+    error_of(client.post("subscriptions/listen", {"notifications": {"toolsListChanged": "yes"}}), 400, -32602)
+
+
+# -- the same handler in the handshake era -------------------------------------------------------
+
+
+def test_the_same_ask_all_handler_pushes_all_questions_in_the_handshake_era():
+    """In a session, ask_all sends every request on the stream before waiting; the answers complete the call."""
+    app, _ = make_app()
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": ALL_CAPS, "clientInfo": {"name": "h", "version": "1"}}}
+    web = Client(app)
+    sid = web.post("/mcp", data=json.dumps(init), content_type="application/json", headers={"Accept": ACCEPT}).headers["Mcp-Session-Id"]
+    headers = {"Accept": ACCEPT, "Mcp-Session-Id": sid}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "all_at_once", "arguments": {}}}
+    r = web.post("/mcp", data=json.dumps(call), content_type="application/json", headers=headers, buffered=False)
+    frames: list[dict] = []
+    chunks = iter(r.response)
+    while len(frames) < 3:
+        frames.extend(json.loads(line[6:]) for line in next(chunks).decode().split("\n") if line.startswith("data: "))
+    assert [f["method"] for f in frames] == ["elicitation/create", "sampling/createMessage", "roots/list"]
+    answers = [{"action": "accept", "content": {"name": "H"}},
+               {"role": "assistant", "content": {"type": "text", "text": "yo"}, "model": "m"}, {"roots": []}]
+    for frame, answer in zip(frames, answers):
+        reply = {"jsonrpc": "2.0", "id": frame["id"], "result": answer}
+        assert Client(app).post("/mcp", data=json.dumps(reply), content_type="application/json",
+                                headers=headers).status_code == 202
+    rest = b"".join(chunks).decode()
+    final = [json.loads(line[6:]) for line in rest.split("\n") if line.startswith("data: ")][-1]
+    assert final["result"]["content"][0]["text"] == "H; yo; 0 root(s)" and "resultType" not in final["result"]
+    r.close()
+
+
+def test_concurrent_rounds_do_not_mix(client):
+    """Many callers in parallel each get their own answer back."""
+    results: dict[int, str] = {}
+
+    def one(n: int) -> None:
+        first = result_of(client.call("greet"))
+        done = result_of(retry(client, "greet", first, {"user_name": {"action": "accept", "content": {"name": f"n{n}"}}}))
+        results[n] = done["content"][0]["text"]
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert results == {n: f"Hello, n{n}!" for n in range(20)}
+
+
+def test_caching_hints_follow_the_registrations():
+    """tools/list carries the most cautious tool hint, resources/read the resource's, input_required none."""
+    server = zemcp.Server("cache", settings=Settings(threads=4))
+
+    @server.tool(ttl_ms=300000, cache_scope="public")
+    def stable() -> str:
+        return "s"
+
+    @server.tool(ttl_ms=60000, cache_scope="public")
+    def shorter() -> str:
+        return "t"
+
+    @server.resource("test://doc", ttl_ms=5000, cache_scope="public")
+    def doc() -> str:
+        return "doc"
+
+    @server.resource("test://ask", name="ask")
+    def ask(ctx: zemcp.Context) -> str:
+        return ctx.elicit("?", NAME, key="k")["name"]
+
+    client = Modern(zemcp.McpApp(server))
+    listed = result_of(client.post("tools/list"))
+    assert (listed["ttlMs"], listed["cacheScope"]) == (60000, "public")
+    read = result_of(client.post("resources/read", {"uri": "test://doc"}))
+    assert (read["ttlMs"], read["cacheScope"]) == (5000, "public")
+    asked = result_of(client.post("resources/read", {"uri": "test://ask"}))
+    assert asked["resultType"] == "input_required" and "ttlMs" not in asked and "cacheScope" not in asked

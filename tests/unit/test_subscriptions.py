@@ -1,0 +1,65 @@
+"""The listen-stream hub (zemcp.subscriptions): filters, fan-out, caps and graceful ends."""
+
+import pytest
+
+from zemcp.subscriptions import ListenLimitReached, SubscriptionHub
+
+ALL = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True, "resourceSubscriptions": True}
+
+
+def frames(sink, n):
+    it = sink.frames(0.01)
+    return [next(it) for _ in range(n)]
+
+
+def test_the_acknowledgement_holds_only_what_is_honoured():
+    """Flags the server cannot announce, and unknown ones, are left out of the acknowledged filter."""
+    hub = SubscriptionHub(4)
+    ack, kinds, uris = hub.honoured({"toolsListChanged": True, "promptsListChanged": True, "x": True,
+                                     "resourceSubscriptions": ["a://1", "a://1"]},
+                                    {"toolsListChanged": True, "resourceSubscriptions": True})
+    assert ack == {"toolsListChanged": True, "resourceSubscriptions": ["a://1"]}
+    assert kinds == {"notifications/tools/list_changed"} and uris == {"a://1"}
+
+
+@pytest.mark.parametrize("requested", ["x", {"toolsListChanged": 1}, {"resourceSubscriptions": "a://1"},
+                                       {"resourceSubscriptions": ["a"] * 257}])
+def test_a_bad_filter_is_refused(requested):
+    """A filter that is not an object of booleans and a URI list is a ValueError."""
+    with pytest.raises(ValueError):
+        SubscriptionHub(4).honoured(requested, ALL)
+
+
+def test_notifications_reach_only_the_streams_that_asked():
+    """list_changed and resource_updated go to matching streams, tagged with their subscription id."""
+    hub = SubscriptionHub(4)
+    tools = hub.open(7, {"toolsListChanged": True}, frozenset({"notifications/tools/list_changed"}), frozenset())
+    res = hub.open("s", {}, frozenset(), frozenset({"a://1"}))
+    assert hub.list_changed("toolsListChanged") == 1
+    assert hub.resource_updated("a://1") == 1 and hub.resource_updated("a://2") == 0
+    ack, change = frames(tools, 2)
+    assert ack["method"] == "notifications/subscriptions/acknowledged" and ack["params"]["_meta"] == {
+        "io.modelcontextprotocol/subscriptionId": 7}
+    assert change == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                      "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 7}}}
+    assert frames(res, 2)[1]["params"]["uri"] == "a://1"
+
+
+def test_the_cap_counts_open_streams():
+    """Beyond max_streams open fails; closing a stream frees its slot."""
+    hub = SubscriptionHub(1)
+    sink = hub.open(1, {}, frozenset(), frozenset())
+    with pytest.raises(ListenLimitReached, match="ZEMCP_MAX_LISTEN_STREAMS"):
+        hub.open(2, {}, frozenset(), frozenset())
+    sink.close()
+    assert hub.count() == 0
+    hub.open(3, {}, frozenset(), frozenset())
+
+
+def test_close_all_answers_each_listen_request():
+    """A server-side end finishes each stream with a result for its request id."""
+    hub = SubscriptionHub(2)
+    sink = hub.open(9, {}, frozenset(), frozenset())
+    assert hub.close_all({"resultType": "complete"}) == 1
+    assert list(sink.frames(0.01))[-1] == {"jsonrpc": "2.0", "id": 9, "result": {
+        "resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": 9}}}

@@ -1,0 +1,213 @@
+"""The handshake era over Streamable HTTP: ``initialize``, sessions and pushed server requests.
+
+MCP 2024-11-05 to 2025-11-25 (basic/lifecycle, basic/transports "Session Management"):
+``initialize`` negotiates a version and creates a session named by ``Mcp-Session-Id`` on
+every later request; ``ping``, ``logging/setLevel`` and resource subscriptions act on the
+session; a handler's questions for the client (elicitation, sampling, roots) go out as
+JSON-RPC requests on its request's SSE stream and its thread waits for the answers, which
+arrive as POSTed JSON-RPC responses (:class:`zemcp.session.Call`, the correlation table);
+``notifications/cancelled`` and DELETE end waits. Sessions live in the process that created
+them. :class:`zemcp.transport.McpApp` hands this module every request that is not in the
+2026-07-28 envelope.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from werkzeug.wrappers import Request, Response
+
+from zemcp import jsonrpc, versions
+from zemcp.capabilities import LOG_LEVELS
+from zemcp.elicitation import ClientDisconnected, RequestCancelled
+from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
+from zemcp.responses import error_response, json_response, reply
+from zemcp.server import Server, Work
+from zemcp.session import Call, Session, SessionLimitReached, SessionNotFound, SessionRequired, fingerprint
+from zemcp.sinks import ReplySink
+
+log = logging.getLogger("zemcp.handshake")
+
+SESSION_HEADER = "Mcp-Session-Id"
+VERSION_HEADER = "MCP-Protocol-Version"
+#: [seconds] ``Retry-After`` sent with 429 when the session cap is reached.
+RETRY_AFTER = 30
+
+
+class HandshakeEra:
+    """Serves handshake-era requests of one :class:`Server`.
+
+    Args:
+        server: the MCP server core.
+    """
+
+    def __init__(self, server: Server):
+        self.server = server
+        self.settings = server.settings
+        self._session_methods = {
+            "ping": lambda session, request: {},
+            "logging/setLevel": self._set_log_level,
+            "resources/subscribe": lambda s, r: self.server.resources.subscribe(s.id, r.params),
+            "resources/unsubscribe": lambda s, r: self.server.resources.unsubscribe(s.id, r.params),
+        }
+
+    def post(self, request: Request, message: jsonrpc.Message) -> Response:
+        """Answer one POSTed message (already parsed) of the handshake era."""
+        # Only a request's id is echoed: a response's id is the server's own request id.
+        request_id = message.id if isinstance(message, jsonrpc.Request) else None
+        session_id = request.headers.get(SESSION_HEADER)
+        if session_id is not None and "," in session_id:
+            # Repeated headers arrive joined with commas; a session id never contains one.
+            return error_response(400, INVALID_REQUEST, "Bad Request: send the Mcp-Session-Id header once, with one session id",
+                                  id=request_id)
+        if isinstance(message, jsonrpc.Request) and message.method == "initialize":
+            return self._initialize(message, session_id)
+        try:
+            check_protocol_header(request.headers.get(VERSION_HEADER))
+            session = self.server.sessions.get(session_id)
+        except ProtocolError as exc:
+            return error_response(400, exc.code, exc.message, id=request_id)
+        except SessionRequired as exc:
+            return error_response(400, INVALID_REQUEST, str(exc), id=request_id)
+        except SessionNotFound as exc:
+            return error_response(404, INVALID_REQUEST, str(exc), id=request_id)
+        if isinstance(message, jsonrpc.Response):
+            self.server.pending.resolve(session.id, message)
+            return Response(status=202)
+        if isinstance(message, jsonrpc.Notification):
+            if message.method == "notifications/cancelled":
+                self._cancel(session, message.params)
+            return Response(status=202)
+        try:
+            outcome = self._handle(session, message)
+        except SessionNotFound as exc:
+            return error_response(404, INVALID_REQUEST, str(exc), id=request_id)
+        if isinstance(outcome, dict):
+            return json_response(200, outcome)
+        return reply(outcome, request.environ, self.settings.keepalive_interval)
+
+    def delete(self, request: Request) -> Response:
+        """End the session named by the request (DELETE): 204, or 404 when it is not live."""
+        session_id = request.headers.get(SESSION_HEADER)
+        try:
+            check_protocol_header(request.headers.get(VERSION_HEADER))
+        except ProtocolError as exc:
+            return error_response(400, exc.code, exc.message)
+        if not self.server.end_session(session_id):
+            return error_response(404, INVALID_REQUEST, "Session not found: it already ended or was never created here")
+        return Response(status=204)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def _initialize(self, request: jsonrpc.Request, session_id: str | None) -> Response:
+        """``initialize``: negotiate the version and create a session (MCP basic/lifecycle)."""
+        if session_id is not None and session_id in self.server.sessions:
+            return error_response(400, INVALID_REQUEST, "Bad Request: this session is already initialized; to start a "
+                                  "new session, send initialize without the Mcp-Session-Id header", id=request.id)
+        params = request.params
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            return error_response(400, INVALID_PARAMS, "Invalid params: initialize needs params.protocolVersion (a string)",
+                                  id=request.id)
+        capabilities = params.get("capabilities", {})
+        client_info = params.get("clientInfo", {})
+        if not isinstance(capabilities, dict) or not isinstance(client_info, dict):
+            return error_response(400, INVALID_PARAMS, "Invalid params: capabilities and clientInfo must be objects",
+                                  id=request.id)
+        # initialize never negotiates a stateless version: those need no handshake.
+        version = requested if requested in versions.HANDSHAKE else versions.LATEST
+        try:
+            session = self.server.sessions.create(version, client_info, capabilities)
+        except SessionLimitReached as exc:
+            return error_response(429, INVALID_REQUEST, f"Too Many Requests: {exc}", id=request.id,
+                                  headers={"Retry-After": str(RETRY_AFTER)})
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self.server.capabilities(version),
+            "serverInfo": {"name": self.server.name, "version": self.server.version},
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        # %r: client-chosen strings must not be able to forge log lines.
+        log.info("session %s initialized: client %r %r, protocol %s, elicitation %s",
+                 fingerprint(session.id), client_info.get("name"), client_info.get("version"), version,
+                 "yes" if session.client_supports_elicit() else "no")
+        return json_response(200, jsonrpc.result(request.id, result), headers={SESSION_HEADER: session.id})
+
+    # -- requests of a session -----------------------------------------------------------
+
+    def _handle(self, session: Session, request: jsonrpc.Request) -> dict | ReplySink:
+        """A request of a live session: a JSON-RPC response, or the sink of a running handler.
+
+        Raises:
+            SessionNotFound: the session ended while the request arrived.
+        """
+        try:
+            method = self._session_methods.get(request.method)
+            if method is not None:
+                return jsonrpc.result(request.id, method(session, request))
+            if request.method not in self.server.methods():
+                return jsonrpc.error(request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}")
+            outcome = self.server.prepare(session, request)
+            if isinstance(outcome, Work):
+                return self._start(session, request, outcome)
+            return jsonrpc.result(request.id, outcome)
+        except ProtocolError as exc:
+            return jsonrpc.error(request.id, exc.code, exc.message, exc.data)
+
+    def _start(self, session: Session, request: jsonrpc.Request, work: Work) -> ReplySink:
+        """Run ``work`` on the handler pool as a call of ``session``; its sink tells JSON from stream."""
+        meta = request.params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        sink = ReplySink()
+        call = Call(session, request.id, sink, token if jsonrpc.valid_id(token) else None, self.server.pending,
+                    self.settings.elicitation_timeout)
+        try:
+            session.begin(call)
+        except ValueError as exc:
+            raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {exc}") from None
+        sink.on_close(lambda: None if sink.finished else self.server.abort(call, ClientDisconnected()))
+
+        def job() -> None:
+            response = None
+            try:
+                response = self.server.execute(work, call)
+            finally:
+                if call.cancelled:
+                    response = None  # never answer a cancelled request, whatever ended it
+                session.finish(call)
+                sink.finish(response)
+
+        self.server.submit(job)
+        return sink
+
+    def _cancel(self, session: Session, params: dict) -> None:
+        # Invalid or unknown ids are ignored, as basic/utilities/cancellation allows.
+        request_id, reason = params.get("requestId"), params.get("reason")
+        if not jsonrpc.valid_id(request_id):
+            return
+        call = session.call(request_id)
+        if call is not None:
+            self.server.abort(call, RequestCancelled(reason if isinstance(reason, str) else None))
+
+    def _set_log_level(self, session: Session, request: jsonrpc.Request) -> dict:
+        level = request.params.get("level")
+        if level not in LOG_LEVELS:
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+        session.log_level = level
+        return {}
+
+
+def check_protocol_header(value: str | None) -> None:
+    """Check a handshake-era ``MCP-Protocol-Version`` request header (absent is accepted).
+
+    Raises:
+        ProtocolError: the value is not a handshake version this server supports.
+    """
+    if value is not None and value not in versions.HANDSHAKE:
+        raise ProtocolError(
+            INVALID_REQUEST,
+            f"Bad Request: unsupported MCP-Protocol-Version {value!r} for a session; sessions support "
+            f"{', '.join(versions.HANDSHAKE)} (initialize negotiates one)",
+        )

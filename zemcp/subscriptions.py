@@ -1,0 +1,165 @@
+"""Change notifications on ``subscriptions/listen`` streams (MCP 2026-07-28 basic/patterns/subscriptions).
+
+A 2026-07-28 client opens a long-lived SSE response with ``subscriptions/listen`` and a
+filter (``toolsListChanged``, ``promptsListChanged``, ``resourcesListChanged``,
+``resourceSubscriptions``). The stream first carries ``notifications/subscriptions/acknowledged``
+with the part of the filter this server honours, then only the notifications the filter
+asks for, each with ``_meta["io.modelcontextprotocol/subscriptionId"]`` set to the listen
+request's id. The client ends it by closing the stream; the server ends it (shutdown) with
+a result for the listen request.
+
+Each open stream holds a gunicorn thread for as long as it is open, so they are capped per
+process (``Settings.max_listen_streams``) and the cap is taken out of the thread budget.
+Streams are per process: a change announced in one worker reaches the streams of that
+worker. Pure threading, no HTTP.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from zemcp import jsonrpc
+from zemcp.sinks import ReplySink
+
+log = logging.getLogger("zemcp.subscriptions")
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+#: Filter flag -> the list-changed notification it asks for.
+LIST_CHANGED = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
+#: The most ``resourceSubscriptions`` URIs one stream may ask for.
+MAX_URIS_PER_STREAM = 256
+
+
+class ListenLimitReached(Exception):
+    """``max_listen_streams`` streams are open in this process; the message names the cap."""
+
+
+class Listener:
+    """One open ``subscriptions/listen`` stream.
+
+    Attributes:
+        subscription_id: the listen request's JSON-RPC id.
+        kinds: the list-changed notification methods it asked for.
+        uris: the resource URIs whose ``notifications/resources/updated`` it asked for.
+        sink: where its notifications go.
+    """
+
+    def __init__(self, subscription_id: jsonrpc.RequestId, kinds: frozenset[str], uris: frozenset[str], sink: ReplySink):
+        self.subscription_id = subscription_id
+        self.kinds = kinds
+        self.uris = uris
+        self.sink = sink
+
+    def send(self, method: str, params: dict | None = None) -> None:
+        """Queue a notification tagged with the subscription id."""
+        self.sink.send(jsonrpc.notification(method, {**(params or {}), "_meta": {SUBSCRIPTION_ID: self.subscription_id}}))
+
+
+class SubscriptionHub:
+    """The open listen streams of one process, and the fan-out of change notifications.
+
+    Args:
+        max_streams: streams open at once at most (0 refuses every ``subscriptions/listen``).
+    """
+
+    def __init__(self, max_streams: int):
+        self.max_streams = max_streams
+        self._lock = threading.Lock()
+        self._listeners: list[Listener] = []
+
+    def honoured(self, requested: Any, supported: dict[str, bool]) -> tuple[dict, frozenset[str], frozenset[str]]:
+        """The part of a listen request's ``notifications`` filter this server honours.
+
+        Args:
+            requested: ``params.notifications`` of the listen request.
+            supported: filter flag -> whether the server can announce it (``resourceSubscriptions``
+                included).
+        Returns:
+            the acknowledged filter, the list-changed methods and the resource URIs it covers.
+        Raises:
+            ValueError: the filter is not an object, a flag is not a boolean, or
+                ``resourceSubscriptions`` is not a list of at most :data:`MAX_URIS_PER_STREAM` strings.
+        """
+        if requested is None:
+            requested = {}
+        if not isinstance(requested, dict):
+            raise ValueError("params.notifications must be an object such as {\"toolsListChanged\": true}")
+        acknowledged: dict[str, Any] = {}
+        kinds = set()
+        for flag, method in LIST_CHANGED.items():
+            value = requested.get(flag, False)
+            if not isinstance(value, bool):
+                raise ValueError(f"params.notifications.{flag} must be true or false")
+            if value and supported.get(flag):
+                acknowledged[flag] = True
+                kinds.add(method)
+        uris = requested.get("resourceSubscriptions", [])
+        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris) or len(uris) > MAX_URIS_PER_STREAM:
+            raise ValueError(f"params.notifications.resourceSubscriptions must be a list of at most "
+                             f"{MAX_URIS_PER_STREAM} resource URIs")
+        if uris and supported.get("resourceSubscriptions"):
+            acknowledged["resourceSubscriptions"] = list(dict.fromkeys(uris))
+        else:
+            uris = []
+        return acknowledged, frozenset(kinds), frozenset(uris)
+
+    def open(self, subscription_id: jsonrpc.RequestId, acknowledged: dict, kinds: frozenset[str],
+             uris: frozenset[str]) -> ReplySink:
+        """Open a stream: its sink already holds the acknowledgement.
+
+        Raises:
+            ListenLimitReached: the cap is reached.
+        """
+        sink = ReplySink()
+        listener = Listener(subscription_id, kinds, uris, sink)
+        with self._lock:
+            if len(self._listeners) >= self.max_streams:
+                raise ListenLimitReached(
+                    f"this process already holds its maximum of {self.max_streams} subscriptions/listen streams "
+                    f"(ZEMCP_MAX_LISTEN_STREAMS); close one or retry later")
+            self._listeners.append(listener)
+        sink.on_close(lambda: self._drop(listener))
+        listener.send("notifications/subscriptions/acknowledged", {"notifications": acknowledged})
+        return sink
+
+    def list_changed(self, flag: str) -> int:
+        """Announce that a list changed (``toolsListChanged``, ``promptsListChanged`` or
+        ``resourcesListChanged``); returns how many streams were told."""
+        method = LIST_CHANGED[flag]
+        return self._fan_out(lambda l: method in l.kinds, method, None)
+
+    def resource_updated(self, uri: str) -> int:
+        """Announce ``notifications/resources/updated`` for ``uri``; returns how many streams were told."""
+        return self._fan_out(lambda l: uri in l.uris, "notifications/resources/updated", {"uri": uri})
+
+    def close_all(self, result: dict) -> int:
+        """End every stream with ``result`` for its listen request (a graceful server-side end)."""
+        with self._lock:
+            listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            listener.sink.finish(jsonrpc.result(listener.subscription_id, {
+                **result, "_meta": {**result.get("_meta", {}), SUBSCRIPTION_ID: listener.subscription_id}}))
+        return len(listeners)
+
+    def count(self) -> int:
+        """Open streams."""
+        with self._lock:
+            return len(self._listeners)
+
+    def _fan_out(self, wants, method: str, params: dict | None) -> int:
+        with self._lock:
+            targets = [listener for listener in self._listeners if wants(listener)]
+        for listener in targets:
+            listener.send(method, params)
+        return len(targets)
+
+    def _drop(self, listener: Listener) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
