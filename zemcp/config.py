@@ -109,7 +109,10 @@ class Settings:
         if not self.endpoint.startswith("/"):
             raise ValueError(f"endpoint must start with '/', got {self.endpoint!r}")
         object.__setattr__(self, "allowed_origins", tuple(o.rstrip("/").lower() for o in self.allowed_origins))
-        object.__setattr__(self, "request_state_key", tuple(self.request_state_key))
+        keys = self.request_state_key
+        # One secret given as a plain string in Python, as in the environment: split on commas.
+        keys = tuple(k.strip() for k in keys.split(",") if k.strip()) if isinstance(keys, str) else tuple(keys)
+        object.__setattr__(self, "request_state_key", keys)
         for key in self.request_state_key:
             if not isinstance(key, str) or len(key) < 32:
                 raise ValueError("request_state_key (ZEMCP_REQUEST_STATE_KEY) needs secrets of at least 32 characters "

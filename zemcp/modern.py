@@ -36,7 +36,7 @@ from zemcp.capabilities import LOG_LEVELS, ClientView
 from zemcp.elicitation import ClientDisconnected
 from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.request_state import RequestStateError
-from zemcp.resources import ResourceNotFound
+from zemcp.resources import RESOURCE_NOT_FOUND, ResourceNotFound
 from zemcp.responses import error_response, json_response, reply
 from zemcp.server import Server, Work
 from zemcp.sinks import ReplySink
@@ -186,6 +186,10 @@ class ModernEra:
 
     def _listen(self, request: jsonrpc.Request) -> ReplySink | dict:
         """``subscriptions/listen``: a stream that starts with the acknowledgement (basic/patterns/subscriptions)."""
+        if self.server.subscriptions.max_streams == 0:
+            # Turned off: server/discover then declares nothing a listen stream would carry.
+            raise ProtocolError(METHOD_NOT_FOUND, "Method not found: subscriptions/listen is turned off on this "
+                                                  "server (ZEMCP_MAX_LISTEN_STREAMS=0)")
         capabilities = self.server.capabilities(versions.STATELESS)
         supported = {
             "toolsListChanged": capabilities.get("tools", {}).get("listChanged", False),
@@ -268,6 +272,9 @@ class ModernEra:
                                  f"clientCapabilities do not declare",
                                  {"requiredCapabilities": round_.missing_capabilities})
         if "error" in response:
+            if response["error"].get("code") == RESOURCE_NOT_FOUND:
+                # A handler's own ResourceNotFound: the retired -32002 becomes -32602 here too.
+                response["error"]["code"] = INVALID_PARAMS
             return response
         # A result that took answers depends on more than its cache key: never reusable.
         retried = request.params.get("requestState") is not None or request.params.get("inputResponses") is not None

@@ -736,3 +736,24 @@ def test_caching_hints_follow_the_registrations():
     assert (read["ttlMs"], read["cacheScope"]) == (5000, "public")
     asked = result_of(client.post("resources/read", {"uri": "test://ask"}))
     assert asked["resultType"] == "input_required" and "ttlMs" not in asked and "cacheScope" not in asked
+
+
+def test_a_handler_raising_resource_not_found_gets_the_modern_code():
+    """A resource handler that takes ctx and raises ResourceNotFound is -32602 with data.uri, not -32002."""
+    from zemcp.resources import ResourceNotFound
+
+    server = zemcp.Server("nf", settings=Settings(threads=4))
+
+    @server.resource("reports://{quarter}", name="report")
+    def report(quarter: str, ctx: zemcp.Context) -> str:
+        raise ResourceNotFound(f"reports://{quarter}")
+
+    error = error_of(Modern(zemcp.McpApp(server)).post("resources/read", {"uri": "reports://q9"}), 400, -32602)
+    assert error["data"] == {"uri": "reports://q9"}
+
+
+def test_listen_turned_off_is_method_not_found():
+    """With max_listen_streams=0 subscriptions/listen is 404 -32601 and discover declares no listChanged."""
+    client = Modern(make_app(max_listen_streams=0)[0])
+    error_of(client.post("subscriptions/listen", {"notifications": {"toolsListChanged": True}}), 404, -32601)
+    assert result_of(client.post("server/discover"))["capabilities"]["tools"] == {"listChanged": False}

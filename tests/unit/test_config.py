@@ -90,3 +90,11 @@ def test_default_instance_is_unique_per_settings():
     """Without ZEMCP_INSTANCE every process gets its own random instance name."""
     names = {Settings().instance for _ in range(20)}
     assert len(names) == 20 and all(len(n) == 8 for n in names)
+
+
+def test_a_request_state_key_given_as_one_string_is_one_key():
+    """Settings(request_state_key="...") takes the string as one key (commas separate several), not as characters."""
+    assert Settings(request_state_key="a" * 32).request_state_key == ("a" * 32,)
+    assert Settings(request_state_key=f"{'a' * 32}, {'b' * 32}").request_state_key == ("a" * 32, "b" * 32)
+    with pytest.raises(ValueError, match="at least 32 characters"):
+        Settings(request_state_key="short")
