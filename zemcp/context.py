@@ -378,6 +378,7 @@ class Context:
             one value per ask, as the matching single method returns it.
         Raises:
             ValueError: two asks share a key, or no ask was given.
+            TypeError: a key is not a non-empty string.
             what the matching single methods raise: capability problems before anything is
             sent; then the first (in order) answer's outcome exception. A reached cap or a
             timeout is reported as the first ask's kind of error.
@@ -385,6 +386,8 @@ class Context:
         if not asks:
             raise ValueError("ask_all needs at least one question")
         keys = [a.key for a in asks if a.key is not None]
+        if not all(isinstance(key, str) and key for key in keys):
+            raise TypeError(f"a question's key must be a non-empty string, got {keys}")
         if len(keys) != len(set(keys)):
             raise ValueError(f"ask_all: every question needs its own key, got {keys}")
         try:

@@ -205,6 +205,13 @@ def check_protocol_header(value: str | None) -> None:
     Raises:
         ProtocolError: the value is not a handshake version this server supports.
     """
+    if value is not None and value in versions.MODERN:
+        raise ProtocolError(
+            INVALID_REQUEST,
+            f"Bad Request: MCP-Protocol-Version {value!r} has no sessions: send the request without "
+            f"Mcp-Session-Id and with its params._meta envelope (io.modelcontextprotocol/protocolVersion, "
+            f"io.modelcontextprotocol/clientCapabilities)",
+        )
     if value is not None and value not in versions.HANDSHAKE:
         raise ProtocolError(
             INVALID_REQUEST,

@@ -35,7 +35,7 @@ from zemcp.caching import NO_CACHE, CacheHint
 from zemcp.capabilities import LOG_LEVELS, ClientView
 from zemcp.elicitation import ClientDisconnected
 from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
-from zemcp.request_state import RequestStateError
+from zemcp.request_state import RequestStateError, StateTooLarge
 from zemcp.resources import RESOURCE_NOT_FOUND, ResourceNotFound
 from zemcp.responses import error_response, json_response, reply
 from zemcp.server import Server, Work
@@ -250,8 +250,13 @@ class ModernEra:
         """The round's response: an ``InputRequiredResult``, -32021, or the decorated result."""
         if isinstance(round_.ended, mrtr.InputRequired):
             body, state = round_.input_required()
-            body["requestState"] = self.server.request_states.seal(state, method=work.method, target=work.target,
-                                                                   arguments=work.arguments)
+            try:
+                body["requestState"] = self.server.request_states.seal(state, method=work.method, target=work.target,
+                                                                       arguments=work.arguments)
+            except StateTooLarge as exc:
+                return jsonrpc.error(request.id, INVALID_PARAMS,
+                                     f"Invalid params: {exc}; send shorter answers (or arguments), or start the "
+                                     f"request again without requestState")
             return self.result(request.id, work.method, body)
         if isinstance(round_.ended, mrtr.ReplayMismatch):
             log.warning("%s %r broke the replay contract: %s", work.method, work.target, round_.ended)
@@ -266,10 +271,11 @@ class ModernEra:
                         "questions in the same order on every round", work.method, work.target, round_.unused_answers)
         failed = "error" in response or response["result"].get("isError") is True
         if failed and round_.missing_capabilities:
+            needed = ", ".join(f"{name}" + (f" ({', '.join(sorted(modes))} mode)" if modes else "")
+                               for name, modes in sorted(round_.missing_capabilities.items()))
             return jsonrpc.error(request.id, MISSING_CAPABILITY,
                                  f"Missing required client capability: {work.method} {work.target} needs "
-                                 f"{', '.join(sorted(round_.missing_capabilities))}, which this request's "
-                                 f"clientCapabilities do not declare",
+                                 f"{needed}, which this request's clientCapabilities do not declare",
                                  {"requiredCapabilities": round_.missing_capabilities})
         if "error" in response:
             if response["error"].get("code") == RESOURCE_NOT_FOUND:

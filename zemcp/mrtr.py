@@ -61,15 +61,24 @@ class InputRequired(RoundEnded):
 
 
 class ReplayMismatch(RoundEnded):
-    """On replay the handler asked, at a position with a recorded answer, a different
-    question than the one answered (MCP multi-round-trip replay contract broken)."""
+    """On replay the handler asked a different question than the one recorded or asked before
+    at that place (MCP multi-round-trip replay contract broken)."""
 
-    def __init__(self, position: int, key: str, recorded_key: str):
+    def __init__(self, position: int, key: str, recorded_key: str, what: str = "answered in an earlier round"):
+        other = "" if recorded_key == key else f" (there: key {recorded_key!r})"
         super().__init__(
-            f"question {position + 1} (key {key!r}) differs from the one answered in an earlier round "
-            f"(key {recorded_key!r}): a handler must ask the same questions in the same order for the same "
-            f"arguments (docs/elicitation.md, 'Replay'); start the request again without requestState"
+            f"question {position + 1} (key {key!r}) is not the question {what}{other}: a handler must ask "
+            f"the same questions in the same order for the same arguments (docs/elicitation.md, 'Replay'); "
+            f"start the request again without requestState"
         )
+
+
+def _kept(method: str, result: dict) -> dict:
+    # An elicitation's answer is its action and content; anything else the client put in it
+    # would only make the requestState bigger.
+    if method == "elicitation/create":
+        return {k: result[k] for k in ("action", "content") if k in result}
+    return result
 
 
 def question_digest(request: InputRequest) -> str:
@@ -167,10 +176,12 @@ class Round:
         self.progress_token = progress_token
         self.timeout = timeout
         self._answers = [list(a) for a in answers]
-        self._asked = None if asked is None else {(key, digest) for key, digest in asked}
+        self._asked = None if asked is None else {key: digest for key, digest in asked}
         self._held = {key: list(value) for key, value in held.items()}
         self._responses = responses
         self._position = 0
+        # Each response answers one question: a key asked again later in the run needs a new answer.
+        self._used: set[str] = set()
         self._lock = threading.Lock()
         self.ended: RoundEnded | None = None
         self.aborted: ElicitAborted | None = None
@@ -202,13 +213,21 @@ class Round:
                     raise self.ended
                 answers.append(jsonrpc.Response(None, result, None))
                 continue
-            if key in self._responses and (self._asked is None or (key, digest) in self._asked):
-                result = self._responses[key]
+            if key in self._used:
+                missing.append((key, digest, request))
+                continue
+            if self._asked is not None and key in self._asked and self._asked[key] != digest and key in self._responses:
+                # The answer is for the question asked last round under this key, not for this one.
+                self.ended = ReplayMismatch(position, key, key, "asked in the previous round under this key")
+                raise self.ended
+            if key in self._responses and (self._asked is None or key in self._asked):
+                result = _kept(request.method, self._responses[key])
             elif key in self._held and self._held[key][0] == digest:
                 result = self._held[key][1]
             else:
                 missing.append((key, digest, request))
                 continue
+            self._used.add(key)
             if missing:
                 # Answers are recorded in question order: keep this one until the earlier is answered.
                 self._held[key] = [digest, result]

@@ -102,9 +102,17 @@ def _b64decode_canonical(text: str) -> bytes | None:
     return raw if _b64encode(raw) == text else None
 
 
+class StateTooLarge(ValueError):
+    """The state to seal, with what the request carried, is too big or too deeply nested to
+    travel as a ``requestState``; the message says which and by how much."""
+
+
 def _canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-                      allow_nan=False).encode("ascii")
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                          allow_nan=False).encode("ascii")
+    except RecursionError:
+        raise StateTooLarge("the arguments are nested too deeply to be bound into a requestState") from None
 
 
 def _arguments_digest(arguments: Any) -> str:
@@ -201,8 +209,9 @@ class RequestStateSealer:
         Raises:
             TypeError: ``method``, ``target`` or ``principal`` is not a string, or ``state`` or
                 ``arguments`` is not JSON-serialisable.
-            ValueError: ``state`` or ``arguments`` holds NaN or an infinity, or the token would
-                be longer than :data:`MAX_TOKEN_CHARS`.
+            ValueError: ``state`` or ``arguments`` holds NaN or an infinity.
+            StateTooLarge: the token would be longer than :data:`MAX_TOKEN_CHARS`, or the state
+                or arguments are nested too deeply for JSON.
         """
         if not isinstance(method, str) or not isinstance(target, str):
             raise TypeError("request state method and target must be strings")
@@ -222,16 +231,22 @@ class RequestStateSealer:
         }
         if principal is not None:
             claims["p"] = _principal_digest(principal)
-        plaintext = json.dumps(claims, separators=(",", ":"), ensure_ascii=False,
-                               allow_nan=False).encode("utf-8")
+        try:
+            plaintext = json.dumps(claims, separators=(",", ":"), ensure_ascii=False,
+                                   allow_nan=False).encode("utf-8")
+            # The parser nests less deeply than the encoder: a state open() could not read
+            # must fail here, where it is made, not on the client's next round.
+            json.loads(plaintext)
+        except RecursionError:
+            raise StateTooLarge("the answers are nested too deeply to be carried in a requestState") from None
         nonce = secrets.token_bytes(_NONCE_BYTES)
         sealed = self._sealer.encrypt(nonce, plaintext, _PREFIX.encode("ascii") + self._seal_key_id)
         token = _PREFIX + _b64encode(self._seal_key_id + nonce + sealed)
         if len(token) > MAX_TOKEN_CHARS:
             # open() would refuse it; fail here, where the oversized state is made.
-            raise ValueError(
-                f"request state too large: the token would be {len(token)} characters, the "
-                f"limit is {MAX_TOKEN_CHARS}"
+            raise StateTooLarge(
+                f"the answers given so far need a requestState of {len(token)} characters, more than "
+                f"the limit of {MAX_TOKEN_CHARS}"
             )
         return token
 
@@ -285,7 +300,7 @@ class RequestStateSealer:
             raise RequestStateError("tampered")
         try:
             claims = json.loads(plaintext)
-        except ValueError:  # not UTF-8 or not JSON
+        except (ValueError, RecursionError):  # not UTF-8, not JSON, or nested too deeply to parse
             raise RequestStateError("malformed") from None
         # Authenticated, so sealed by us; checked anyway so that a token of another format
         # fails closed instead of with a KeyError or TypeError below.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import select
 import socket
+import time
 from collections.abc import Callable, Iterator
 
 from werkzeug.wrappers import Response
@@ -22,6 +23,9 @@ from zemcp.sinks import KEEPALIVE, ReplySink
 log = logging.getLogger("zemcp.transport")
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+#: [seconds] how often a quiet stream looks whether its client is still there, whatever the
+#: keep-alive interval: a stream the client left gives its thread (and its slot) back this soon.
+PEER_CHECK_INTERVAL = 1.0
 
 
 def json_response(status: int, message: dict, headers: dict | None = None) -> Response:
@@ -70,13 +74,19 @@ class _Stream:
         self._client = environ.get("gunicorn.socket")
 
     def __iter__(self) -> Iterator[bytes]:
-        for item in self._sink.frames(self._keepalive):
+        # Without the socket to peek at, only a failing write tells: tick at the keep-alive rate.
+        tick = min(PEER_CHECK_INTERVAL, self._keepalive) if self._client is not None else self._keepalive
+        last_write = time.monotonic()
+        for item in self._sink.frames(tick):
             if item is KEEPALIVE:
                 if self._client is not None and _peer_closed(self._client):
                     return
+                if time.monotonic() - last_write < self._keepalive:
+                    continue
                 yield b": keep-alive\n\n"
             else:
                 yield b"event: message\ndata: " + encode(item) + b"\n\n"
+            last_write = time.monotonic()
 
     def close(self) -> None:
         self._sink.close()

@@ -143,6 +143,21 @@ def make_app(**settings: Any):
         return ctx.elicit("again", NAME)["name"] + first["name"]
 
     @server.tool
+    def clock(ctx: zemcp.Context) -> str:
+        """Asks a question that is different every time."""
+        SIDE_EFFECTS.append("tick")
+        return ctx.elicit(f"Question {len(SIDE_EFFECTS)}?", NAME, key="q")["name"]
+
+    @server.tool
+    def until_valid(ctx: zemcp.Context) -> str:
+        """Asks again under the same key until the answer is not 'no'."""
+        for attempt in range(5):
+            name = ctx.elicit("Name?", NAME, key="name")["name"]
+            if name != "no":
+                return f"{name} after {attempt + 1}"
+        return "gave up"
+
+    @server.tool
     def swallow(ctx: zemcp.Context) -> str:
         """Catches everything, also the end of the round."""
         try:
@@ -500,7 +515,7 @@ def test_a_changed_question_breaks_the_replay_contract(client):
     r2 = result_of(retry(client, "fickle", r1, {"elicitation-1": {"action": "accept", "content": {"name": "a"}}}))
     assert r2["resultType"] == "input_required"
     done = result_of(retry(client, "fickle", r2, {"elicitation-2": {"action": "accept", "content": {"name": "b"}}}))
-    assert done["isError"] is True and "differs from the one answered" in done["content"][0]["text"]
+    assert done["isError"] is True and "is not the question answered in an earlier round" in done["content"][0]["text"]
 
 
 def test_a_handler_that_swallows_the_round_still_asks(client):
@@ -757,3 +772,47 @@ def test_listen_turned_off_is_method_not_found():
     client = Modern(make_app(max_listen_streams=0)[0])
     error_of(client.post("subscriptions/listen", {"notifications": {"toolsListChanged": True}}), 404, -32601)
     assert result_of(client.post("server/discover"))["capabilities"]["tools"] == {"listChanged": False}
+
+
+def test_a_question_that_changes_between_rounds_is_reported_not_asked_forever(client):
+    """An answer to a question whose text changed since it was asked ends the call with a replay error."""
+    r1 = result_of(client.call("clock"))
+    done = result_of(retry(client, "clock", r1, {"q": {"action": "accept", "content": {"name": "a"}}}))
+    assert done["isError"] is True and "asked in the previous round under this key" in done["content"][0]["text"]
+
+
+def test_a_key_asked_again_needs_a_new_answer(client):
+    """The same key asked again later in the run is a new question: one answer is not used twice."""
+    r1 = result_of(client.call("until_valid"))
+    r2 = result_of(retry(client, "until_valid", r1, {"name": {"action": "accept", "content": {"name": "no"}}}))
+    assert r2["resultType"] == "input_required" and list(r2["inputRequests"]) == ["name"]
+    done = result_of(retry(client, "until_valid", r2, {"name": {"action": "accept", "content": {"name": "yes"}}}))
+    assert done["content"][0]["text"] == "yes after 2"
+
+
+def test_only_action_and_content_of_an_elicitation_answer_are_kept(client):
+    """Fields a client adds to an ElicitResult do not travel in the requestState."""
+    r1 = result_of(client.call("two_steps"))
+    padded = {"step1": {"action": "accept", "content": {"name": "A"}, "pad": "x" * 50_000}}
+    r2 = result_of(retry(client, "two_steps", r1, padded))
+    assert len(r2["requestState"]) < 2_000
+
+
+def test_answers_too_large_for_a_request_state_are_a_clear_error(client):
+    """Answers that cannot fit in a requestState are -32602 saying so, not an internal error."""
+    r1 = result_of(client.call("two_steps"))
+    huge = {"step1": {"action": "accept", "content": {"name": "x" * 300_000}}}
+    error = error_of(retry(client, "two_steps", r1, huge), 400, -32602)
+    assert "more than the limit" in error["message"]
+
+
+def test_a_question_key_must_be_a_string(fixture):
+    """ctx.elicit(key=5) is a TypeError in the handler (an isError result), in every era."""
+    client, server = fixture
+
+    @server.tool
+    def bad_key(ctx: zemcp.Context) -> str:
+        return ctx.elicit("?", NAME, key=5)["name"]
+
+    done = result_of(client.call("bad_key"))
+    assert done["isError"] is True and "key must be a non-empty string" in done["content"][0]["text"]

@@ -13,6 +13,7 @@ from zemcp.request_state import (
     MAX_TOKEN_CHARS,
     RequestStateError,
     RequestStateSealer,
+    StateTooLarge,
     new_key,
 )
 
@@ -224,8 +225,19 @@ def test_overlong_token_is_refused_before_decoding():
 
 def test_sealing_a_state_too_large_to_open_fails():
     """seal() refuses a state whose token open() would refuse."""
-    with pytest.raises(ValueError, match="too large"):
+    with pytest.raises(StateTooLarge, match="more than the limit"):
         seal("x" * MAX_TOKEN_CHARS)
+
+
+def test_a_state_too_deep_to_open_is_refused_when_sealed():
+    """seal() refuses a state (or arguments) nested too deeply for open() to parse, naming why."""
+    deep: object = {}
+    for _ in range(990):
+        deep = {"a": deep}
+    with pytest.raises(StateTooLarge, match="nested too deeply"):
+        seal(deep)
+    with pytest.raises(StateTooLarge, match="nested too deeply"):
+        RequestStateSealer([KEY], TTL, "aud").seal({}, method="m", target="t", arguments=[[[deep]]])
 
 
 @pytest.mark.parametrize("plaintext", [b"not json", b"\xff\xfe", b"[1,2]", b'"text"', b"null", b"{}"])
