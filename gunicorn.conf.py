@@ -39,7 +39,9 @@ keepalive = 5
 max_requests = 0
 # gunicorn's control socket has one default path per user; several instances would collide.
 control_socket_disable = True
-accesslog = "-"
+# Off unless ZEMCP_ACCESS_LOG names a target ("-" for stdout): a line per request is work on
+# every request that nobody may read.
+accesslog = _settings.access_log or None
 errorlog = "-"
 loglevel = "info"
 

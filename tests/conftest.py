@@ -537,14 +537,19 @@ class GunicornServer:
         env: the ZEMCP_* variables it was started with.
         log_path: file receiving gunicorn's stdout and stderr (access and error logs).
 
-    ``gunicorn_args`` are extra command-line options, placed before the app.
+    ``gunicorn_args`` are extra command-line options, placed before the app. With
+    ``config=False`` gunicorn runs without gunicorn.conf.py, with its own defaults (the sync
+    worker), as a site that mounts zemcp in its own gunicorn setup might.
     """
 
-    def __init__(self, settings: dict[str, Any], log_dir: Path, gunicorn_args: tuple[str, ...] = ()):
+    def __init__(self, settings: dict[str, Any], log_dir: Path, gunicorn_args: tuple[str, ...] = (),
+                 config: bool = True):
         self.port = free_port()
         self.base = f"http://{HOST}:{self.port}"
         self.url = f"{self.base}/mcp"
-        self.env = {"ZEMCP_" + key.upper(): str(value) for key, value in settings.items()}
+        # The tests read what went over the wire from the access log, which is off by default.
+        self.env = {"ZEMCP_ACCESS_LOG": "-"}
+        self.env.update({"ZEMCP_" + key.upper(): str(value) for key, value in settings.items()})
         self.env["ZEMCP_BIND"] = f"{HOST}:{self.port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("ZEMCP_")}
         env.update(self.env)
@@ -554,7 +559,11 @@ class GunicornServer:
         self._log = os.fdopen(fd, "wb")
         self._clients: list[McpClient] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", *gunicorn_args, "wsgi:app"],
+            [sys.executable, "-m", "gunicorn",
+             # Without -c, gunicorn would still read ./gunicorn.conf.py: name an empty file instead.
+             *(("-c", "gunicorn.conf.py") if config else ("-c", os.devnull, "--bind", self.env["ZEMCP_BIND"],
+                                                          "--access-logfile", "-")),
+             *gunicorn_args, "wsgi:app"],
             cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )

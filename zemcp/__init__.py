@@ -27,6 +27,7 @@ from zemcp.elicitation import (
 from zemcp.server import Server
 from zemcp.context import (
     Ask,
+    CannotWait,
     CapabilityMissing,
     ClientErrorResponse,
     ClientRequestError,
@@ -58,6 +59,7 @@ __all__ = [
     "CapabilityMissing",
     "ClientErrorResponse",
     "ClientTimeout",
+    "CannotWait",
     "ToolError",
     "McpApp",
     "ElicitError",

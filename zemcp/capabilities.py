@@ -9,6 +9,8 @@ requests). Everything era-agnostic asks this interface, never the era.
 
 from __future__ import annotations
 
+import json
+
 from zemcp.versions import ELICITATION_MODES, since
 
 #: RFC 5424 severities in increasing order (MCP server/utilities/logging).
@@ -51,6 +53,18 @@ class ClientView:
     def logs(self, level: str) -> bool:
         """True when a log message at ``level`` (one of :data:`LOG_LEVELS`) is to be sent."""
         return self.log_level is not None and LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)
+
+
+def check_size(name: str, value: object, limit: int) -> None:
+    """Refuse a client-declared object larger than ``limit`` bytes as compact JSON.
+
+    Raises:
+        ValueError: naming ``name``, its size and the setting (``ZEMCP_MAX_CLIENT_INFO_BYTES``).
+    """
+    size = len(json.dumps(value, separators=(",", ":")))
+    if size > limit:
+        raise ValueError(f"{name} is {size} bytes as JSON, more than the {limit} this server accepts "
+                         f"(ZEMCP_MAX_CLIENT_INFO_BYTES); declare only what the client has")
 
 
 def _elicitation_modes(protocol_version: str, declared: object) -> frozenset[str]:

@@ -34,7 +34,14 @@ class Settings:
         session_ttl: [seconds] a session idle this long is ended. A session with a pending
             elicitation or a running request is never idle.
         max_sessions: sessions one process holds at most; beyond it ``initialize`` gets 429.
-        max_pending_per_session: pending elicitations one session may have at once.
+        max_pending_per_session: pending elicitations one session may have at once; never
+            more than half the process's budget (see :attr:`session_pending_budget`).
+        max_client_info_bytes: [bytes] the largest ``clientInfo``, and the largest
+            ``capabilities``, a client may declare (each measured as compact JSON); beyond it
+            initialize, or a 2026-07-28 request, is refused with 400.
+        access_log: where gunicorn.conf.py sends gunicorn's access log: ``""`` (off, the
+            default: a line per request costs time on every request), ``"-"`` (stdout) or a
+            file path.
         max_pending: pending elicitations the whole process may have at once; ``None``
             derives it from ``threads`` (see :attr:`pending_budget`).
         max_listen_streams: open 2026-07-28 ``subscriptions/listen`` streams the process
@@ -66,6 +73,8 @@ class Settings:
     session_ttl: float = 1800.0
     max_sessions: int = 1024
     max_pending_per_session: int = 32
+    max_client_info_bytes: int = 4096
+    access_log: str = ""
     max_pending: int | None = None
     max_listen_streams: int | None = None
     elicitation_timeout: float = 600.0
@@ -85,7 +94,7 @@ class Settings:
             # NaN compares false with everything and infinity overflows threading's waits.
             if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= threading.TIMEOUT_MAX):
                 raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
-        for name in ("max_sessions", "max_pending_per_session", "max_body_bytes", "workers"):
+        for name in ("max_sessions", "max_pending_per_session", "max_body_bytes", "workers", "max_client_info_bytes"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
         if self.threads < 3:
@@ -123,6 +132,21 @@ class Settings:
     def thread_reserve(self) -> int:
         """Threads kept free for answers and other requests: ``max(2, threads // 4)``."""
         return max(2, self.threads // 4)
+
+    @property
+    def call_budget(self) -> int:
+        """Threads that requests holding one for long may take at once: running handlers
+        (tools, prompts and resources that take a Context, pending elicitations included)
+        plus open listen streams. ``threads - thread_reserve``: the reserve stays free for
+        answers, cancellations, pings and DELETEs, and a call beyond it gets 503."""
+        return self.threads - self.thread_reserve
+
+    @property
+    def session_pending_budget(self) -> int:
+        """Pending elicitations one session may hold: ``max_pending_per_session``, but at most
+        half the process's :attr:`pending_budget` (at least 1), so that one client cannot
+        take every slot."""
+        return min(self.max_pending_per_session, max(1, self.pending_budget // 2))
 
     @property
     def listen_budget(self) -> int:
@@ -181,6 +205,7 @@ def _parse(name: str, raw: str) -> object:
     var = ENV_PREFIX + name.upper()
     kind = {
         "bind": str,
+        "access_log": str,
         "endpoint": str,
         "instance": str,
         "allowed_origins": tuple,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from zemcp import elicitation, jsonrpc, versions
 from zemcp.capabilities import LOG_LEVELS
 from zemcp.correlation import CapacityError
-from zemcp.elicitation import ElicitAborted
+from zemcp.elicitation import ElicitAborted, ElicitError
 from zemcp.inputs import InputRequest
 
 if TYPE_CHECKING:
@@ -69,6 +69,22 @@ class ClientTimeout(ClientRequestError):
 
     def __init__(self, method: str, seconds: float) -> None:
         super().__init__(f"no response to {method} within {seconds:g} s")
+
+
+class CannotWait(ElicitError, ClientRequestError):
+    """The WSGI server runs one request at a time per process (``wsgi.multithread`` is false),
+    so the client's answer could never arrive while the handler waits; nothing was sent.
+
+    Both an ``ElicitError`` and a ``ClientRequestError``, so a handler's handling of either
+    kind of question catches it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this WSGI server serves one request at a time (wsgi.multithread is false), so the client's answer "
+            "could never reach this waiting call; serve the app with gunicorn's gthread worker (gunicorn -c "
+            "gunicorn.conf.py), or use a 2026-07-28 client, whose questions need no waiting"
+        )
 
 
 class URLElicitationRequired(Exception):
@@ -382,6 +398,7 @@ class Context:
             what the matching single methods raise: capability problems before anything is
             sent; then the first (in order) answer's outcome exception. A reached cap or a
             timeout is reported as the first ask's kind of error.
+            CannotWait: (handshake era) the WSGI server is not multithreaded; nothing was sent.
         """
         if not asks:
             raise ValueError("ask_all needs at least one question")
@@ -398,6 +415,8 @@ class Context:
         for request in requests:
             # Raise in the handler, where the mistake is, rather than fail at the client.
             jsonrpc.encode(jsonrpc.request(0, request.method, request.params))
+        if not self._exchange.can_wait:
+            raise CannotWait()
         try:
             answers = self._exchange.ask(requests)
         except (CapacityError, TimeoutError) as exc:

@@ -9,7 +9,7 @@ can never be reached: the key includes the session of the answering POST.
 
 from __future__ import annotations
 
-import itertools
+import secrets
 import threading
 import time
 from collections import Counter
@@ -59,7 +59,6 @@ class CorrelationTable:
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, str], Pending] = {}
         self._per_session: Counter[str] = Counter()
-        self._ids = itertools.count(1)
 
     def register(self, session: "Session", call: "Call") -> Pending:
         """Reserve a slot and an id for a new request of ``call``.
@@ -74,7 +73,8 @@ class CorrelationTable:
                 raise CapacityError(
                     f"this process already has {self.max_pending} (the process cap, derived from the thread budget)"
                 )
-            pending = Pending(f"zemcp-{next(self._ids)}", session.id, call, self._lock)
+            # Random, so an id tells a session nothing about the requests of other sessions.
+            pending = Pending(f"zemcp-{secrets.token_urlsafe(12)}", session.id, call, self._lock)
             self._entries[(session.id, pending.id)] = pending
             self._per_session[session.id] += 1
             return pending

@@ -18,12 +18,12 @@ from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
-from zemcp import jsonrpc, versions
-from zemcp.capabilities import LOG_LEVELS
+from zemcp import jsonrpc, logsafe, versions
+from zemcp.capabilities import LOG_LEVELS, check_size
 from zemcp.elicitation import ClientDisconnected, RequestCancelled
-from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
+from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.responses import error_response, json_response, reply
-from zemcp.server import Server, Work
+from zemcp.server import Busy, Server, Work
 from zemcp.session import Call, Session, SessionLimitReached, SessionNotFound, SessionRequired, fingerprint
 from zemcp.sinks import ReplySink
 
@@ -80,9 +80,12 @@ class HandshakeEra:
                 self._cancel(session, message.params)
             return Response(status=202)
         try:
-            outcome = self._handle(session, message)
+            outcome = self._handle(session, message, bool(request.environ.get("wsgi.multithread")))
         except SessionNotFound as exc:
             return error_response(404, INVALID_REQUEST, str(exc), id=request_id)
+        except Busy as exc:
+            return error_response(503, INTERNAL_ERROR, str(exc), id=request_id,
+                                  headers={"Retry-After": str(exc.retry_after)})
         if isinstance(outcome, dict):
             return json_response(200, outcome)
         return reply(outcome, request.environ, self.settings.keepalive_interval)
@@ -115,6 +118,12 @@ class HandshakeEra:
         if not isinstance(capabilities, dict) or not isinstance(client_info, dict):
             return error_response(400, INVALID_PARAMS, "Invalid params: capabilities and clientInfo must be objects",
                                   id=request.id)
+        try:
+            # The session keeps both for its whole life: bound what one client can make it hold.
+            check_size("params.capabilities", capabilities, self.settings.max_client_info_bytes)
+            check_size("params.clientInfo", client_info, self.settings.max_client_info_bytes)
+        except ValueError as exc:
+            return error_response(400, INVALID_PARAMS, f"Invalid params: {exc}", id=request.id)
         # initialize never negotiates a stateless version: those need no handshake.
         version = requested if requested in versions.HANDSHAKE else versions.LATEST
         try:
@@ -129,19 +138,23 @@ class HandshakeEra:
         }
         if self.server.instructions:
             result["instructions"] = self.server.instructions
-        # %r: client-chosen strings must not be able to forge log lines.
-        log.info("session %s initialized: client %r %r, protocol %s, elicitation %s",
-                 fingerprint(session.id), client_info.get("name"), client_info.get("version"), version,
+        # Clipped reprs: client-chosen strings must not flood the log or forge log lines.
+        log.info("session %s initialized: client %s %s, protocol %s, elicitation %s",
+                 fingerprint(session.id), logsafe.clip(client_info.get("name")),
+                 logsafe.clip(client_info.get("version")), version,
                  "yes" if session.client_supports_elicit() else "no")
         return json_response(200, jsonrpc.result(request.id, result), headers={SESSION_HEADER: session.id})
 
     # -- requests of a session -----------------------------------------------------------
 
-    def _handle(self, session: Session, request: jsonrpc.Request) -> dict | ReplySink:
+    def _handle(self, session: Session, request: jsonrpc.Request, can_wait: bool) -> dict | ReplySink:
         """A request of a live session: a JSON-RPC response, or the sink of a running handler.
+
+        ``can_wait`` is false under a WSGI server that is not multithreaded.
 
         Raises:
             SessionNotFound: the session ended while the request arrived.
+            Busy: the call budget is taken.
         """
         try:
             method = self._session_methods.get(request.method)
@@ -151,18 +164,23 @@ class HandshakeEra:
                 return jsonrpc.error(request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}")
             outcome = self.server.prepare(session, request)
             if isinstance(outcome, Work):
-                return self._start(session, request, outcome)
+                return self._start(session, request, outcome, can_wait)
             return jsonrpc.result(request.id, outcome)
         except ProtocolError as exc:
             return jsonrpc.error(request.id, exc.code, exc.message, exc.data)
 
-    def _start(self, session: Session, request: jsonrpc.Request, work: Work) -> ReplySink:
-        """Run ``work`` on the handler pool as a call of ``session``; its sink tells JSON from stream."""
+    def _start(self, session: Session, request: jsonrpc.Request, work: Work, can_wait: bool) -> ReplySink:
+        """Run ``work`` on the handler pool as a call of ``session``; its sink tells JSON from stream.
+
+        Raises:
+            Busy: the call budget is taken; nothing runs.
+        """
+        self.server.check_room()
         meta = request.params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         sink = ReplySink()
         call = Call(session, request.id, sink, token if jsonrpc.valid_id(token) else None, self.server.pending,
-                    self.settings.elicitation_timeout)
+                    self.settings.elicitation_timeout, can_wait)
         try:
             session.begin(call)
         except ValueError as exc:
@@ -179,7 +197,11 @@ class HandshakeEra:
                 session.finish(call)
                 sink.finish(response)
 
-        self.server.submit(job)
+        try:
+            self.server.submit(job)
+        except Busy:
+            session.finish(call)
+            raise
         return sink
 
     def _cancel(self, session: Session, params: dict) -> None:

@@ -53,9 +53,12 @@ class Exchange(Protocol):
         request_id: the JSON-RPC id of the request.
         progress_token: its ``_meta.progressToken``, or None.
         timeout: [seconds] (handshake) the longest wait for the answers to one :meth:`ask`.
+        can_wait: False when :meth:`ask` would wait for an answer that cannot arrive (a
+            handshake-era request under a WSGI server that is not multithreaded).
     """
 
     timeout: float
+    can_wait: bool
     client: "ClientView"
     session: "Session | None"
     request_id: "jsonrpc.RequestId"

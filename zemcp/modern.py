@@ -30,15 +30,15 @@ from typing import Any
 from werkzeug.wrappers import Request, Response
 
 from zemcp import headers as mcp_headers
-from zemcp import jsonrpc, mrtr, versions
+from zemcp import jsonrpc, logsafe, mrtr, versions
 from zemcp.caching import NO_CACHE, CacheHint
-from zemcp.capabilities import LOG_LEVELS, ClientView
+from zemcp.capabilities import LOG_LEVELS, ClientView, check_size
 from zemcp.elicitation import ClientDisconnected
 from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.request_state import RequestStateError, StateTooLarge
 from zemcp.resources import RESOURCE_NOT_FOUND, ResourceNotFound
 from zemcp.responses import error_response, json_response, reply
-from zemcp.server import Server, Work
+from zemcp.server import Busy, Server, Work
 from zemcp.sinks import ReplySink
 from zemcp.subscriptions import ListenLimitReached
 from zemcp.tools import error_result
@@ -116,12 +116,15 @@ class ModernEra:
         except ListenLimitReached as exc:
             return error_response(429, INVALID_REQUEST, f"Too Many Requests: {exc}", id=message.id,
                                   headers={"Retry-After": str(LISTEN_RETRY_AFTER)})
+        except Busy as exc:
+            return error_response(503, jsonrpc.INTERNAL_ERROR, str(exc), id=message.id,
+                                  headers={"Retry-After": str(exc.retry_after)})
         if isinstance(outcome, dict):
             return json_response(status_of(outcome), outcome)
         return reply(outcome, request.environ, self.settings.keepalive_interval, status_of)
 
     def _handle(self, request: Request, message: jsonrpc.Request) -> dict | ReplySink:
-        client = envelope(message)
+        client = envelope(message, self.settings.max_client_info_bytes)
         try:
             mcp_headers.check_standard(request.headers, message.method, message.params, client.protocol_version)
         except mcp_headers.HeaderError as exc:
@@ -201,6 +204,8 @@ class ModernEra:
             acknowledged, kinds, uris = self.server.subscriptions.honoured(request.params.get("notifications"), supported)
         except ValueError as exc:
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
+        # A listen stream holds a thread for as long as it is open: it counts in the call budget.
+        self.server.check_room()
         return self.server.subscriptions.open(request.id, acknowledged, kinds, uris)
 
     # -- multi-round-trip requests -----------------------------------------------------
@@ -217,7 +222,7 @@ class ModernEra:
             except RequestStateError as exc:
                 hint = ("; another process sealed it: give every worker and instance the same "
                         "ZEMCP_REQUEST_STATE_KEY (docs/deploy.md)") if exc.reason == "unknown key" else ""
-                log.warning("refused a requestState for %s %r: %s%s", work.method, work.target, exc.reason, hint)
+                log.warning("refused a requestState for %s %s: %s%s", work.method, logsafe.clip(work.target), exc.reason, hint)
                 raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}",
                                     data={"reason": "invalid_request_state"}) from None
         answers, asked, held = mrtr.parse_state(state)
@@ -238,7 +243,7 @@ class ModernEra:
                     pass
                 response = self._finish(work, request, round_, response)
             except BaseException:
-                log.exception("%s %r: the round could not be answered", work.method, work.target)
+                log.exception("%s %s: the round could not be answered", work.method, logsafe.clip(work.target))
                 response = jsonrpc.error(request.id, jsonrpc.INTERNAL_ERROR, f"Internal error while serving {work.method}")
             finally:
                 sink.finish(response)
@@ -259,7 +264,7 @@ class ModernEra:
                                      f"request again without requestState")
             return self.result(request.id, work.method, body)
         if isinstance(round_.ended, mrtr.ReplayMismatch):
-            log.warning("%s %r broke the replay contract: %s", work.method, work.target, round_.ended)
+            log.warning("%s %s broke the replay contract: %s", work.method, logsafe.clip(work.target), round_.ended)
             text = str(round_.ended)
             if work.is_tool:
                 return self.result(request.id, work.method, error_result(text))
@@ -267,8 +272,9 @@ class ModernEra:
         if response is None:
             return None
         if round_.unused_answers:
-            log.warning("%s %r returned without asking %d question(s) it had answers for: handlers must ask the same "
-                        "questions in the same order on every round", work.method, work.target, round_.unused_answers)
+            log.warning("%s %s returned without asking %d question(s) it had answers for: handlers must ask the same "
+                        "questions in the same order on every round", work.method, logsafe.clip(work.target),
+                        round_.unused_answers)
         failed = "error" in response or response["result"].get("isError") is True
         if failed and round_.missing_capabilities:
             needed = ", ".join(f"{name}" + (f" ({', '.join(sorted(modes))} mode)" if modes else "")
@@ -287,11 +293,14 @@ class ModernEra:
         return self.result(request.id, work.method, response["result"], NO_CACHE if retried else self.server.cache_hint(request))
 
 
-def envelope(request: jsonrpc.Request) -> ClientView:
+def envelope(request: jsonrpc.Request, max_client_info_bytes: int) -> ClientView:
     """The client as a 2026-07-28 request's ``params._meta`` declares it.
 
+    Args:
+        request: the request.
+        max_client_info_bytes: [bytes] the largest clientInfo and clientCapabilities accepted.
     Raises:
-        ProtocolError: -32602 naming the missing or malformed envelope field.
+        ProtocolError: -32602 naming the missing, malformed or oversized envelope field.
     """
     meta = request.params.get("_meta")
     needed = f"params._meta with {META_VERSION} (a string) and {META_CAPABILITIES} (an object)"
@@ -316,5 +325,10 @@ def envelope(request: jsonrpc.Request) -> ClientView:
                                             f"(name, version), or left out")
     if level is not None and level not in LOG_LEVELS:
         raise ProtocolError(INVALID_PARAMS, f"Invalid params: {META_LOG_LEVEL} must be one of "
-                                            f"{', '.join(LOG_LEVELS)}, got {level!r}")
+                                            f"{', '.join(LOG_LEVELS)}, got {logsafe.clip(level)}")
+    try:
+        check_size(META_CAPABILITIES, capabilities, max_client_info_bytes)
+        check_size(META_CLIENT_INFO, info, max_client_info_bytes)
+    except ValueError as exc:
+        raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
     return ClientView(version, info, capabilities, log_level=level)

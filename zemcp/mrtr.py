@@ -166,6 +166,8 @@ class Round:
     """
 
     session = None
+    # A round never waits for the client, whatever the WSGI server.
+    can_wait = True
 
     def __init__(self, client: ClientView, request_id: jsonrpc.RequestId, sink: ReplySink,
                  progress_token: jsonrpc.RequestId | None, answers: list[list], asked: list[list] | None,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from zemcp import pagination, schemas
+from zemcp import logsafe, pagination, schemas
 from zemcp.caching import NO_CACHE, CacheHint, combine
 from zemcp.context import HANDLER_ERRORS, ClientRequestError
 from zemcp.elicitation import ElicitAborted, ElicitError
@@ -104,7 +104,7 @@ class Prompt:
             raise
         except (ElicitError, ClientRequestError) as exc:
             # An outcome of asking the client, not a bug: no traceback.
-            log.info("prompt %r ended by an outcome of asking the client: %s", self.name, exc)
+            log.info("prompt %r ended by an outcome of asking the client: %s", self.name, logsafe.outcome(exc))
             raise ProtocolError(INTERNAL_ERROR, f"prompt {self.name!r} could not be built: {exc}") from None
         except HANDLER_ERRORS as exc:
             log.exception("prompt %r failed", self.name)

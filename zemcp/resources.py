@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from zemcp import pagination, schemas
+from zemcp import logsafe, pagination, schemas
 from zemcp.caching import NO_CACHE, CacheHint, combine
 from zemcp.context import HANDLER_ERRORS, ClientRequestError
 from zemcp.elicitation import ElicitAborted, ElicitError
@@ -334,10 +334,11 @@ class ResourceRegistry:
         except (ProtocolError, ElicitAborted):
             raise
         except (ElicitError, ClientRequestError) as exc:
-            log.info("reading resource %r ended by an outcome of asking the client: %s", uri, exc)
+            log.info("reading resource %s ended by an outcome of asking the client: %s", logsafe.clip(uri),
+                     logsafe.outcome(exc))
             raise ProtocolError(INTERNAL_ERROR, f"reading resource {uri} failed: {exc}") from None
         except HANDLER_ERRORS as exc:
-            log.exception("reading resource %r failed", uri)
+            log.exception("reading resource %s failed", logsafe.clip(uri))
             raise ProtocolError(
                 INTERNAL_ERROR,
                 f"Internal error: reading resource {uri} failed ({type(exc).__name__}); the server log has the details",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from zemcp import __version__, jsonrpc, versions
+from zemcp import __version__, jsonrpc, logsafe, versions
 from zemcp.caching import NO_CACHE, CacheHint
 from zemcp.capabilities import ClientView
 from zemcp.config import Settings
@@ -58,6 +59,26 @@ def shutdown_all() -> int:
         how many sessions ended.
     """
     return sum(server.shutdown() for server in list(_SERVERS))
+
+
+#: [seconds] ``Retry-After`` of a call refused because the call budget is taken.
+BUSY_RETRY_AFTER = 2
+
+
+class Busy(Exception):
+    """The threads for running calls and streams are all taken (HTTP 503 with ``Retry-After``).
+
+    Attributes:
+        retry_after: [seconds] when to try again.
+    """
+
+    def __init__(self, held: int, budget: int):
+        super().__init__(
+            f"Service Unavailable: {held} running calls and streams hold this process's {budget} threads for them "
+            f"(ZEMCP_THREADS minus the reserve kept for answers, cancellations and pings); retry in "
+            f"{BUSY_RETRY_AFTER} s, or raise ZEMCP_THREADS"
+        )
+        self.retry_after = BUSY_RETRY_AFTER
 
 
 @dataclass(frozen=True)
@@ -103,13 +124,15 @@ class Server:
         self.resources = ResourceRegistry()
         self.prompts = PromptRegistry()
         self.completions = CompletionRegistry(self.prompts, self.resources)
-        self.pending = CorrelationTable(self.settings.pending_budget, self.settings.max_pending_per_session)
+        self.pending = CorrelationTable(self.settings.pending_budget, self.settings.session_pending_budget)
         self.sessions = SessionRegistry(self.settings.max_sessions, self.settings.session_ttl, self._session_ended,
                                         self.settings.instance)
         # Without configured keys, only this process can open the states it seals.
         self.request_states = RequestStateSealer(self.settings.request_state_key or (new_key(),),
                                                  self.settings.elicitation_timeout, name)
         self.subscriptions = SubscriptionHub(self.settings.listen_budget)
+        self._admission = threading.Lock()
+        self._running = 0
         # One worker per gunicorn thread: each thread waits on at most one handler.
         self._pool = ThreadPoolExecutor(max_workers=self.settings.threads, thread_name_prefix="zemcp-handler")
         self.started = time.time()
@@ -374,9 +397,32 @@ class Server:
                 return NO_CACHE
         return NO_CACHE
 
+    def check_room(self) -> None:
+        """Raise :class:`Busy` when running calls and open streams hold the whole call budget."""
+        held = self._running + self.subscriptions.count()
+        if held >= self.settings.call_budget:
+            raise Busy(held, self.settings.call_budget)
+
     def submit(self, job: Callable[[], None]) -> None:
-        """Run ``job`` on the handler pool (it must answer its request whatever happens)."""
-        self._pool.submit(job)
+        """Run ``job`` on the handler pool, counted in the call budget until it returns.
+
+        ``job`` must answer its request whatever happens.
+
+        Raises:
+            Busy: the call budget is taken (``Settings.call_budget``); ``job`` does not run.
+        """
+        with self._admission:
+            self.check_room()
+            self._running += 1
+
+        def counted() -> None:
+            try:
+                job()
+            finally:
+                with self._admission:
+                    self._running -= 1
+
+        self._pool.submit(counted)
 
     def execute(self, work: Work, exchange: Exchange) -> dict | None:
         """Run ``work``'s handler with a Context on ``exchange``; never raises what the handler raised.
@@ -408,7 +454,7 @@ class Server:
             return jsonrpc.error(request_id, exc.code, exc.message, exc.data)
         except BaseException:
             # A pool thread: whatever escaped, the client still gets an answer.
-            log.exception("%s %r failed outside its handler", work.method, work.target)
+            log.exception("%s %s failed outside its handler", work.method, logsafe.clip(work.target))
             return jsonrpc.error(request_id, INTERNAL_ERROR, f"Internal error while serving {work.method}")
         finally:
             # Threads the handler left behind must not talk on a finished request.
@@ -490,6 +536,8 @@ class Server:
             "threads": self.settings.threads,
             "thread_reserve": self.settings.thread_reserve,
             "pending_budget": self.settings.pending_budget,
+            "running": self._running,
+            "call_budget": self.settings.call_budget,
             "listen_streams": self.subscriptions.count(),
             "listen_budget": self.settings.listen_budget,
         }

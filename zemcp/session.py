@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from zemcp import logsafe
 from zemcp.capabilities import ClientView
 from zemcp.elicitation import ElicitAborted, RequestCancelled
 from zemcp.jsonrpc import RequestId
@@ -136,14 +137,16 @@ class Call:
         progress_token: the request's ``_meta.progressToken``, or None.
         table: the process's correlation table, where the handler waits for answers.
         timeout: [seconds] the longest wait for the answers to one :meth:`ask`.
+        can_wait: False under a WSGI server that is not multithreaded: the answer, a request
+            of its own, could not be served while this one waits.
 
     Attributes:
-        session, request_id, sink, progress_token, timeout: as given; ``client`` is the session.
+        session, request_id, sink, progress_token, timeout, can_wait: as given; ``client`` is the session.
         aborted: why it can no longer be answered, or None.
     """
 
     def __init__(self, session: Session, request_id: RequestId, sink: ReplySink, progress_token: RequestId | None = None,
-                 table: "CorrelationTable | None" = None, timeout: float = 600.0):
+                 table: "CorrelationTable | None" = None, timeout: float = 600.0, can_wait: bool = True):
         self._lock = threading.Lock()
         self.session = session
         self.client = session
@@ -153,6 +156,7 @@ class Call:
         self.aborted: ElicitAborted | None = None
         self._table = table
         self.timeout = timeout
+        self.can_wait = can_wait
 
     def ask(self, requests: "list[InputRequest]") -> "list[jsonrpc.Response]":
         """Send ``requests`` on this call's stream and wait for every answer (see
@@ -249,10 +253,10 @@ class SessionRegistry:
                 # To the client this is a lost session (404, re-initialize); to the operator
                 # it is a routing mistake, which must never pass silently.
                 log.warning(
-                    "request for a session of instance %r reached instance %r: either a proxy routed it "
+                    "request for a session of instance %s reached instance %r: either a proxy routed it "
                     "wrongly (route every request by its Mcp-Session-Id to the instance named before the "
                     "'.', see docs/deploy.md) or that instance restarted and its sessions are gone",
-                    owner, self.instance,
+                    logsafe.clip(owner), self.instance,
                 )
             raise SessionNotFound(
                 "Session not found: it ended, expired or was never created here; send initialize "

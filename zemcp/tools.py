@@ -24,7 +24,7 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
-from zemcp import elicitation, headers, schemas
+from zemcp import elicitation, headers, logsafe, schemas
 from zemcp.caching import NO_CACHE, CacheHint, combine
 from zemcp.context import HANDLER_ERRORS, ClientRequestError, Context, URLElicitationRequired
 
@@ -178,7 +178,7 @@ class Tool:
             return error_result(str(exc))
         except (elicitation.ElicitError, ClientRequestError) as exc:
             # An outcome of asking the client (declined, timed out, not declared ...), not a bug: no traceback.
-            log.info("tool %r ended by an outcome of asking the client: %s", self.name, exc)
+            log.info("tool %r ended by an outcome of asking the client: %s", self.name, logsafe.outcome(exc))
             return error_result(str(exc))
         except HANDLER_ERRORS as exc:
             log.exception("tool %r raised", self.name)

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Request, Response
 
-from zemcp import jsonrpc, modern
+from zemcp import jsonrpc, logsafe, modern
 from zemcp.config import Settings, is_loopback_host
 from zemcp.handshake import SESSION_HEADER, HandshakeEra
 from zemcp.jsonrpc import INVALID_REQUEST, ProtocolError
@@ -56,9 +56,18 @@ class McpApp:
         self._check_host = self.settings.bind_is_loopback
         self.handshake = HandshakeEra(server)
         self.modern = ModernEra(server)
+        self._threading_checked = False
 
     def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
         """The WSGI entry point (PEP 3333): answer one HTTP request."""
+        if not self._threading_checked:
+            self._threading_checked = True
+            if not environ.get("wsgi.multithread"):
+                log.warning(
+                    "this WSGI server serves one request at a time per process (wsgi.multithread is false): "
+                    "a handshake-era elicitation, sampling or roots request could never receive its answer, so "
+                    "it fails at once with CannotWait. Serve zemcp with gunicorn's gthread worker "
+                    "(gunicorn -c gunicorn.conf.py); 2026-07-28 clients and plain calls work either way")
         try:
             response = self.dispatch(Request(environ))
         except HTTPException as exc:  # werkzeug's own refusals (bad headers and the like)
@@ -89,11 +98,11 @@ class McpApp:
     def _check_origin_and_host(self, request: Request) -> Response | None:
         origin = request.headers.get("Origin")
         if origin is not None and not self._origin_allowed(origin):
-            log.warning("refused Origin %r", origin)
+            log.warning("refused Origin %s", logsafe.clip(origin))
             return error_response(403, INVALID_REQUEST, f"Forbidden: Origin {origin!r} is not allowed; add it to ZEMCP_ALLOWED_ORIGINS")
         host = request.headers.get("Host")
         if host is not None and self._check_host and not is_loopback_host(_hostname(host)):
-            log.warning("refused Host %r on a loopback bind", host)
+            log.warning("refused Host %s on a loopback bind", logsafe.clip(host))
             return error_response(403, INVALID_REQUEST, f"Forbidden: Host {host!r} is not a loopback name; this server is bound to loopback")
         return None
 

@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from werkzeug.test import Client
+from tests.inprocess.threaded import Client
 
 import zemcp
 from zemcp import Settings

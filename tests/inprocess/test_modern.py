@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from werkzeug.test import Client
+from tests.inprocess.threaded import Client
 
 import zemcp
 from zemcp import Settings

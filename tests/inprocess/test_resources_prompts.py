@@ -9,7 +9,7 @@ import json
 from typing import Annotated
 
 import pytest
-from werkzeug.test import Client
+from tests.inprocess.threaded import Client
 
 import zemcp
 from zemcp import Settings

@@ -10,7 +10,7 @@ import time
 
 import pytest
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
-from werkzeug.test import Client
+from tests.inprocess.threaded import Client
 from werkzeug.wrappers import Response
 
 import wsgi

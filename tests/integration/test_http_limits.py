@@ -66,21 +66,24 @@ def test_process_pending_cap_keeps_a_thread_for_the_answer(start_server):
     assert "client: bob" in _complete(bob, bob_call, bob_stream, bob_elicitation)
 
 
-def test_derived_pending_cap_leaves_threads_for_answers(start_server):
-    """With ZEMCP_THREADS=4 and no ZEMCP_MAX_PENDING, the derived cap is below 4, one more fails at once, answers still work."""
+def test_derived_budget_refuses_calls_beyond_it_and_answers_still_work(start_server):
+    """With ZEMCP_THREADS=4 the call budget is 2: two pending elicitations take it, a third call gets 503 at once, pings and answers are still served."""
     server = start_server(threads=4, keepalive_interval=0.5, elicitation_timeout=30)
     observer = server.session(name="observer")
     status = observer.status()
     assert status["threads"] == 4, status["text"]
     cap = status["pending_cap"]
-    assert 1 <= cap < 4, status["text"]
-    assert status["threads_pending"] == cap and status["threads_reserved"] == 4 - cap, status["text"]
+    assert cap == 2 and status["threads_pending"] == cap and status["threads_reserved"] == 4 - cap, status["text"]
     waiting = []
     for n in range(cap):
         client = server.session(name=f"waiter-{n}")
         waiting.append((client, *client.start_elicitation()))
-    assert observer.status()["pending"] == cap
-    _too_many(server.session(name="one-too-many"))
+    start = time.monotonic()
+    refused = observer.request("tools/call", {"name": "ze_execute", "arguments": {"command": "help"}})
+    assert time.monotonic() - start < 2.0
+    assert refused.status_code == 503 and refused.headers["Retry-After"] == "2", (refused.status_code, refused.text)
+    error = refused.json()["error"]
+    assert error["code"] == -32603 and "Service Unavailable: 2 running calls" in error["message"], error
     # Every pending elicitation holds a thread; the answers and other requests still get one.
     for _ in range(3):
         assert observer.request("ping").status_code == 200

@@ -1,0 +1,66 @@
+"""Threads as a budget, over real gunicorn: the wrong worker type, bounded client input, clipped logs.
+
+The call budget itself (503 with Retry-After once running calls hold it) is in
+test_http_limits.py; streams that give their slot back within a second in
+test_http_modern_streams.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import GunicornServer, ModernClient
+
+
+@pytest.fixture
+def sync_server(_log_dir: Path) -> Iterator[GunicornServer]:
+    """The reference server under plain gunicorn, without gunicorn.conf.py: the sync worker."""
+    server = GunicornServer({}, _log_dir, config=False)
+    yield server
+    server.stop()
+
+
+def test_a_sync_worker_refuses_to_wait_at_once_and_says_why(sync_server):
+    """Under the sync worker a session's eliciting call fails at once naming the fix; plain and 2026-07-28 calls work."""
+    client = sync_server.session(name="sync")
+    result = client.execute("")
+    assert result["isError"] is True
+    text = result["content"][0]["text"]
+    assert "wsgi.multithread is false" in text and "gthread" in text, text
+    assert "client: sync" in client.command_text("session show")
+    modern = ModernClient(sync_server.url, name="modern-on-sync")
+    assert "client: modern-on-sync" in modern.run_eliciting("session show")
+    # Without gunicorn.conf.py nothing configures zemcp's logger: Python prints warnings bare.
+    assert re.search(r"serves one request at a time per process \(wsgi.multithread is false\).*gthread",
+                     sync_server.log()), sync_server.log()
+
+
+def test_an_oversized_initialize_is_refused(server):
+    """capabilities or clientInfo over ZEMCP_MAX_CLIENT_INFO_BYTES (4096) as JSON get 400 -32602 naming the setting."""
+    client = server.client()
+    response = client.initialize(capabilities={"experimental": {f"k{n}": [] for n in range(2000)}}, initialized=False)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == -32602 and "ZEMCP_MAX_CLIENT_INFO_BYTES" in error["message"], error
+    assert "Mcp-Session-Id" not in response.headers
+
+
+def test_an_oversized_modern_envelope_is_refused(server):
+    """A 2026-07-28 request whose clientCapabilities exceed the bound is 400 -32602."""
+    client = ModernClient(server.url, capabilities={"experimental": {"blob": "x" * 5000}})
+    response, reply = client.call({"command": "help"})
+    assert response.status_code == 400 and reply["error"]["code"] == -32602, reply
+
+
+def test_a_long_client_name_is_clipped_in_the_log(server):
+    """A 3,000-character clientInfo.name is logged as its first characters and its length, not whole."""
+    client = server.client(name="N" * 3000)
+    response = client.initialize(initialized=False)
+    assert response.status_code == 200, response.text
+    lines = [line for line in server.log().splitlines() if "initialized: client 'NNN" in line]
+    assert lines, "the initialize was not logged"
+    assert "N" * 200 not in lines[-1] and "(3002 characters)" in lines[-1], lines[-1]

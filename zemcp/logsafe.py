@@ -1,0 +1,28 @@
+"""Client-supplied values in log lines: shortened and quoted, never the client's secrets.
+
+Anything a client sends (names, URIs, header values, session-id prefixes) reaches the log only
+through :func:`clip`, so a huge value cannot flood the log and a crafted one cannot forge log
+lines. What a user answers (elicited content) and what a client writes in an error message
+are never logged at all: outcomes are logged by their kind (:func:`outcome`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Characters of a client-supplied value a log line shows at most.
+CLIP = 80
+
+
+def clip(value: Any, limit: int = CLIP) -> str:
+    """``repr(value)``, cut to ``limit`` characters with the original length noted when longer."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def outcome(exc: BaseException) -> str:
+    """How a log line names an outcome of asking the client: its kind, not its message, which may
+    hold the user's answer (a malformed one) or the client's own error text."""
+    return type(exc).__name__
