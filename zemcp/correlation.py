@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from zemcp.session import Call, Session
 
 
+#: [seconds] how often a waiting handler lets its reply sink tick (keep-alives, a client gone).
+TICK = 1.0
+
+
 class CapacityError(Exception):
     """A cap on pending requests is reached; the message names the cap and its value."""
 
@@ -114,6 +118,10 @@ class CorrelationTable:
     def wait(self, pending: Pending, timeout: float) -> jsonrpc.Response:
         """Block until ``pending`` is resolved or abandoned.
 
+        About every second (``TICK``) the wait lets the call's reply sink tick, outside the
+        lock: a sink written from this thread then sends its keep-alive comments and notices
+        a client that left (which abandons the wait).
+
         Args:
             pending: an entry from :meth:`register`.
             timeout: [seconds] the longest wait.
@@ -123,11 +131,17 @@ class CorrelationTable:
             TimeoutError: nothing arrived in time.
             the exception given to :meth:`abandon`.
         """
-        with self._lock:
-            if not pending._cond.wait_for(lambda: pending._outcome is not None, timeout):
-                pending._outcome = TimeoutError()
-                raise TimeoutError()
-            outcome = pending._outcome
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                remaining = deadline - time.monotonic()
+                if pending._cond.wait_for(lambda: pending._outcome is not None, max(0.0, min(TICK, remaining))):
+                    outcome = pending._outcome
+                    break
+                if remaining <= TICK:
+                    pending._outcome = TimeoutError()
+                    raise TimeoutError()
+            pending.call.sink.tick()
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome

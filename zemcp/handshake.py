@@ -22,7 +22,7 @@ from zemcp import jsonrpc, logsafe, versions
 from zemcp.capabilities import LOG_LEVELS, check_size
 from zemcp.elicitation import ClientDisconnected, RequestCancelled
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
-from zemcp.responses import error_response, json_response, reply
+from zemcp.responses import DirectSink, error_response, json_response, new_sink, reply
 from zemcp.server import Busy, Server, Work
 from zemcp.session import Call, Session, SessionLimitReached, SessionNotFound, SessionRequired, fingerprint
 from zemcp.sinks import ReplySink
@@ -80,7 +80,7 @@ class HandshakeEra:
                 self._cancel(session, message.params)
             return Response(status=202)
         try:
-            outcome = self._handle(session, message, bool(request.environ.get("wsgi.multithread")))
+            outcome = self._handle(session, message, request.environ)
         except SessionNotFound as exc:
             return error_response(404, INVALID_REQUEST, str(exc), id=request_id)
         except Busy as exc:
@@ -147,10 +147,8 @@ class HandshakeEra:
 
     # -- requests of a session -----------------------------------------------------------
 
-    def _handle(self, session: Session, request: jsonrpc.Request, can_wait: bool) -> dict | ReplySink:
+    def _handle(self, session: Session, request: jsonrpc.Request, environ: dict) -> "dict | ReplySink | DirectSink":
         """A request of a live session: a JSON-RPC response, or the sink of a running handler.
-
-        ``can_wait`` is false under a WSGI server that is not multithreaded.
 
         Raises:
             SessionNotFound: the session ended while the request arrived.
@@ -164,13 +162,16 @@ class HandshakeEra:
                 return jsonrpc.error(request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}")
             outcome = self.server.prepare(session, request)
             if isinstance(outcome, Work):
-                return self._start(session, request, outcome, can_wait)
+                return self._start(session, request, outcome, environ)
             return jsonrpc.result(request.id, outcome)
         except ProtocolError as exc:
             return jsonrpc.error(request.id, exc.code, exc.message, exc.data)
 
-    def _start(self, session: Session, request: jsonrpc.Request, work: Work, can_wait: bool) -> ReplySink:
-        """Run ``work`` on the handler pool as a call of ``session``; its sink tells JSON from stream.
+    def _start(self, session: Session, request: jsonrpc.Request, work: Work, environ: dict) -> "ReplySink | DirectSink":
+        """Start ``work`` as a call of ``session``; its sink tells JSON from stream.
+
+        Under a WSGI server that is not multithreaded the call cannot wait for answers
+        (``wsgi.multithread`` false: the answer's POST could not be served meanwhile).
 
         Raises:
             Busy: the call budget is taken; nothing runs.
@@ -178,9 +179,9 @@ class HandshakeEra:
         self.server.check_room()
         meta = request.params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        sink = ReplySink()
+        sink = new_sink(environ, self.settings.keepalive_interval)
         call = Call(session, request.id, sink, token if jsonrpc.valid_id(token) else None, self.server.pending,
-                    self.settings.elicitation_timeout, can_wait)
+                    self.settings.elicitation_timeout, bool(environ.get("wsgi.multithread")))
         try:
             session.begin(call)
         except ValueError as exc:
@@ -198,7 +199,7 @@ class HandshakeEra:
                 sink.finish(response)
 
         try:
-            self.server.submit(job)
+            self.server.start(job, sink)
         except Busy:
             session.finish(call)
             raise

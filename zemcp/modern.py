@@ -37,7 +37,7 @@ from zemcp.elicitation import ClientDisconnected
 from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.request_state import RequestStateError, StateTooLarge
 from zemcp.resources import RESOURCE_NOT_FOUND, ResourceNotFound
-from zemcp.responses import error_response, json_response, reply
+from zemcp.responses import DirectSink, error_response, json_response, new_sink, reply
 from zemcp.server import Busy, Server, Work
 from zemcp.sinks import ReplySink
 from zemcp.subscriptions import ListenLimitReached
@@ -123,7 +123,7 @@ class ModernEra:
             return json_response(status_of(outcome), outcome)
         return reply(outcome, request.environ, self.settings.keepalive_interval, status_of)
 
-    def _handle(self, request: Request, message: jsonrpc.Request) -> dict | ReplySink:
+    def _handle(self, request: Request, message: jsonrpc.Request) -> "dict | ReplySink | DirectSink":
         client = envelope(message, self.settings.max_client_info_bytes)
         try:
             mcp_headers.check_standard(request.headers, message.method, message.params, client.protocol_version)
@@ -153,7 +153,7 @@ class ModernEra:
             # 2026-07-28 retired -32002: a missing resource is invalid params, with the URI.
             raise ProtocolError(INVALID_PARAMS, exc.message, data=exc.data) from None
         if isinstance(outcome, Work):
-            return self._start(client, message, outcome)
+            return self._start(client, message, outcome, request.environ)
         return self.result(message.id, method, outcome, self.server.cache_hint(message))
 
     def _check_param_headers(self, request: Request, message: jsonrpc.Request) -> None:
@@ -210,8 +210,8 @@ class ModernEra:
 
     # -- multi-round-trip requests -----------------------------------------------------
 
-    def _start(self, client: ClientView, request: jsonrpc.Request, work: Work) -> ReplySink:
-        """Run one round of ``work`` on the handler pool; its sink tells JSON from stream."""
+    def _start(self, client: ClientView, request: jsonrpc.Request, work: Work, environ: dict) -> "ReplySink | DirectSink":
+        """Start one round of ``work``; its sink tells JSON from stream."""
         params = request.params
         token = params.get("requestState")
         state = None
@@ -228,7 +228,7 @@ class ModernEra:
         answers, asked, held = mrtr.parse_state(state)
         responses = mrtr.check_responses(params.get("inputResponses"), asked)
         progress = params["_meta"].get("progressToken")
-        sink = ReplySink()
+        sink = new_sink(environ, self.settings.keepalive_interval)
         round_ = mrtr.Round(client, request.id, sink, progress if jsonrpc.valid_id(progress) else None,
                             answers, asked, held, responses, self.settings.elicitation_timeout)
         # Closing the response stream is this era's cancellation (basic/patterns/cancellation).
@@ -248,7 +248,7 @@ class ModernEra:
             finally:
                 sink.finish(response)
 
-        self.server.submit(job)
+        self.server.start(job, sink)
         return sink
 
     def _finish(self, work: Work, request: jsonrpc.Request, round_: mrtr.Round, response: dict | None) -> dict | None:

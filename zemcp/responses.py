@@ -12,9 +12,11 @@ from __future__ import annotations
 import logging
 import select
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 
+from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wrappers import Response
 
 from zemcp import jsonrpc
@@ -39,8 +41,8 @@ def error_response(status: int, code: int, message: str, headers: dict | None = 
     return json_response(status, jsonrpc.error(id, code, message, data), headers)
 
 
-def reply(sink: ReplySink, environ: dict, keepalive: float, status_of: Callable[[dict], int] = lambda _: 200,
-          headers: dict | None = None) -> Response:
+def reply(sink: "ReplySink | DirectSink", environ: dict, keepalive: float,
+          status_of: Callable[[dict], int] = lambda _: 200, headers: dict | None = None) -> "Response | _DirectResponse":
     """The response to a request whose handler writes to ``sink``: JSON or an SSE stream.
 
     Args:
@@ -52,7 +54,10 @@ def reply(sink: ReplySink, environ: dict, keepalive: float, status_of: Callable[
     Returns:
         ``application/json`` when the handler finished without sending anything first, else
         ``text/event-stream``; a request cancelled before it sent anything gets an empty stream.
+        For a :class:`DirectSink` the decision is made while its job runs on this thread.
     """
+    if isinstance(sink, DirectSink):
+        return _DirectResponse(sink, status_of, headers)
     streaming, final = sink.first()
     if not streaming and final is not None:
         sink.close()
@@ -119,3 +124,160 @@ def encode(message: dict) -> bytes:
         log.error("cannot encode a response as JSON: %s", exc)
         return jsonrpc.encode(jsonrpc.error(message.get("id"), jsonrpc.INTERNAL_ERROR,
                                             f"Internal error: the result is not valid JSON ({exc}); fix the handler's return value"))
+
+
+class DirectSink:
+    """A reply sink that writes straight to the client from the handler's own thread.
+
+    Under gunicorn (the WSGI environ carries ``gunicorn.socket``, ``wsgi.multithread`` is true)
+    the handler runs on the request's thread itself: PEP 3333 lets an application call
+    ``start_response`` late and write through the ``write`` callable it returns. So the first
+    message a handler sends commits ``text/event-stream`` and is written at once; a handler that
+    finishes without sending anything is answered ``application/json``. A pending elicitation
+    then costs one thread, not two, and a plain call needs no hand-over between threads.
+
+    The same interface as :class:`zemcp.sinks.ReplySink` (``send``, ``finish``, ``on_close``,
+    ``close``, ``finished``), plus :meth:`tick`, which a waiting handler calls about every
+    second to write keep-alive comments and to notice a client that left.
+
+    Args:
+        environ: the request's WSGI environ (its ``gunicorn.socket`` is peeked at).
+        keepalive: [seconds] between keep-alive comments while the stream waits.
+    """
+
+    direct = True
+
+    def __init__(self, environ: dict, keepalive: float):
+        self._client = environ["gunicorn.socket"]
+        self._keepalive = keepalive
+        self._lock = threading.Lock()
+        self._write: Callable[[bytes], object] | None = None
+        self._start_response: Callable | None = None
+        self._last_write = 0.0
+        self.started = False
+        self._finished = False
+        self.final: dict | None = None
+        self._closed = False
+        self._on_close: list[Callable[[], None]] = []
+        #: The handler's job, run by :class:`_DirectResponse` on the request's thread.
+        self.job: Callable[[], None] | None = None
+
+    def bind(self, start_response: Callable) -> None:
+        """Take the WSGI ``start_response`` of the request (before the job runs)."""
+        self._start_response = start_response
+
+    def send(self, message: dict) -> bool:
+        """Write a message that precedes the response; the first one starts the stream.
+
+        Returns:
+            False when the client is gone or the request already finished (dropped), else True.
+        """
+        with self._lock:
+            if self._closed or self._finished:
+                return False
+            try:
+                self._start_stream()
+                self._write(b"event: message\ndata: " + encode(message) + b"\n\n")
+            except OSError:
+                gone = True
+            else:
+                gone = False
+                self._last_write = time.monotonic()
+        if gone:
+            self.close()
+            return False
+        return True
+
+    def tick(self) -> None:
+        """While the handler waits: notice a client that left, write a keep-alive when due."""
+        with self._lock:
+            if not self.started or self._closed or self._finished:
+                return
+            gone = _peer_closed(self._client)
+            if not gone and time.monotonic() - self._last_write >= self._keepalive:
+                try:
+                    self._write(b": keep-alive\n\n")
+                    self._last_write = time.monotonic()
+                except OSError:
+                    gone = True
+        if gone:
+            self.close()
+
+    def finish(self, response: dict | None) -> None:
+        """Give the final response (``None``: the request was cancelled, send no response)."""
+        with self._lock:
+            if not self._finished:
+                self._finished = True
+                self.final = response
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once when the client is found gone (at once if it already was)."""
+        with self._lock:
+            if not self._closed:
+                self._on_close.append(callback)
+                return
+        callback()
+
+    def close(self) -> None:
+        """The client is gone, or the response is complete; run the close callbacks once."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            callbacks, self._on_close = self._on_close, []
+        for callback in callbacks:
+            callback()
+
+    @property
+    def finished(self) -> bool:
+        """True once the final response (or its absence) was given."""
+        return self._finished
+
+    def _start_stream(self) -> None:
+        # Called with the lock held.
+        if not self.started:
+            self._write = self._start_response("200 OK", [("Content-Type", "text/event-stream"), *SSE_HEADERS.items()])
+            self.started = True
+
+
+class _DirectResponse:
+    """The WSGI response of a :class:`DirectSink`: runs its job on this thread, then answers."""
+
+    def __init__(self, sink: DirectSink, status_of: Callable[[dict], int], headers: dict | None):
+        self._sink = sink
+        self._status_of = status_of
+        self._headers = headers or {}
+
+    def __call__(self, environ: dict, start_response: Callable) -> list[bytes]:
+        sink = self._sink
+        sink.bind(start_response)
+        try:
+            sink.job()
+        finally:
+            # Late sends of threads the handler left behind are dropped from here on.
+            sink.close()
+        final = sink.final
+        if sink.started:
+            return [b"event: message\ndata: " + encode(final) + b"\n\n"] if final is not None else []
+        if final is None:
+            # A request cancelled before it sent anything ends without a response.
+            start_response("200 OK", [("Content-Type", "text/event-stream"), *SSE_HEADERS.items()])
+            return []
+        body = encode(final)
+        status = self._status_of(final)
+        start_response(f"{status} {HTTP_STATUS_CODES.get(status, '')}".rstrip(),
+                       [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                        *self._headers.items()])
+        return [body]
+
+
+def new_sink(environ: dict, keepalive: float) -> "DirectSink | ReplySink":
+    """The sink for a request whose handler may talk to the client.
+
+    A :class:`DirectSink` under gunicorn's threaded workers (the handler runs on the request's
+    thread); a :class:`zemcp.sinks.ReplySink` elsewhere (the handler runs on zemcp's pool and
+    hands its messages to the request's thread), for example under werkzeug's test client.
+    """
+    if environ.get("gunicorn.socket") is not None and environ.get("wsgi.multithread"):
+        return DirectSink(environ, keepalive)
+    return ReplySink()

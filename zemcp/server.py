@@ -8,9 +8,10 @@ pushed on the stream; 2024-11-05 to 2025-11-25) and :mod:`zemcp.modern` (the sta
 method's work and :meth:`Server.execute` to run a handler with a :class:`zemcp.Context` on
 the request's :class:`zemcp.inputs.Exchange`.
 
-Handlers that may talk to the client run on a bounded thread pool created once per process,
-so the HTTP thread can tell "plain JSON answer" from "the handler is streaming" (see
-:mod:`zemcp.sinks`).
+Handlers that may talk to the client run on the request's own thread under gunicorn
+(:class:`zemcp.responses.DirectSink`), and elsewhere on a bounded thread pool created once
+per process, so that the HTTP thread can tell "plain JSON answer" from "the handler is
+streaming" (see :mod:`zemcp.sinks`).
 """
 
 from __future__ import annotations
@@ -403,10 +404,12 @@ class Server:
         if held >= self.settings.call_budget:
             raise Busy(held, self.settings.call_budget)
 
-    def submit(self, job: Callable[[], None]) -> None:
-        """Run ``job`` on the handler pool, counted in the call budget until it returns.
+    def start(self, job: Callable[[], None], sink: Any) -> None:
+        """Run ``job`` for a request whose output goes to ``sink``, counted in the call budget until it returns.
 
-        ``job`` must answer its request whatever happens.
+        With a :class:`zemcp.responses.DirectSink` the job is left on the sink, for the
+        request's own thread to run; otherwise it runs on the handler pool. ``job`` must answer
+        its request whatever happens.
 
         Raises:
             Busy: the call budget is taken (``Settings.call_budget``); ``job`` does not run.
@@ -422,7 +425,10 @@ class Server:
                 with self._admission:
                     self._running -= 1
 
-        self._pool.submit(counted)
+        if getattr(sink, "direct", False):
+            sink.job = counted
+        else:
+            self._pool.submit(counted)
 
     def execute(self, work: Work, exchange: Exchange) -> dict | None:
         """Run ``work``'s handler with a Context on ``exchange``; never raises what the handler raised.

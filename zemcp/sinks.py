@@ -110,6 +110,9 @@ class ReplySink:
         for callback in callbacks:
             callback()
 
+    def tick(self) -> None:
+        """Nothing to do: the request's own thread writes keep-alives while it drains this sink."""
+
     @property
     def finished(self) -> bool:
         """True once the final response (or its absence) was given."""

@@ -64,3 +64,30 @@ def test_a_long_client_name_is_clipped_in_the_log(server):
     lines = [line for line in server.log().splitlines() if "initialized: client 'NNN" in line]
     assert lines, "the initialize was not logged"
     assert "N" * 200 not in lines[-1] and "(3002 characters)" in lines[-1], lines[-1]
+
+
+#: Pending elicitations of the thread-count test (from as many sessions).
+PENDING = 30
+
+
+def worker_threads(server: GunicornServer) -> int:
+    """How many threads the gunicorn worker of ``server`` runs now."""
+    pid = server.session(name="probe").status()["pid"]
+    return len(list(Path(f"/proc/{pid}/task").iterdir()))
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counting threads reads /proc (Linux)")
+def test_a_pending_elicitation_costs_one_thread(start_server):
+    """30 pending elicitations add about 30 threads to the worker, not 60: the handler waits on the request's thread."""
+    server = start_server(threads=64, keepalive_interval=15, elicitation_timeout=60)
+    before = worker_threads(server)
+    waiting = []
+    for n in range(PENDING):
+        client = server.session(name=f"waiter-{n}")
+        waiting.append((client, *client.start_elicitation()))
+    during = worker_threads(server)
+    added = during - before
+    assert PENDING <= added <= PENDING + 4, f"{added} threads for {PENDING} pending elicitations"
+    for client, call, _, stream, elicitation in waiting:
+        assert client.accept(elicitation["id"], {"command": "help"}).status_code == 202
+        assert stream.next_message()["id"] == call["id"]
