@@ -22,7 +22,8 @@ if not os.environ.get("ZEMCP_REQUEST_STATE_KEY", "").strip():
 _settings = zemcp.Settings.from_env()
 
 bind = [_settings.bind]
-worker_class = "gthread"
+# gthread, with limits on connections that send nothing or half a request head.
+worker_class = "zemcp.worker.ThreadWorker"
 # Handshake-era sessions and their pending elicitations live in the process that created
 # them: one worker, unless a proxy routes every request of a session to its owner.
 # 2026-07-28 requests are stateless and may be served by any worker.

@@ -51,6 +51,9 @@ class Settings:
             elicitation (and to the other server-to-client requests: sampling, roots).
         body_timeout: [seconds] longest silence while reading a request body under gunicorn;
             a client that stalls longer gets 408, so stalled uploads cannot hold threads.
+        head_timeout: [seconds] under zemcp's gunicorn worker, how long a new connection may
+            send nothing, and the longest silence while its request head is read; then the
+            connection is closed, so silent or half-sent requests cannot hold threads.
         keepalive_interval: [seconds] gap between SSE comments on a waiting stream; also the
             bound on noticing a client that went away.
         max_body_bytes: [bytes] largest POST body accepted, chunked bodies included.
@@ -79,6 +82,7 @@ class Settings:
     max_listen_streams: int | None = None
     elicitation_timeout: float = 600.0
     body_timeout: float = 10.0
+    head_timeout: float = 5.0
     keepalive_interval: float = 15.0
     max_body_bytes: int = 1024 * 1024
     threads: int = 32
@@ -88,7 +92,7 @@ class Settings:
     request_state_key: tuple[str, ...] = field(default_factory=tuple, repr=False)
 
     def __post_init__(self) -> None:
-        positive = ("session_ttl", "elicitation_timeout", "keepalive_interval", "body_timeout")
+        positive = ("session_ttl", "elicitation_timeout", "keepalive_interval", "body_timeout", "head_timeout")
         for name in positive:
             value = getattr(self, name)
             # NaN compares false with everything and infinity overflows threading's waits.
@@ -214,6 +218,7 @@ def _parse(name: str, raw: str) -> object:
         "elicitation_timeout": float,
         "keepalive_interval": float,
         "body_timeout": float,
+        "head_timeout": float,
     }.get(name, int)
     if kind is str:
         return raw

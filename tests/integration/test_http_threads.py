@@ -8,6 +8,8 @@ test_http_modern_streams.py.
 from __future__ import annotations
 
 import re
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,3 +93,31 @@ def test_a_pending_elicitation_costs_one_thread(start_server):
     for client, call, _, stream, elicitation in waiting:
         assert client.accept(elicitation["id"], {"command": "help"}).status_code == 202
         assert stream.next_message()["id"] == call["id"]
+
+
+#: Connections of the head test that send nothing, and that send half a request head.
+SILENT = HALF_HEADS = 20
+
+
+def test_silent_connections_and_half_heads_hold_no_thread(start_server):
+    """With 4 threads, 20 silent connections and 20 half-sent heads leave requests served at once; all 40 are cut after head_timeout."""
+    server = start_server(threads=4, head_timeout=1)
+    attackers = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(SILENT)]
+    for _ in range(HALF_HEADS):
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        attackers.append(sock)
+    try:
+        time.sleep(0.2)
+        client = ModernClient(server.url)
+        for _ in range(5):
+            started = time.monotonic()
+            response = client.post(client.message("server/discover"), timeout=5)
+            assert response.status_code == 200
+            assert time.monotonic() - started < 1.0, "a request waited behind the idle connections"
+        time.sleep(2.5)
+        for sock in attackers:
+            assert sock.recv(1) == b"", "the server kept a connection that never sent a whole head"
+    finally:
+        for sock in attackers:
+            sock.close()

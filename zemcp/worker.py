@@ -1,0 +1,144 @@
+"""zemcp's gunicorn worker: gthread, with limits on connections that send nothing or half a head.
+
+gunicorn's gthread worker hands every new connection to a thread at once, and that thread
+waits up to 5 s for the first bytes, then blocks without a limit while it reads the request
+head. A few dozen connections that send nothing, or that send ``POST /mcp HTTP/1.1`` and a
+header and then stop, thereby hold every thread: pings and elicitation answers queue
+behind them. This worker changes exactly two things, through gunicorn's own classes:
+
+- a connection's request head (of its first request, and of every later one on a kept-alive
+  connection) is gathered on the worker's poller, which costs no thread; only a whole head
+  is handed to a thread. A connection that has not sent a whole head within
+  ``head_timeout`` seconds is closed;
+- under TLS, where bytes can be read only after the handshake on a thread, each wait for
+  more bytes of a head is bounded by ``head_timeout`` instead.
+
+Use it as gunicorn's ``worker_class = "zemcp.worker.ThreadWorker"`` (the repository's
+gunicorn.conf.py does); ``ZEMCP_HEAD_TIMEOUT`` sets the limit.
+"""
+
+from __future__ import annotations
+
+import errno
+import selectors
+import socket
+import time
+from functools import partial
+
+from gunicorn.workers import gthread
+
+from zemcp.config import Settings
+
+
+class _HeadLimitedSocket(socket.socket):
+    """A client socket whose blocking reads of a request head give up after ``head_timeout``.
+
+    gunicorn switches the socket to blocking mode before it parses each request; here that
+    mode has a timeout instead. A read that times out while the head is read reads as the end
+    of the stream, which gunicorn treats as a client that left (no error logged). Once the
+    application sets a timeout of its own (zemcp bounds body reads with ``body_timeout``), its
+    timeouts raise as usual.
+    """
+
+    head_timeout = 5.0
+    _reading_head = False
+
+    def setblocking(self, flag: bool) -> None:
+        if flag:
+            self._reading_head = True
+            super().settimeout(self.head_timeout)
+        else:
+            self._reading_head = False
+            super().setblocking(False)
+
+    def settimeout(self, value: float | None) -> None:
+        self._reading_head = False
+        super().settimeout(value)
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        try:
+            return super().recv(bufsize, flags)
+        except TimeoutError:
+            if self._reading_head:
+                return b""
+            raise
+
+    def recv_into(self, buffer, nbytes: int = 0, flags: int = 0) -> int:
+        try:
+            return super().recv_into(buffer, nbytes, flags)
+        except TimeoutError:
+            if self._reading_head:
+                return 0
+            raise
+
+
+#: [bytes] a head still incomplete at this size goes to gunicorn's parser, which enforces its own limits.
+HEAD_BUFFER_LIMIT = 64 * 1024
+
+
+class ThreadWorker(gthread.ThreadWorker):
+    """gunicorn's gthread worker with zemcp's limits on silent connections and stalled heads."""
+
+    def init_process(self) -> None:
+        self.head_timeout = Settings.from_env().head_timeout
+        super().init_process()
+
+    def accept(self, listener: socket.socket) -> None:
+        """Accept a connection; its request head is gathered on the poller, not on a thread."""
+        try:
+            client, address = listener.accept()
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return
+        self.nr_conns += 1
+        sock = _HeadLimitedSocket(client.family, client.type, client.proto, fileno=client.detach())
+        sock.head_timeout = self.head_timeout
+        conn = gthread.TConn(self.cfg, sock, address, listener.getsockname())
+        if self.cfg.is_ssl:
+            # The bytes of a TLS connection can only be read once it is wrapped: gunicorn's way.
+            self.enqueue_req(conn)
+            return
+        self._gather_head(conn)
+
+    def on_client_socket_readable(self, conn: gthread.TConn, client: socket.socket) -> None:
+        """A kept-alive connection sends its next request: gather that head on the poller too."""
+        self.poller.unregister(client)
+        self.keepalived_conns.remove(conn)
+        if self.cfg.is_ssl:
+            self.enqueue_req(conn)
+            return
+        self._gather_head(conn)
+
+    def _gather_head(self, conn: gthread.TConn) -> None:
+        # gunicorn's own pending-connection queue: murder_pending closes it when the time is up.
+        conn.head = b""
+        conn.timeout = time.monotonic() + self.head_timeout
+        self.pending_conns.append(conn)
+        self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_head_bytes, conn))
+
+    def _on_head_bytes(self, conn: gthread.TConn, client: socket.socket) -> None:
+        """Read what arrived without blocking; hand the connection to a thread once its head is whole."""
+        try:
+            chunk = conn.sock.recv(HEAD_BUFFER_LIMIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            conn.head += chunk
+            if b"\r\n\r\n" not in conn.head and len(conn.head) < HEAD_BUFFER_LIMIT:
+                return
+        self.poller.unregister(client)
+        self.pending_conns.remove(conn)
+        if not chunk:
+            # The client closed before its head was whole.
+            self.nr_conns -= 1
+            conn.close()
+            return
+        conn.init()
+        conn.sock.setblocking(False)
+        # The parser reads the gathered head first, then the rest from the socket.
+        conn.parser.unreader.unread(conn.head)
+        conn.data_ready = True
+        self.enqueue_req(conn)
