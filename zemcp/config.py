@@ -37,8 +37,8 @@ class Settings:
         max_pending_per_session: pending elicitations one session may have at once; never
             more than half the process's budget (see :attr:`session_pending_budget`).
         max_client_info_bytes: [bytes] the largest ``clientInfo``, and the largest
-            ``capabilities``, a client may declare (each measured as compact JSON); beyond it
-            initialize, or a 2026-07-28 request, is refused with 400.
+            ``capabilities``, a client may declare at initialize (each measured as compact
+            JSON; a session keeps both); beyond it initialize is refused with 400.
         access_log: where gunicorn.conf.py sends gunicorn's access log: ``""`` (off, the
             default: a line per request costs time on every request), ``"-"`` (stdout) or a
             file path.

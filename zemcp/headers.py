@@ -413,6 +413,10 @@ def param_headers(annotations: Mapping[str, tuple[str, ...]], arguments: Any) ->
 
 def _single(headers: Any, name: str) -> str | None:
     """The one value of header ``name``, or None when absent; refuses repeats."""
+    if hasattr(headers, "environ"):
+        # A WSGI environ holds one value per header (a server joins repeats with commas), so
+        # a plain lookup does what getlist would, without walking every key of the environ.
+        return headers.get(name)
     if hasattr(headers, "getlist"):
         values = list(headers.getlist(name))
     else:

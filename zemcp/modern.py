@@ -32,7 +32,7 @@ from werkzeug.wrappers import Request, Response
 from zemcp import headers as mcp_headers
 from zemcp import jsonrpc, logsafe, mrtr, versions
 from zemcp.caching import NO_CACHE, CacheHint
-from zemcp.capabilities import LOG_LEVELS, ClientView, check_size
+from zemcp.capabilities import LOG_LEVELS, ClientView
 from zemcp.elicitation import ClientDisconnected
 from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.request_state import RequestStateError, StateTooLarge
@@ -124,7 +124,7 @@ class ModernEra:
         return reply(outcome, request.environ, self.settings.keepalive_interval, status_of)
 
     def _handle(self, request: Request, message: jsonrpc.Request) -> "dict | ReplySink | DirectSink":
-        client = envelope(message, self.settings.max_client_info_bytes)
+        client = envelope(message)
         try:
             mcp_headers.check_standard(request.headers, message.method, message.params, client.protocol_version)
         except mcp_headers.HeaderError as exc:
@@ -293,14 +293,12 @@ class ModernEra:
         return self.result(request.id, work.method, response["result"], NO_CACHE if retried else self.server.cache_hint(request))
 
 
-def envelope(request: jsonrpc.Request, max_client_info_bytes: int) -> ClientView:
-    """The client as a 2026-07-28 request's ``params._meta`` declares it.
+def envelope(request: jsonrpc.Request) -> ClientView:
+    """The client as a 2026-07-28 request's ``params._meta`` declares it (kept for this request
+    only, so bounded by the body limit alone).
 
-    Args:
-        request: the request.
-        max_client_info_bytes: [bytes] the largest clientInfo and clientCapabilities accepted.
     Raises:
-        ProtocolError: -32602 naming the missing, malformed or oversized envelope field.
+        ProtocolError: -32602 naming the missing or malformed envelope field.
     """
     meta = request.params.get("_meta")
     needed = f"params._meta with {META_VERSION} (a string) and {META_CAPABILITIES} (an object)"
@@ -326,9 +324,4 @@ def envelope(request: jsonrpc.Request, max_client_info_bytes: int) -> ClientView
     if level is not None and level not in LOG_LEVELS:
         raise ProtocolError(INVALID_PARAMS, f"Invalid params: {META_LOG_LEVEL} must be one of "
                                             f"{', '.join(LOG_LEVELS)}, got {logsafe.clip(level)}")
-    try:
-        check_size(META_CAPABILITIES, capabilities, max_client_info_bytes)
-        check_size(META_CLIENT_INFO, info, max_client_info_bytes)
-    except ValueError as exc:
-        raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
     return ClientView(version, info, capabilities, log_level=level)

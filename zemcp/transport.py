@@ -35,6 +35,8 @@ from zemcp.server import Server
 log = logging.getLogger("zemcp.transport")
 
 ALLOW = "POST, DELETE"
+#: Distinct ``Accept`` values whose verdict is remembered (one or two in practice).
+ACCEPT_CACHE_SIZE = 64
 
 
 class McpApp:
@@ -57,6 +59,7 @@ class McpApp:
         self.handshake = HandshakeEra(server)
         self.modern = ModernEra(server)
         self._threading_checked = False
+        self._accept_cache: dict[str, bool] = {}
 
     def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
         """The WSGI entry point (PEP 3333): answer one HTTP request."""
@@ -106,6 +109,20 @@ class McpApp:
             return error_response(403, INVALID_REQUEST, f"Forbidden: Host {host!r} is not a loopback name; this server is bound to loopback")
         return None
 
+    def _accepts_both(self, request: Request) -> bool:
+        """True when ``Accept`` accepts both application/json and text/event-stream (werkzeug's rules)."""
+        value = request.headers.get("Accept")
+        if not value:
+            return False
+        known = self._accept_cache.get(value)
+        if known is None:
+            # Clients send the same Accept on every request: parse each distinct value once.
+            accept = request.accept_mimetypes
+            known = bool(accept["application/json"] and accept["text/event-stream"])
+            if len(self._accept_cache) < ACCEPT_CACHE_SIZE:
+                self._accept_cache[value] = known
+        return known
+
     def _origin_allowed(self, origin: str) -> bool:
         normalized = origin.rstrip("/").lower()
         if normalized in self.settings.allowed_origins:
@@ -117,8 +134,7 @@ class McpApp:
         if request.mimetype != "application/json":
             got = repr(request.mimetype) if request.mimetype else "none"
             return error_response(415, INVALID_REQUEST, f"Unsupported Media Type: Content-Type must be application/json, got {got}")
-        accept = request.accept_mimetypes
-        if not request.headers.get("Accept") or not (accept["application/json"] and accept["text/event-stream"]):
+        if not self._accepts_both(request):
             return error_response(406, INVALID_REQUEST,
                                   "Not Acceptable: the Accept header must list both application/json and text/event-stream")
         try:

@@ -51,13 +51,6 @@ def test_an_oversized_initialize_is_refused(server):
     assert "Mcp-Session-Id" not in response.headers
 
 
-def test_an_oversized_modern_envelope_is_refused(server):
-    """A 2026-07-28 request whose clientCapabilities exceed the bound is 400 -32602."""
-    client = ModernClient(server.url, capabilities={"experimental": {"blob": "x" * 5000}})
-    response, reply = client.call({"command": "help"})
-    assert response.status_code == 400 and reply["error"]["code"] == -32602, reply
-
-
 def test_a_long_client_name_is_clipped_in_the_log(server):
     """A 3,000-character clientInfo.name is logged as its first characters and its length, not whole."""
     client = server.client(name="N" * 3000)
