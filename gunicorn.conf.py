@@ -29,8 +29,9 @@ worker_class = "zemcp.worker.ThreadWorker"
 # 2026-07-28 requests are stateless and may be served by any worker.
 workers = _settings.workers
 threads = _settings.threads
-# An idle kept-alive slot per expected client on top of the busy threads.
-worker_connections = 1000
+# Every busy thread's connection, and 1000 idle kept-alive ones on top: below that, a worker
+# whose threads all hold pending elicitations would stop accepting the answers' connections.
+worker_connections = _settings.threads + 1000
 # For gthread this is only a liveness heartbeat, not a request timeout, so long
 # elicitations are safe with the default.
 timeout = 30

@@ -1,0 +1,106 @@
+"""Benchmark: plain tools/call throughput beside the canned-JSON ceiling, driven by wrk.
+
+Starts two gunicorns with the repository's gunicorn.conf.py on free 127.0.0.1 ports: the
+reference server (``wsgi:app``) and ``benchmarks.calls:canned_app``, which reads the body and
+returns fixed bytes (what HTTP and gunicorn cost without MCP). Then runs wrk (Debian: ``apt-get
+install wrk``) against each in turn, for the same time and connections, with:
+
+* a 2026-07-28 ``tools/call`` of ``ze_execute`` (``help``): envelope, standard headers, no session;
+* a handshake-era ``tools/call`` of the same, in a session created first;
+
+and prints requests per second and the ratio to the ceiling. wrk and the servers share the
+machine's cores, so compare ratios, not absolute figures, across machines. Usage::
+
+    python benchmarks/wrk.py [--seconds 5] [--connections 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.calls import free_port, start_gunicorn, stop_gunicorn  # noqa: E402
+
+ACCEPT = "application/json, text/event-stream"
+CALL = {"name": "ze_execute", "arguments": {"command": "help"}}
+
+
+def lua(body: dict, headers: dict) -> str:
+    """A wrk script that POSTs ``body`` with ``headers``."""
+    lines = ['wrk.method = "POST"', f"wrk.body = {json.dumps(json.dumps(body))}"]
+    lines += [f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}" for k, v in headers.items()]
+    return "\n".join(lines) + "\n"
+
+
+def modern_script() -> str:
+    params = {**CALL, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                "io.modelcontextprotocol/clientCapabilities": {}}}
+    return lua({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params},
+               {"Content-Type": "application/json", "Accept": ACCEPT, "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "tools/call", "Mcp-Name": "ze_execute"})
+
+
+def session_script(url: str) -> str:
+    init = requests.post(url, timeout=10, headers={"Content-Type": "application/json", "Accept": ACCEPT}, json={
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wrk", "version": "1"}}})
+    init.raise_for_status()
+    return lua({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": CALL},
+               {"Content-Type": "application/json", "Accept": ACCEPT, "Mcp-Session-Id": init.headers["Mcp-Session-Id"]})
+
+
+def run_wrk(url: str, script: str, seconds: int, connections: int) -> float:
+    """Requests per second of one wrk run; fails when any response was not 2xx."""
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(script)
+    try:
+        out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", f.name, url],
+                             capture_output=True, text=True, timeout=seconds + 30, check=True).stdout
+    finally:
+        os.unlink(f.name)
+    if "Non-2xx" in out:
+        raise RuntimeError(f"wrk saw error responses:\n{out}")
+    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--connections", type=int, default=16)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not installed (Debian: apt-get install wrk)")
+    zemcp_port, canned_port = free_port(), free_port()
+    zemcp = start_gunicorn("wsgi:app", zemcp_port)
+    try:
+        canned = start_gunicorn("benchmarks.calls:canned_app", canned_port)
+        try:
+            zemcp_url, canned_url = f"http://127.0.0.1:{zemcp_port}/mcp", f"http://127.0.0.1:{canned_port}/mcp"
+            modern, session = modern_script(), session_script(zemcp_url)
+            run_wrk(zemcp_url, modern, 1, args.connections)  # warm up both
+            run_wrk(canned_url, modern, 1, args.connections)
+            ceiling = run_wrk(canned_url, modern, args.seconds, args.connections)
+            figures = {"2026-07-28 plain tools/call": run_wrk(zemcp_url, modern, args.seconds, args.connections),
+                       "handshake plain tools/call": run_wrk(zemcp_url, session, args.seconds, args.connections)}
+        finally:
+            stop_gunicorn(canned)
+    finally:
+        stop_gunicorn(zemcp)
+    print(f"wrk, 2 threads, {args.connections} connections, {args.seconds} s per figure, one gunicorn worker each")
+    print(f"{'canned-JSON ceiling':>30}: {ceiling:8.0f} requests/s")
+    for label, rate in figures.items():
+        print(f"{label:>30}: {rate:8.0f} requests/s  {rate / ceiling:.2f}x the ceiling")
+
+
+if __name__ == "__main__":
+    main()
