@@ -296,6 +296,9 @@ def _check_annotations(tool: str, annotations: dict | None) -> dict:
 
 def _first_error(validator: jsonschema.Draft202012Validator, instance: Any) -> ValidationError | None:
     """The most telling validation error, or None when ``instance`` is valid."""
+    # The common case, valid arguments, needs no ranking of errors.
+    if validator.is_valid(instance):
+        return None
     error = best_match(validator.iter_errors(instance))
     while error is not None and error.validator in ("anyOf", "oneOf") and error.context:
         # For ``X | None`` the null branch only says the value is not null; X's error says why.
