@@ -14,7 +14,9 @@ connections):
   ``input_required`` with a sealed ``requestState``, the retry carries the answer in
   ``inputResponses`` and the server replays the handler (one figure = both requests);
 * the canned-JSON ceiling: the same gunicorn configuration serving an app that reads the
-  body and returns fixed bytes, i.e. what HTTP, gunicorn and this client cost without MCP.
+  body and returns fixed bytes, i.e. what HTTP, gunicorn and this client cost without MCP;
+* the elicitation round trip with one client, of zemcp and of the official MCP Python SDK's
+  server (benchmarks/sdk_server.py under uvicorn) with the same client and tool shape.
 
 Prints requests per second and latency percentiles for each, then the ratios, and stops
 the servers. Figures depend on the machine; compare runs on the same one. Usage::
@@ -224,6 +226,19 @@ def start_gunicorn(app: str, port: int) -> subprocess.Popen:
     return server
 
 
+def start_sdk_server(port: int) -> subprocess.Popen:
+    """The official SDK's server of benchmarks/sdk_server.py under uvicorn, on ``port``."""
+    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "benchmarks.sdk_server:app", "--host", "127.0.0.1",
+                               "--port", str(port), "--log-level", "warning"], cwd=ROOT, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    try:
+        wait_for_port(port, START_TIMEOUT, server)
+    except BaseException:
+        stop_gunicorn(server)
+        raise
+    return server
+
+
 def stop_gunicorn(server: subprocess.Popen) -> None:
     """SIGTERM the master, then SIGKILL whatever is left of its process group."""
     server.terminate()
@@ -243,13 +258,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0, help="duration of each measurement [s]")
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients")
     args = parser.parse_args()
-    reference_port, canned_port = free_port(), free_port()
+    reference_port, canned_port, sdk_port = free_port(), free_port(), free_port()
     servers = []
     try:
         servers.append(start_gunicorn("wsgi:app", reference_port))
         servers.append(start_gunicorn("benchmarks.calls:canned_app", canned_port))
+        servers.append(start_sdk_server(sdk_port))
         url = f"http://127.0.0.1:{reference_port}/mcp"
         canned_url = f"http://127.0.0.1:{canned_port}/mcp"
+        sdk_url = f"http://127.0.0.1:{sdk_port}/mcp"
         print(f"{args.clients} clients, {args.seconds:g} s per figure, one gunicorn worker per server", flush=True)
         ceiling = run("canned-JSON ceiling", lambda: Client(canned_url).plain, args.clients, args.seconds)
         plain = run("handshake plain tools/call", lambda: Client(url).plain, args.clients, args.seconds)
@@ -257,6 +274,8 @@ def main() -> None:
         modern_plain = run("2026-07-28 plain tools/call", lambda: ModernClient(url).plain, args.clients, args.seconds)
         modern_eliciting = run("2026-07-28 eliciting (2 rounds)", lambda: ModernClient(url).eliciting, args.clients,
                                args.seconds)
+        round_trip = run("zemcp elicitation round trip", lambda: Client(url).eliciting, 1, args.seconds)
+        sdk_round_trip = run("SDK server elicitation round trip", lambda: Client(sdk_url).eliciting, 1, args.seconds)
     finally:
         for server in servers:
             stop_gunicorn(server)
@@ -272,6 +291,8 @@ def main() -> None:
         rows.append((f"{figure.label} / canned-JSON ceiling", figure.rate / ceiling.rate))
     for label, ratio in rows:
         print(f"{label:>58}: {ratio:5.2f}")
+    print(f"{'elicitation round trip p50, zemcp / official SDK server':>58}: "
+          f"{round_trip.p50 / sdk_round_trip.p50:5.2f}")
 
 
 if __name__ == "__main__":
