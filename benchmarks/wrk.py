@@ -8,8 +8,9 @@ install wrk``) against each in turn, for the same time and connections, with:
 * a 2026-07-28 ``tools/call`` of ``ze_execute`` (``help``): envelope, standard headers, no session;
 * a handshake-era ``tools/call`` of the same, in a session created first;
 
-and prints requests per second and the ratio to the ceiling. wrk and the servers share the
-machine's cores, so compare ratios, not absolute figures, across machines. Usage::
+and prints requests per second and the ratio to the ceiling, in two CPU modes: unpinned
+(wrk and the servers share every core) and pinned (the servers on CPU 0, wrk on CPU 1, with
+``taskset``). Compare ratios, not absolute figures, across machines. Usage::
 
     python benchmarks/wrk.py [--seconds 5] [--connections 16]
 """
@@ -59,12 +60,13 @@ def session_script(url: str) -> str:
                {"Content-Type": "application/json", "Accept": ACCEPT, "Mcp-Session-Id": init.headers["Mcp-Session-Id"]})
 
 
-def run_wrk(url: str, script: str, seconds: int, connections: int) -> float:
-    """Requests per second of one wrk run; fails when any response was not 2xx."""
+def run_wrk(url: str, script: str, seconds: int, connections: int, cpu: str | None) -> float:
+    """Requests per second of one wrk run (on ``cpu`` when given); fails when any response was not 2xx."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(script)
     try:
-        out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", f.name, url],
+        pin = ["taskset", "-c", cpu] if cpu is not None else []
+        out = subprocess.run([*pin, "wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", f.name, url],
                              capture_output=True, text=True, timeout=seconds + 30, check=True).stdout
     finally:
         os.unlink(f.name)
@@ -80,26 +82,44 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed (Debian: apt-get install wrk)")
+    modes = [("unpinned", None, None)]
+    if shutil.which("taskset") and len(os.sched_getaffinity(0)) >= 2:
+        modes.append(("pinned: servers on CPU 0, wrk on CPU 1", "0", "1"))
+    print(f"wrk, 2 threads, {args.connections} connections, {args.seconds} s per figure, one gunicorn worker each")
+    for label, server_cpu, wrk_cpu in modes:
+        ceiling, figures = measure(args, server_cpu, wrk_cpu)
+        print(f"{label}:")
+        print(f"{'canned-JSON ceiling':>30}: {ceiling:8.0f} requests/s")
+        for name, rate in figures.items():
+            print(f"{name:>30}: {rate:8.0f} requests/s  {rate / ceiling:.2f}x the ceiling")
+
+
+def measure(args: argparse.Namespace, server_cpu: str | None, wrk_cpu: str | None) -> tuple[float, dict[str, float]]:
+    """The ceiling and zemcp's figures, with the servers on ``server_cpu`` and wrk on ``wrk_cpu``."""
     zemcp_port, canned_port = free_port(), free_port()
     zemcp = start_gunicorn("wsgi:app", zemcp_port)
     try:
         canned = start_gunicorn("benchmarks.calls:canned_app", canned_port)
         try:
+            if server_cpu is not None:
+                for server in (zemcp, canned):
+                    # The whole process group: the master and its worker.
+                    subprocess.run(["taskset", "-a", "-p", "-c", server_cpu, str(server.pid)], check=True,
+                                   capture_output=True)
+                    for child in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split():
+                        subprocess.run(["taskset", "-a", "-p", "-c", server_cpu, child], check=True, capture_output=True)
             zemcp_url, canned_url = f"http://127.0.0.1:{zemcp_port}/mcp", f"http://127.0.0.1:{canned_port}/mcp"
             modern, session = modern_script(), session_script(zemcp_url)
-            run_wrk(zemcp_url, modern, 1, args.connections)  # warm up both
-            run_wrk(canned_url, modern, 1, args.connections)
-            ceiling = run_wrk(canned_url, modern, args.seconds, args.connections)
-            figures = {"2026-07-28 plain tools/call": run_wrk(zemcp_url, modern, args.seconds, args.connections),
-                       "handshake plain tools/call": run_wrk(zemcp_url, session, args.seconds, args.connections)}
+            run_wrk(zemcp_url, modern, 1, args.connections, wrk_cpu)  # warm up both
+            run_wrk(canned_url, modern, 1, args.connections, wrk_cpu)
+            ceiling = run_wrk(canned_url, modern, args.seconds, args.connections, wrk_cpu)
+            figures = {"2026-07-28 plain tools/call": run_wrk(zemcp_url, modern, args.seconds, args.connections, wrk_cpu),
+                       "handshake plain tools/call": run_wrk(zemcp_url, session, args.seconds, args.connections, wrk_cpu)}
         finally:
             stop_gunicorn(canned)
     finally:
         stop_gunicorn(zemcp)
-    print(f"wrk, 2 threads, {args.connections} connections, {args.seconds} s per figure, one gunicorn worker each")
-    print(f"{'canned-JSON ceiling':>30}: {ceiling:8.0f} requests/s")
-    for label, rate in figures.items():
-        print(f"{label:>30}: {rate:8.0f} requests/s  {rate / ceiling:.2f}x the ceiling")
+    return ceiling, figures
 
 
 if __name__ == "__main__":
