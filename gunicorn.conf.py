@@ -67,7 +67,8 @@ def post_fork(server, worker):
 
 
 def post_worker_init(worker):
-    """Send zemcp's log records to gunicorn's error log, and end the sessions on a stop.
+    """Send zemcp's log records to gunicorn's error log, and end the sessions on a stop (graceful
+    or quick).
 
     gunicorn's graceful stop waits up to ``graceful_timeout`` for open responses, and a
     pending elicitation keeps one open; meanwhile new connections to this instance hang.
@@ -81,13 +82,25 @@ def post_worker_init(worker):
         zemcp_log.addHandler(handler)
 
     stop = worker.handle_exit
+    quit_now = worker.handle_quit
 
-    def handle_exit(sig, frame):
-        stop(sig, frame)
+    def end_sessions() -> None:
         # Every zemcp Server of the worker, also one mounted inside a Flask or Django app.
         ended = shutdown_all()
         if ended:
             worker.log.info("zemcp: ended %d session(s) for the stop", ended)
 
+    def handle_exit(sig, frame):
+        stop(sig, frame)
+        end_sessions()
+
+    def handle_quit(sig, frame):
+        # A quick stop (SIGINT, SIGQUIT) exits the process, which first waits for its threads:
+        # wake the handlers waiting for answers, or it would wait until it is killed.
+        end_sessions()
+        quit_now(sig, frame)
+
     signal.signal(signal.SIGTERM, handle_exit)
     signal.siginterrupt(signal.SIGTERM, False)
+    for quick in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(quick, handle_quit)

@@ -118,8 +118,8 @@ class CorrelationTable:
     def wait(self, pending: Pending, timeout: float) -> jsonrpc.Response:
         """Block until ``pending`` is resolved or abandoned.
 
-        About every second (``TICK``) the wait lets the call's reply sink tick, outside the
-        lock: a sink written from this thread then sends its keep-alive comments and notices
+        Every ``tick_interval`` of the call's reply sink (at most ``TICK``) the wait lets the
+        sink tick, outside the lock: a sink written from this thread then sends its keep-alive comments and notices
         a client that left (which abandons the wait).
 
         Args:
@@ -135,10 +135,11 @@ class CorrelationTable:
         while True:
             with self._lock:
                 remaining = deadline - time.monotonic()
-                if pending._cond.wait_for(lambda: pending._outcome is not None, max(0.0, min(TICK, remaining))):
+                tick = pending.call.sink.tick_interval
+                if pending._cond.wait_for(lambda: pending._outcome is not None, max(0.0, min(tick, remaining))):
                     outcome = pending._outcome
                     break
-                if remaining <= TICK:
+                if remaining <= tick:
                     pending._outcome = TimeoutError()
                     raise TimeoutError()
             pending.call.sink.tick()

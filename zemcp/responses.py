@@ -150,6 +150,8 @@ class DirectSink:
     def __init__(self, environ: dict, keepalive: float):
         self._client = environ["gunicorn.socket"]
         self._keepalive = keepalive
+        #: [seconds] how often a waiting handler calls :meth:`tick`.
+        self.tick_interval = min(PEER_CHECK_INTERVAL, keepalive)
         self._lock = threading.Lock()
         self._write: Callable[[bytes], object] | None = None
         self._start_response: Callable | None = None

@@ -110,6 +110,9 @@ class ReplySink:
         for callback in callbacks:
             callback()
 
+    #: [seconds] how often a waiting handler calls :meth:`tick` (it has nothing to do here).
+    tick_interval = 1.0
+
     def tick(self) -> None:
         """Nothing to do: the request's own thread writes keep-alives while it drains this sink."""
 

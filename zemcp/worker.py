@@ -6,10 +6,11 @@ head. A few dozen connections that send nothing, or that send ``POST /mcp HTTP/1
 header and then stop, thereby hold every thread: pings and elicitation answers queue
 behind them. This worker changes exactly two things, through gunicorn's own classes:
 
-- a connection's request head (of its first request, and of every later one on a kept-alive
-  connection) is gathered on the worker's poller, which costs no thread; only a whole head
-  is handed to a thread. A connection that has not sent a whole head within
-  ``head_timeout`` seconds is closed;
+- a connection's request head (of its first request, of every later one on a kept-alive
+  connection, and of one pipelined behind another) is gathered on the worker's poller,
+  which costs no thread; only a whole head is handed to a thread. A connection that has not
+  sent a whole head within ``head_timeout`` seconds is closed, and one whose head grows past
+  64 KiB is answered 431 and closed;
 - under TLS, where bytes can be read only after the handshake on a thread, each wait for
   more bytes of a head is bounded by ``head_timeout`` instead.
 
@@ -19,6 +20,7 @@ gunicorn.conf.py does); ``ZEMCP_HEAD_TIMEOUT`` sets the limit.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import selectors
 import socket
@@ -31,13 +33,13 @@ from zemcp.config import Settings
 
 
 class _HeadLimitedSocket(socket.socket):
-    """A client socket whose blocking reads of a request head give up after ``head_timeout``.
+    """A client socket whose blocking reads while a thread reads a head wait ``head_timeout`` at most.
 
-    gunicorn switches the socket to blocking mode before it parses each request; here that
-    mode has a timeout instead. A read that times out while the head is read reads as the end
-    of the stream, which gunicorn treats as a client that left (no error logged). Once the
-    application sets a timeout of its own (zemcp bounds body reads with ``body_timeout``), its
-    timeouts raise as usual.
+    A backstop for the heads a thread still reads from the socket (under TLS): gunicorn
+    switches the socket to blocking mode before it parses each request, and here that mode
+    has a timeout. A read that times out then reads as the end of the stream, which gunicorn
+    treats as a client that left (no error logged). Once the application sets a timeout of its
+    own (zemcp bounds body reads with ``body_timeout``), its timeouts raise as usual.
     """
 
     head_timeout = 5.0
@@ -72,8 +74,15 @@ class _HeadLimitedSocket(socket.socket):
             raise
 
 
-#: [bytes] a head still incomplete at this size goes to gunicorn's parser, which enforces its own limits.
+#: [bytes] the largest request head accepted (an MCP request's head is a few hundred bytes);
+#: a connection whose head grows past it is answered 431 and closed.
 HEAD_BUFFER_LIMIT = 64 * 1024
+_TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+
+
+def _whole(head: bytes) -> bool:
+    # A blank line ends a head; a bare LF ends it too (gunicorn answers such a head with 400).
+    return b"\r\n\r\n" in head or b"\n\n" in head
 
 
 class ThreadWorker(gthread.ThreadWorker):
@@ -110,9 +119,26 @@ class ThreadWorker(gthread.ThreadWorker):
             return
         self._gather_head(conn)
 
-    def _gather_head(self, conn: gthread.TConn) -> None:
+    def enqueue_req(self, conn: gthread.TConn) -> None:
+        """Hand a connection to a thread, unless it holds only part of its next request's head.
+
+        gunicorn hands a kept-alive connection straight back to a thread when bytes of the next
+        request were read with the previous one (pipelining); when those bytes are not a whole
+        head yet, the rest is gathered on the poller like any other head.
+        """
+        parser = conn.parser if conn.initialized else None
+        buffered = parser.unreader.buf.getvalue() if parser is not None else b""
+        if buffered and not _whole(buffered) and not self.cfg.is_ssl:
+            parser.unreader.buf.seek(0)
+            parser.unreader.buf.truncate()
+            conn.sock.setblocking(False)
+            self._gather_head(conn, buffered)
+            return
+        super().enqueue_req(conn)
+
+    def _gather_head(self, conn: gthread.TConn, head: bytes = b"") -> None:
         # gunicorn's own pending-connection queue: murder_pending closes it when the time is up.
-        conn.head = b""
+        conn.head = head
         conn.timeout = time.monotonic() + self.head_timeout
         self.pending_conns.append(conn)
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_head_bytes, conn))
@@ -127,12 +153,15 @@ class ThreadWorker(gthread.ThreadWorker):
             chunk = b""
         if chunk:
             conn.head += chunk
-            if b"\r\n\r\n" not in conn.head and len(conn.head) < HEAD_BUFFER_LIMIT:
+            if not _whole(conn.head) and len(conn.head) < HEAD_BUFFER_LIMIT:
                 return
         self.poller.unregister(client)
         self.pending_conns.remove(conn)
-        if not chunk:
-            # The client closed before its head was whole.
+        if not chunk or not _whole(conn.head):
+            # The client closed before its head was whole, or the head is too large.
+            if chunk:
+                with contextlib.suppress(OSError):
+                    conn.sock.send(_TOO_LARGE)
             self.nr_conns -= 1
             conn.close()
             return
@@ -141,4 +170,4 @@ class ThreadWorker(gthread.ThreadWorker):
         # The parser reads the gathered head first, then the rest from the socket.
         conn.parser.unreader.unread(conn.head)
         conn.data_ready = True
-        self.enqueue_req(conn)
+        super().enqueue_req(conn)

@@ -8,6 +8,7 @@ test_http_modern_streams.py.
 from __future__ import annotations
 
 import re
+import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -114,3 +115,86 @@ def test_silent_connections_and_half_heads_hold_no_thread(start_server):
     finally:
         for sock in attackers:
             sock.close()
+
+
+def test_a_trickling_pipelined_head_is_cut_after_head_timeout(start_server):
+    """A request pipelined behind another, whose head then trickles in a byte at a time, is cut at head_timeout."""
+    server = start_server(threads=4, head_timeout=1)
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    try:
+        first = b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{' \
+                b'"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+                     b"Mcp-Method: server/discover\r\nContent-Length: " + str(len(first)).encode() + b"\r\n\r\n" + first
+                     + b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        started = time.monotonic()
+        closed = False
+        received = b""
+        while time.monotonic() - started < 6:
+            try:
+                sock.sendall(b"a")
+            except OSError:
+                closed = True
+                break
+            sock.settimeout(0.3)
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                continue
+            if not chunk:
+                closed = True
+                break
+            received += chunk
+        assert b"200 OK" in received, received[:200]
+        assert closed and time.monotonic() - started < 3, "the trickling head held its thread past head_timeout"
+    finally:
+        sock.close()
+
+
+def test_a_pending_elicitation_keeps_a_short_keepalive_interval(start_server):
+    """With ZEMCP_KEEPALIVE_INTERVAL=0.25 a waiting stream carries keep-alive comments about four times a second."""
+    server = start_server(keepalive_interval=0.25, elicitation_timeout=30)
+    client = server.session(name="ticks")
+    call, _, stream, elicitation = client.start_elicitation()
+    started = time.monotonic()
+    comments = 0
+    while comments < 4:
+        kind, _ = stream.next_item()
+        comments += kind == "comment"
+    assert time.monotonic() - started < 2.0
+    assert client.accept(elicitation["id"], {"command": "help"}).status_code == 202
+    assert stream.next_message()["id"] == call["id"]
+
+
+def test_a_quick_stop_with_pending_elicitations_ends_them_at_once(start_server):
+    """SIGINT (Ctrl-C) with a pending elicitation stops the server in seconds, the call answered, no SIGKILL."""
+    server = start_server(keepalive_interval=0.5, elicitation_timeout=60)
+    client = server.session(name="interrupted")
+    call, _, stream, _ = client.start_elicitation()
+    started = time.monotonic()
+    server.proc.send_signal(signal.SIGINT)
+    final = stream.next_message()
+    while final is not None and final.get("method") == "notifications/cancelled":
+        final = stream.next_message()
+    assert final is not None and final["id"] == call["id"] and "shutting down" in final["result"]["content"][0]["text"]
+    server.proc.wait(15)
+    assert time.monotonic() - started < 10
+    assert "SIGKILL" not in server.log()
+
+
+def test_a_head_over_64_kib_is_refused_at_once(start_server):
+    """A request head past 64 KiB ends the connection at once (431 when the client reads it before the close)."""
+    server = start_server(threads=4, head_timeout=5)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        started = time.monotonic()
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"".join(
+            f"X-Big-{n}: {'b' * 8000}\r\n".encode() for n in range(9)))
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except ConnectionResetError:
+            pass  # the close may overtake the 431 when the client's bytes were left unread
+        assert time.monotonic() - started < 2, "the connection was kept until the head timeout"
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 431 "), answer[:100]

@@ -1,16 +1,23 @@
 """The correlation table of pending server-to-client requests (zemcp.correlation)."""
 
 import threading
+from types import SimpleNamespace
 
 import pytest
 
 from zemcp import jsonrpc
 from zemcp.correlation import CapacityError, CorrelationTable
 from zemcp.session import Session
+from zemcp.sinks import ReplySink
 
 
 def session():
     return Session("2025-06-18", {}, {"elicitation": {}})
+
+
+def waiter():
+    """What the table needs of a waiting call: a reply sink to tick while it waits."""
+    return SimpleNamespace(sink=ReplySink())
 
 
 def accept(id_):
@@ -20,14 +27,14 @@ def accept(id_):
 def test_ids_are_unique_strings():
     """Every registered request gets a distinct string id."""
     table, s = CorrelationTable(100, 100), session()
-    ids = {table.register(s, object()).id for _ in range(50)}
+    ids = {table.register(s, waiter()).id for _ in range(50)}
     assert len(ids) == 50 and all(isinstance(i, str) for i in ids)
 
 
 def test_resolve_reaches_only_the_owning_session():
     """An answer under another session's id, or for an unknown id, is dropped."""
     table, a, b = CorrelationTable(10, 10), session(), session()
-    pending = table.register(a, object())
+    pending = table.register(a, waiter())
     assert not table.resolve(b.id, accept(pending.id))
     assert not table.resolve(a.id, accept("zemcp-999"))
     assert not table.resolve(a.id, accept(7))
@@ -39,7 +46,7 @@ def test_resolve_reaches_only_the_owning_session():
 def test_wait_blocks_until_resolved_from_another_thread():
     """The waiter wakes when another thread resolves its entry."""
     table, s = CorrelationTable(10, 10), session()
-    pending = table.register(s, object())
+    pending = table.register(s, waiter())
     timer = threading.Timer(0.05, table.resolve, (s.id, accept(pending.id)))
     timer.start()
     assert table.wait(pending, 5).id == pending.id
@@ -49,7 +56,7 @@ def test_wait_blocks_until_resolved_from_another_thread():
 def test_wait_times_out_and_late_answer_is_dropped():
     """A wait past its timeout raises TimeoutError; an answer after that resolves nothing."""
     table, s = CorrelationTable(10, 10), session()
-    pending = table.register(s, object())
+    pending = table.register(s, waiter())
     with pytest.raises(TimeoutError):
         table.wait(pending, 0.05)
     assert not table.resolve(s.id, accept(pending.id))
@@ -58,24 +65,24 @@ def test_wait_times_out_and_late_answer_is_dropped():
 def test_caps_per_session_and_per_process():
     """Registering beyond either cap raises CapacityError naming the cap; discard frees a slot."""
     table, a, b = CorrelationTable(3, 2), session(), session()
-    p1 = table.register(a, object())
-    table.register(a, object())
+    p1 = table.register(a, waiter())
+    table.register(a, waiter())
     with pytest.raises(CapacityError, match="per-session cap"):
-        table.register(a, object())
-    table.register(b, object())
+        table.register(a, waiter())
+    table.register(b, waiter())
     with pytest.raises(CapacityError, match="process cap"):
-        table.register(b, object())
+        table.register(b, waiter())
     assert (table.count(), table.count(a.id), table.count(b.id)) == (3, 2, 1)
     table.discard(p1)
     table.discard(p1)
     assert (table.count(), table.count(a.id)) == (2, 1)
-    table.register(b, object())
+    table.register(b, waiter())
 
 
 def test_abandon_matches_only_unresolved_entries():
     """abandon() ends matching waits with the reason and leaves others alone."""
     table, s = CorrelationTable(10, 10), session()
-    call_a, call_b = object(), object()
+    call_a, call_b = waiter(), waiter()
     pa, pb = table.register(s, call_a), table.register(s, call_b)
     reason = RuntimeError("gone")
     assert table.abandon(lambda p: p.call is call_a, reason) == 1
