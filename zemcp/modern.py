@@ -205,8 +205,7 @@ class ModernEra:
         except ValueError as exc:
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
         # A listen stream holds a thread for as long as it is open: it counts in the call budget.
-        self.server.check_room()
-        return self.server.subscriptions.open(request.id, acknowledged, kinds, uris)
+        return self.server.open_stream(lambda: self.server.subscriptions.open(request.id, acknowledged, kinds, uris))
 
     # -- multi-round-trip requests -----------------------------------------------------
 

@@ -404,6 +404,18 @@ class Server:
         if held >= self.settings.call_budget:
             raise Busy(held, self.settings.call_budget)
 
+    def open_stream(self, opener: Callable[[], Any]) -> Any:
+        """Open a stream that holds a thread while it is open (``opener()``, which returns it)
+        if the call budget has room; checked and opened together, so that concurrent opens
+        cannot pass the budget.
+
+        Raises:
+            Busy: the call budget is taken; nothing is opened.
+        """
+        with self._admission:
+            self.check_room()
+            return opener()
+
     def start(self, job: Callable[[], None], sink: Any) -> None:
         """Run ``job`` for a request whose output goes to ``sink``, counted in the call budget until it returns.
 
