@@ -214,22 +214,10 @@ def run(label: str, make: Callable[[], Callable[[], None]], clients: int, second
     return figure
 
 
-def start_gunicorn(app: str, port: int) -> subprocess.Popen:
+def start_server(argv: list[str], port: int) -> subprocess.Popen:
+    """Run ``python -m <argv>`` from the repository in its own process group; returns once it listens on ``port``."""
     env = {**os.environ, "ZEMCP_BIND": f"127.0.0.1:{port}"}
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--access-logfile", os.devnull,
-                               app], cwd=ROOT, env=env, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        wait_for_port(port, START_TIMEOUT, server)
-    except BaseException:
-        stop_gunicorn(server)
-        raise
-    return server
-
-
-def start_sdk_server(port: int) -> subprocess.Popen:
-    """The official SDK's server of benchmarks/sdk_server.py under uvicorn, on ``port``."""
-    server = subprocess.Popen([sys.executable, "-m", "uvicorn", "benchmarks.sdk_server:app", "--host", "127.0.0.1",
-                               "--port", str(port), "--log-level", "warning"], cwd=ROOT, stderr=subprocess.DEVNULL,
+    server = subprocess.Popen([sys.executable, "-m", *argv], cwd=ROOT, env=env, stderr=subprocess.DEVNULL,
                               start_new_session=True)
     try:
         wait_for_port(port, START_TIMEOUT, server)
@@ -237,6 +225,17 @@ def start_sdk_server(port: int) -> subprocess.Popen:
         stop_gunicorn(server)
         raise
     return server
+
+
+def start_gunicorn(app: str, port: int) -> subprocess.Popen:
+    """``app`` under gunicorn with the repository's gunicorn.conf.py on ``port``."""
+    return start_server(["gunicorn", "-c", "gunicorn.conf.py", "--access-logfile", os.devnull, app], port)
+
+
+def start_sdk_server(port: int) -> subprocess.Popen:
+    """The official SDK's server of benchmarks/sdk_server.py under uvicorn, on ``port``."""
+    return start_server(["uvicorn", "benchmarks.sdk_server:app", "--host", "127.0.0.1", "--port", str(port),
+                         "--log-level", "warning"], port)
 
 
 def stop_gunicorn(server: subprocess.Popen) -> None:

@@ -20,7 +20,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wrappers import Response
 
 from zemcp import jsonrpc
-from zemcp.sinks import KEEPALIVE, ReplySink
+from zemcp.sinks import KEEPALIVE, CloseCallbacks, ReplySink
 
 log = logging.getLogger("zemcp.transport")
 
@@ -126,7 +126,7 @@ def encode(message: dict) -> bytes:
                                             f"Internal error: the result is not valid JSON ({exc}); fix the handler's return value"))
 
 
-class DirectSink:
+class DirectSink(CloseCallbacks):
     """A reply sink that writes straight to the client from the handler's own thread.
 
     Under gunicorn (the WSGI environ carries ``gunicorn.socket``, ``wsgi.multithread`` is true)
@@ -148,6 +148,7 @@ class DirectSink:
     direct = True
 
     def __init__(self, environ: dict, keepalive: float):
+        super().__init__()
         self._client = environ["gunicorn.socket"]
         self._keepalive = keepalive
         #: [seconds] how often a waiting handler calls :meth:`tick`.
@@ -159,8 +160,6 @@ class DirectSink:
         self.started = False
         self._finished = False
         self.final: dict | None = None
-        self._closed = False
-        self._on_close: list[Callable[[], None]] = []
         #: The handler's job, run by :class:`_DirectResponse` on the request's thread.
         self.job: Callable[[], None] | None = None
 
@@ -211,24 +210,6 @@ class DirectSink:
             if not self._finished:
                 self._finished = True
                 self.final = response
-
-    def on_close(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` once when the client is found gone (at once if it already was)."""
-        with self._lock:
-            if not self._closed:
-                self._on_close.append(callback)
-                return
-        callback()
-
-    def close(self) -> None:
-        """The client is gone, or the response is complete; run the close callbacks once."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            callbacks, self._on_close = self._on_close, []
-        for callback in callbacks:
-            callback()
 
     @property
     def finished(self) -> bool:

@@ -20,17 +20,43 @@ from collections.abc import Callable, Iterator
 KEEPALIVE = object()
 
 
-class ReplySink:
+class CloseCallbacks:
+    """Callbacks run once when a reply's reader is gone (shared by the reply sinks)."""
+
+    def __init__(self) -> None:
+        self._close_lock = threading.Lock()
+        self._closed = False
+        self._on_close: list[Callable[[], None]] = []
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once when :meth:`close` is called (at once if it already was)."""
+        with self._close_lock:
+            if not self._closed:
+                self._on_close.append(callback)
+                return
+        callback()
+
+    def close(self) -> None:
+        """The reader is gone (response sent, or client disconnected); run the callbacks once."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+            callbacks, self._on_close = self._on_close, []
+        for callback in callbacks:
+            callback()
+
+
+class ReplySink(CloseCallbacks):
     """The output of one client request, handed from the handler thread to the HTTP thread."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._cond = threading.Condition()
         self._frames: deque[dict] = deque()
         self._streaming = False
         self._finished = False
         self._final: dict | None = None
-        self._closed = False
-        self._on_close: list[Callable[[], None]] = []
 
     def send(self, message: dict) -> bool:
         """Queue a server-to-client message that precedes the response; upgrades to a stream.
@@ -91,24 +117,6 @@ class ReplySink:
                     yield item
                 return
             yield item
-
-    def on_close(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` once when :meth:`close` is called (at once if it already was)."""
-        with self._cond:
-            if not self._closed:
-                self._on_close.append(callback)
-                return
-        callback()
-
-    def close(self) -> None:
-        """The reader is gone (response sent, or client disconnected); run close callbacks."""
-        with self._cond:
-            if self._closed:
-                return
-            self._closed = True
-            callbacks, self._on_close = self._on_close, []
-        for callback in callbacks:
-            callback()
 
     #: [seconds] how often a waiting handler calls :meth:`tick` (it has nothing to do here).
     tick_interval = 1.0
