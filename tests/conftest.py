@@ -359,6 +359,8 @@ class McpClient:
             "threads_pending": r"^thread budget: \d+ threads = (\d+) for pending",
             "threads_listen": r"^thread budget: .* \+ (\d+) for listen streams",
             "listen_cap": r"^listen streams: \d+ \(cap (\d+)\)$",
+            "running": r"^running calls and streams: (\d+) \(call budget \d+\)$",
+            "call_budget": r"^running calls and streams: \d+ \(call budget (\d+)\)$",
             "threads_reserved": r"^thread budget: .* \+ (\d+) reserved$",
         }
         parsed: dict[str, Any] = {"text": text}

@@ -210,6 +210,7 @@ def add_builtin_commands(commands: CommandRegistry) -> None:
             f"sessions: {st['sessions']} (cap {settings.max_sessions})",
             f"pending elicitations: {st['pending']} (cap {st['pending_budget']})",
             f"listen streams: {st['listen_streams']} (cap {st['listen_budget']})",
+            f"running calls and streams: {st['running'] + st['listen_streams']} (call budget {st['call_budget']})",
             f"thread budget: {st['threads']} threads = {st['pending_budget']} for pending elicitations"
             f" + {st['listen_budget']} for listen streams"
             f" + {st['threads'] - st['pending_budget'] - st['listen_budget']} reserved",

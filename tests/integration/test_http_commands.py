@@ -78,6 +78,8 @@ def test_server_status_figures_are_consistent(server):
     assert status["sessions"] >= 1 and status["session_cap"] == 1024
     assert status["threads_pending"] + status["threads_listen"] + status["threads_reserved"] == status["threads"], text
     assert status["listen_cap"] == status["threads_listen"]
+    # The status command is itself a running call, counted in the call budget.
+    assert status["running"] >= 1 and status["call_budget"] == status["threads"] - 8, text
     assert status["pending_cap"] == status["threads_pending"]
     assert 1 <= status["pending_cap"] < status["threads"]
     before = status["sessions"]
