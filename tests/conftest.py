@@ -659,12 +659,17 @@ def _shared_server(_log_dir: Path) -> Iterator[GunicornServer]:
     server.stop()
 
 
+def _lend(request: pytest.FixtureRequest, shared: GunicornServer) -> Iterator[GunicornServer]:
+    """Yield a session-wide server to one test; its clients are closed after the test."""
+    _remember(request, shared)
+    yield shared
+    shared.close_clients()
+
+
 @pytest.fixture
 def server(request: pytest.FixtureRequest, _shared_server: GunicornServer) -> Iterator[GunicornServer]:
     """The shared gunicorn (default settings, 0.5 s keep-alive); clients close after each test."""
-    _remember(request, _shared_server)
-    yield _shared_server
-    _shared_server.close_clients()
+    yield from _lend(request, _shared_server)
 
 
 @pytest.fixture
@@ -771,9 +776,7 @@ def _shared_traced_server(_log_dir: Path) -> Iterator[GunicornServer]:
 @pytest.fixture
 def traced_server(request: pytest.FixtureRequest, _shared_traced_server: GunicornServer) -> Iterator[GunicornServer]:
     """A shared traced gunicorn (the ``server`` settings); read its requests with :func:`trace_records`."""
-    _remember(request, _shared_traced_server)
-    yield _shared_traced_server
-    _shared_traced_server.close_clients()
+    yield from _lend(request, _shared_traced_server)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -176,7 +176,6 @@ class HandshakeEra:
         Raises:
             Busy: the call budget is taken; nothing runs.
         """
-        self.server.check_room()
         meta = request.params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         sink = new_sink(environ, self.settings.keepalive_interval)

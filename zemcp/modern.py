@@ -36,7 +36,7 @@ from zemcp.capabilities import LOG_LEVELS, ClientView
 from zemcp.elicitation import ClientDisconnected
 from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.request_state import RequestStateError, StateTooLarge
-from zemcp.resources import RESOURCE_NOT_FOUND, ResourceNotFound
+from zemcp.resources import RESOURCE_NOT_FOUND
 from zemcp.responses import DirectSink, error_response, json_response, new_sink, reply
 from zemcp.server import Busy, Server, Work
 from zemcp.sinks import ReplySink
@@ -84,6 +84,15 @@ def selects(message: jsonrpc.Message, headers: Any) -> bool:
     return version is not None and version not in versions.HANDSHAKE and headers.get("Mcp-Session-Id") is None
 
 
+def retire_codes(message: dict) -> dict:
+    """A JSON-RPC response with the error codes 2026-07-28 retired replaced by their successors:
+    resource not found (-32002) is invalid params (-32602) here, ``error.data.uri`` kept."""
+    error = message.get("error")
+    if isinstance(error, dict) and error.get("code") == RESOURCE_NOT_FOUND:
+        error["code"] = INVALID_PARAMS
+    return message
+
+
 def status_of(message: dict) -> int:
     """The HTTP status of a JSON-RPC response in this era (200 unless an error code maps)."""
     error = message.get("error")
@@ -120,6 +129,7 @@ class ModernEra:
             return error_response(503, jsonrpc.INTERNAL_ERROR, str(exc), id=message.id,
                                   headers={"Retry-After": str(exc.retry_after)})
         if isinstance(outcome, dict):
+            outcome = retire_codes(outcome)
             return json_response(status_of(outcome), outcome)
         return reply(outcome, request.environ, self.settings.keepalive_interval, status_of)
 
@@ -129,7 +139,7 @@ class ModernEra:
             mcp_headers.check_standard(request.headers, message.method, message.params, client.protocol_version)
         except mcp_headers.HeaderError as exc:
             raise ProtocolError(mcp_headers.HEADER_MISMATCH, exc.message) from None
-        if client.protocol_version not in versions.MODERN:
+        if not versions.is_modern(client.protocol_version):
             raise ProtocolError(
                 UNSUPPORTED_VERSION,
                 f"Unsupported protocol version {client.protocol_version!r}: send "
@@ -147,11 +157,7 @@ class ModernEra:
         if method not in self.server.methods():
             raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method} is not a method of MCP "
                                                   f"{client.protocol_version}")
-        try:
-            outcome = self.server.prepare(client, message)
-        except ResourceNotFound as exc:
-            # 2026-07-28 retired -32002: a missing resource is invalid params, with the URI.
-            raise ProtocolError(INVALID_PARAMS, exc.message, data=exc.data) from None
+        outcome = self.server.prepare(client, message)
         if isinstance(outcome, Work):
             return self._start(client, message, outcome, request.environ)
         return self.result(message.id, method, outcome, self.server.cache_hint(message))
@@ -283,10 +289,7 @@ class ModernEra:
                                  f"{needed}, which this request's clientCapabilities do not declare",
                                  {"requiredCapabilities": round_.missing_capabilities})
         if "error" in response:
-            if response["error"].get("code") == RESOURCE_NOT_FOUND:
-                # A handler's own ResourceNotFound: the retired -32002 becomes -32602 here too.
-                response["error"]["code"] = INVALID_PARAMS
-            return response
+            return retire_codes(response)
         # A result that took answers depends on more than its cache key: never reusable.
         retried = request.params.get("requestState") is not None or request.params.get("inputResponses") is not None
         return self.result(request.id, work.method, response["result"], NO_CACHE if retried else self.server.cache_hint(request))

@@ -35,10 +35,10 @@ def json_response(status: int, message: dict, headers: dict | None = None) -> Re
     return Response(encode(message), status=status, content_type="application/json", headers=headers)
 
 
-def error_response(status: int, code: int, message: str, headers: dict | None = None, id: jsonrpc.RequestId | None = None,
-                   data: object = None) -> Response:
+def error_response(status: int, code: int, message: str, headers: dict | None = None,
+                   id: jsonrpc.RequestId | None = None) -> Response:
     """A JSON-RPC error (``id`` None when the request's id is unknown) as an ``application/json`` response."""
-    return json_response(status, jsonrpc.error(id, code, message, data), headers)
+    return json_response(status, jsonrpc.error(id, code, message), headers)
 
 
 def reply(sink: "ReplySink | DirectSink", environ: dict, keepalive: float,

@@ -398,7 +398,7 @@ class Server:
                 return NO_CACHE
         return NO_CACHE
 
-    def check_room(self) -> None:
+    def _check_room(self) -> None:
         """Raise :class:`Busy` when running calls and open streams hold the whole call budget."""
         held = self._running + self.subscriptions.count()
         if held >= self.settings.call_budget:
@@ -413,7 +413,7 @@ class Server:
             Busy: the call budget is taken; nothing is opened.
         """
         with self._admission:
-            self.check_room()
+            self._check_room()
             return opener()
 
     def start(self, job: Callable[[], None], sink: Any) -> None:
@@ -427,7 +427,7 @@ class Server:
             Busy: the call budget is taken (``Settings.call_budget``); ``job`` does not run.
         """
         with self._admission:
-            self.check_room()
+            self._check_room()
             self._running += 1
 
         def counted() -> None:

@@ -8,7 +8,6 @@ holds the right versions. Without npm the test is skipped; a failed install fail
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
