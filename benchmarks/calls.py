@@ -16,7 +16,8 @@ connections):
 * the canned-JSON ceiling: the same gunicorn configuration serving an app that reads the
   body and returns fixed bytes, i.e. what HTTP, gunicorn and this client cost without MCP;
 * the elicitation round trip with one client, of zemcp and of the official MCP Python SDK's
-  server (benchmarks/sdk_server.py under uvicorn) with the same client and tool shape.
+  server (benchmarks/sdk_server.py under uvicorn) with the same client (the standard
+  library's http.client, so that the client's own work hides little) and tool shape.
 
 Prints requests per second and latency percentiles for each, then the ratios, and stops
 the servers. Figures depend on the machine; compare runs on the same one. Usage::
@@ -27,6 +28,7 @@ the servers. Figures depend on the machine; compare runs on the same one. Usage:
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import signal
@@ -39,6 +41,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import requests
 
@@ -164,6 +167,57 @@ class ModernClient:
         assert result["resultType"] == "complete" and result["isError"] is False, result
 
 
+class RoundTripClient:
+    """One handshake-era session over the standard library's http.client, for the round trip.
+
+    ``requests`` spends about as long per request as either server does, which hides the
+    servers' difference; this client does little more than write and read the bytes.
+    """
+
+    def __init__(self, url: str):
+        parts = urlsplit(url)
+        self.path = parts.path
+        self.calls = http.client.HTTPConnection(parts.hostname, parts.port, timeout=REQUEST_TIMEOUT)
+        self.answers = http.client.HTTPConnection(parts.hostname, parts.port, timeout=REQUEST_TIMEOUT)
+        self.next_id = 0
+        r = self.post(self.calls, {"method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "bench", "version": "1"}}}, HEADERS)
+        r.read()
+        self.headers = {**HEADERS, "Mcp-Session-Id": r.getheader("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-06-18"}
+        self.post(self.calls, {"method": "notifications/initialized"}, self.headers, with_id=False).read()
+
+    def post(self, connection: http.client.HTTPConnection, message: dict, headers: dict,
+             with_id: bool = True) -> http.client.HTTPResponse:
+        body = {"jsonrpc": "2.0", **message}
+        if with_id:
+            self.next_id += 1
+            body["id"] = self.next_id
+        connection.request("POST", self.path, json.dumps(body), headers)
+        return connection.getresponse()
+
+    def eliciting(self) -> None:
+        r = self.post(self.calls, {"method": "tools/call", "params": {"name": "ze_execute", "arguments": {}}},
+                      self.headers)
+        ask = _next_event(r)
+        answer = {"id": ask["id"], "result": {"action": "accept", "content": {"command": "help"}}}
+        a = self.post(self.answers, answer, self.headers, with_id=False)
+        a.read()
+        assert a.status == 202, a.status
+        assert _next_event(r)["result"]["isError"] is False
+        r.read()
+
+
+def _next_event(response: http.client.HTTPResponse) -> dict:
+    """The message of the next SSE ``data:`` line of ``response``."""
+    while True:
+        line = response.readline()
+        if not line:
+            raise RuntimeError("the stream ended before the next event")
+        if line.startswith(b"data: "):
+            return json.loads(line[6:])
+
+
 # -- measuring ----------------------------------------------------------------------------
 
 
@@ -229,7 +283,7 @@ def start_server(argv: list[str], port: int) -> subprocess.Popen:
 
 def start_gunicorn(app: str, port: int) -> subprocess.Popen:
     """``app`` under gunicorn with the repository's gunicorn.conf.py on ``port``."""
-    return start_server(["gunicorn", "-c", "gunicorn.conf.py", "--access-logfile", os.devnull, app], port)
+    return start_server(["gunicorn", "-c", "gunicorn.conf.py", app], port)
 
 
 def start_sdk_server(port: int) -> subprocess.Popen:
@@ -273,8 +327,9 @@ def main() -> None:
         modern_plain = run("2026-07-28 plain tools/call", lambda: ModernClient(url).plain, args.clients, args.seconds)
         modern_eliciting = run("2026-07-28 eliciting (2 rounds)", lambda: ModernClient(url).eliciting, args.clients,
                                args.seconds)
-        round_trip = run("zemcp elicitation round trip", lambda: Client(url).eliciting, 1, args.seconds)
-        sdk_round_trip = run("SDK server elicitation round trip", lambda: Client(sdk_url).eliciting, 1, args.seconds)
+        round_trip = run("zemcp elicitation round trip", lambda: RoundTripClient(url).eliciting, 1, args.seconds)
+        sdk_round_trip = run("SDK server elicitation round trip", lambda: RoundTripClient(sdk_url).eliciting, 1,
+                             args.seconds)
     finally:
         for server in servers:
             stop_gunicorn(server)

@@ -20,6 +20,8 @@ in both eras.
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
@@ -260,10 +262,15 @@ _META_VALIDATORS = {
     True: jsonschema.Draft202012Validator(REQUESTED_SCHEMA_META_2025_11_25),
 }
 _FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
+#: Distinct requested schemas whose check and content validator are remembered.
+SCHEMA_CACHE_SIZE = 256
 
 
 def check_requested_schema(schema: Any, protocol_version: str = "2025-06-18") -> None:
     """Check ``schema`` against the spec's flat subset before anything is sent.
+
+    A schema that passed once (handlers pass the same few schemas again and again) is known
+    by its JSON text and not checked again.
 
     Args:
         schema: the ``requestedSchema`` a handler passed to ``elicit``.
@@ -272,7 +279,22 @@ def check_requested_schema(schema: Any, protocol_version: str = "2025-06-18") ->
     Raises:
         ElicitSchemaInvalid: with the path of the first problem and what is allowed there.
     """
-    error = best_match(_META_VALIDATORS[since(protocol_version, ELICITATION_MODES)].iter_errors(schema))
+    modes = since(protocol_version, ELICITATION_MODES)
+    text = _schema_text(schema)
+    if text is None:
+        _check_requested_schema(schema, modes)
+    else:
+        _checked_schema(text, modes)
+
+
+@functools.lru_cache(maxsize=SCHEMA_CACHE_SIZE)
+def _checked_schema(text: str, modes: bool) -> None:
+    # Only passing schemas are remembered: lru_cache keeps no result of a call that raised.
+    _check_requested_schema(json.loads(text), modes)
+
+
+def _check_requested_schema(schema: Any, modes: bool) -> None:
+    error = best_match(_META_VALIDATORS[modes].iter_errors(schema))
     if error is not None:
         path = ".".join(str(p) for p in error.absolute_path) or "<root>"
         raise ElicitSchemaInvalid(path, error.message)
@@ -331,11 +353,29 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
     # Some clients send null for a field the user left empty; for an optional field that is absence.
     required = schema.get("required", ())
     content = {key: value for key, value in content.items() if value is not None or key in required}
-    error = best_match(jsonschema.Draft202012Validator(schema, format_checker=_FORMATS).iter_errors(content))
+    text = _schema_text(schema)
+    validator = _content_validator(text) if text is not None else jsonschema.Draft202012Validator(
+        schema, format_checker=_FORMATS)
+    if validator.is_valid(content):
+        return content
+    error = best_match(validator.iter_errors(content))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path)
         raise ElicitMalformed(f"content does not match requestedSchema{' at ' + where if where else ''}: {error.message}")
     return content
+
+
+def _schema_text(schema: Any) -> str | None:
+    """The canonical JSON text of a schema (its cache key), or None when it is not JSON."""
+    try:
+        return json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=SCHEMA_CACHE_SIZE)
+def _content_validator(text: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(text), format_checker=_FORMATS)
 
 
 def form_request(client: "ClientView", message: str, requested_schema: dict, key: str | None = None) -> InputRequest:

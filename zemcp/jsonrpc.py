@@ -97,7 +97,7 @@ def parse(body: bytes) -> Message:
     except UnicodeDecodeError as exc:
         raise ProtocolError(PARSE_ERROR, f"Parse error: the body is not UTF-8 ({exc.reason} at byte {exc.start})") from None
     try:
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = _DECODER.decode(text)
     except RecursionError:
         raise ProtocolError(PARSE_ERROR, "Parse error: the JSON is nested too deeply") from None
     except ValueError as exc:
@@ -181,8 +181,13 @@ def encode(message: dict) -> bytes:
         TypeError: a value JSON cannot represent (a datetime, a set ...).
         ValueError: NaN or an infinity (not valid JSON).
     """
-    return json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+    return _ENCODER.encode(message).encode()
 
 
 def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not valid JSON")
+
+
+# Made once: json.loads and json.dumps with options build a new codec on every call.
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import ClientDisconnected, HTTPException
 from werkzeug.wrappers import Request, Response
 
 from zemcp import jsonrpc, logsafe, modern
@@ -35,8 +35,8 @@ from zemcp.server import Server
 log = logging.getLogger("zemcp.transport")
 
 ALLOW = "POST, DELETE"
-#: Distinct ``Accept`` values whose verdict is remembered (one or two in practice).
-ACCEPT_CACHE_SIZE = 64
+#: Distinct ``Accept`` or ``Host`` values whose verdict is remembered (one or two in practice).
+VERDICT_CACHE_SIZE = 64
 
 
 class McpApp:
@@ -59,7 +59,9 @@ class McpApp:
         self.handshake = HandshakeEra(server)
         self.modern = ModernEra(server)
         self._threading_checked = False
+        # Clients send the same Host and Accept on every request: each distinct value is judged once.
         self._accept_cache: dict[str, bool] = {}
+        self._host_cache: dict[str, bool] = {}
 
     def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
         """The WSGI entry point (PEP 3333): answer one HTTP request."""
@@ -103,25 +105,19 @@ class McpApp:
         if origin is not None and not self._origin_allowed(origin):
             log.warning("refused Origin %s", logsafe.clip(origin))
             return error_response(403, INVALID_REQUEST, f"Forbidden: Origin {origin!r} is not allowed; add it to ZEMCP_ALLOWED_ORIGINS")
-        host = request.headers.get("Host")
-        if host is not None and self._check_host and not is_loopback_host(_hostname(host)):
+        host = request.environ.get("HTTP_HOST")
+        if host is not None and self._check_host and not _remembered(self._host_cache, host, _is_loopback_name):
             log.warning("refused Host %s on a loopback bind", logsafe.clip(host))
             return error_response(403, INVALID_REQUEST, f"Forbidden: Host {host!r} is not a loopback name; this server is bound to loopback")
         return None
 
     def _accepts_both(self, request: Request) -> bool:
         """True when ``Accept`` accepts both application/json and text/event-stream (werkzeug's rules)."""
-        value = request.headers.get("Accept")
+        value = request.environ.get("HTTP_ACCEPT")
         if not value:
             return False
-        known = self._accept_cache.get(value)
-        if known is None:
-            # Clients send the same Accept on every request: parse each distinct value once.
-            accept = request.accept_mimetypes
-            known = bool(accept["application/json"] and accept["text/event-stream"])
-            if len(self._accept_cache) < ACCEPT_CACHE_SIZE:
-                self._accept_cache[value] = known
-        return known
+        return _remembered(self._accept_cache, value, lambda _: bool(
+            request.accept_mimetypes["application/json"] and request.accept_mimetypes["text/event-stream"]))
 
     def _origin_allowed(self, origin: str) -> bool:
         normalized = origin.rstrip("/").lower()
@@ -166,13 +162,20 @@ class McpApp:
             TimeoutError: under gunicorn, the client sent nothing for ``body_timeout`` seconds.
         """
         limit = self.settings.max_body_bytes
-        if request.content_length is not None and request.content_length > limit:
+        length = request.content_length
+        if length is not None and length > limit:
             return None
         # A client that stalls mid-body would hold this thread for good; bound each wait.
         client = request.environ.get("gunicorn.socket")
         if client is not None:
             client.settimeout(self.settings.body_timeout)
         try:
+            if length is not None:
+                # The common case: one read of the declared length (PEP 3333), no stream wrapper.
+                body = request.environ["wsgi.input"].read(length)
+                if len(body) < length:
+                    raise ClientDisconnected()
+                return body
             stream = request.stream
             chunks: list[bytes] = []
             total = 0
@@ -189,5 +192,15 @@ class McpApp:
                 client.settimeout(None)
 
 
-def _hostname(host: str) -> str:
-    return urlsplit("//" + host).hostname or ""
+def _is_loopback_name(host: str) -> bool:
+    return is_loopback_host(urlsplit("//" + host).hostname or "")
+
+
+def _remembered(cache: dict[str, bool], value: str, judge: Callable[[str], bool]) -> bool:
+    """``judge(value)``, remembered in ``cache`` for up to :data:`VERDICT_CACHE_SIZE` distinct values."""
+    known = cache.get(value)
+    if known is None:
+        known = judge(value)
+        if len(cache) < VERDICT_CACHE_SIZE:
+            cache[value] = known
+    return known

@@ -4,6 +4,7 @@ Fast coverage of the WSGI layer, the in-place JSON to SSE upgrade and the tool A
 rules over real HTTP under gunicorn are in tests/integration.
 """
 
+import io
 import json
 import threading
 import time
@@ -330,3 +331,25 @@ def test_unexpected_argument_to_ze_execute_is_invalid_params(app):
     peer = Peer(app)
     body = peer.call("ze_execute", {"command": "help", "extra": 1})[1].get_json()
     assert body["error"]["code"] == -32602 and "extra" in body["error"]["message"]
+
+
+def test_body_shorter_than_its_content_length_is_a_bad_request(app):
+    """A body that ends before the bytes its Content-Length declares is refused with 400."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    r = Client(app).post("/mcp", input_stream=io.BytesIO(body), headers={**HEADERS, "Content-Length": str(len(body) + 50)})
+    assert r.status_code == 400
+    assert r.get_json()["error"]["code"] == -32600
+
+
+def test_host_verdicts_stay_right_beyond_the_remembered_values(app):
+    """Host verdicts are remembered for a bounded number of values; later values are still judged."""
+    from zemcp.transport import VERDICT_CACHE_SIZE
+
+    client = Client(app)
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    for n in range(VERDICT_CACHE_SIZE + 5):
+        assert client.post("/mcp", data=ping, headers={**HEADERS, "Host": f"evil{n}.example"}).status_code == 403
+    assert len(app._host_cache) == VERDICT_CACHE_SIZE
+    for host in ("127.0.0.1:9", "localhost", "[::1]:8000", "evil0.example"):
+        r = client.post("/mcp", data=ping, headers={**HEADERS, "Host": host})
+        assert r.status_code == (403 if host.startswith("evil") else 400), (host, r.get_data())

@@ -282,3 +282,25 @@ def test_2025_11_25_subset_still_refuses_what_is_outside(schema, path):
     with pytest.raises(ElicitSchemaInvalid) as info:
         check_requested_schema(schema, "2025-11-25")
     assert info.value.path == path
+
+
+def test_a_schema_that_passed_is_checked_again_once_it_changes():
+    """Passing schemas are remembered by their JSON text: the same dict edited into a bad
+    schema is refused, and a bad schema is refused every time it is passed."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    check_requested_schema(schema)
+    check_requested_schema(schema)
+    schema["properties"]["name"] = {"type": "object"}
+    for _ in range(2):
+        with pytest.raises(ElicitSchemaInvalid) as info:
+            check_requested_schema(schema)
+        assert info.value.path == "properties.name.type"
+
+
+def test_answers_are_validated_against_the_schema_sent_also_when_it_changes():
+    """The remembered content validator belongs to one schema text, never to another schema."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    assert interpret_answer(answer({"action": "accept", "content": {"n": 1}}), schema) == {"n": 1}
+    schema["properties"]["n"] = {"type": "string"}
+    with pytest.raises(ElicitMalformed, match="at n: 1 is not of type 'string'"):
+        interpret_answer(answer({"action": "accept", "content": {"n": 1}}), schema)
