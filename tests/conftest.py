@@ -541,11 +541,12 @@ class GunicornServer:
 
     ``gunicorn_args`` are extra command-line options, placed before the app. With
     ``config=False`` gunicorn runs without gunicorn.conf.py, with its own defaults (the sync
-    worker), as a site that mounts zemcp in its own gunicorn setup might.
+    worker), as a site that mounts zemcp in its own gunicorn setup might. ``app`` is the
+    WSGI app gunicorn loads (the reference server by default).
     """
 
     def __init__(self, settings: dict[str, Any], log_dir: Path, gunicorn_args: tuple[str, ...] = (),
-                 config: bool = True):
+                 config: bool = True, app: str = "wsgi:app"):
         self.port = free_port()
         self.base = f"http://{HOST}:{self.port}"
         self.url = f"{self.base}/mcp"
@@ -565,7 +566,7 @@ class GunicornServer:
              # Without -c, gunicorn would still read ./gunicorn.conf.py: name an empty file instead.
              *(("-c", "gunicorn.conf.py") if config else ("-c", os.devnull, "--bind", self.env["ZEMCP_BIND"],
                                                           "--access-logfile", "-")),
-             *gunicorn_args, "wsgi:app"],
+             *gunicorn_args, app],
             cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
@@ -632,11 +633,11 @@ def _log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _server_factory(request: pytest.FixtureRequest, log_dir: Path, gunicorn_args: tuple[str, ...] = ()) -> Iterator:
-    """Yield ``start(**settings)``, which starts a gunicorn for the test; stop them all after it."""
+    """Yield ``start(app="wsgi:app", **settings)``, which starts a gunicorn for the test; stop them all after it."""
     servers: list[GunicornServer] = []
 
-    def start(**settings: Any) -> GunicornServer:
-        server = GunicornServer(settings, log_dir, gunicorn_args)
+    def start(app: str = "wsgi:app", **settings: Any) -> GunicornServer:
+        server = GunicornServer(settings, log_dir, gunicorn_args, app=app)
         servers.append(server)
         _remember(request, server)
         return server

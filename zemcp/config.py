@@ -69,6 +69,27 @@ class Settings:
             opens, so a new key can be rolled in before the old one is dropped. Every process
             that may serve a round of the same request needs the same keys; when empty, a
             random key per process (gunicorn.conf.py sets one per instance before forking).
+        auth: ``off`` (the default: anyone who reaches the port may call every tool, so keep
+            it on loopback), ``jwt`` (JWT access tokens checked against the authorization
+            server's JWKS) or ``introspection`` (tokens checked by RFC 7662 introspection).
+        auth_resource: this server's canonical URL, the audience tokens must be issued for
+            and the ``resource`` of its metadata; ``http://<bind><endpoint>`` when empty
+            (set it behind a proxy or TLS: ``https://mcp.example.com/mcp``).
+        auth_issuer: the authorization server's issuer URL, exactly as its metadata spells it.
+        auth_jwks_url: (``jwt``) the authorization server's ``jwks_uri``.
+        auth_algorithms: (``jwt``) accepted signature algorithms (asymmetric ones only).
+        auth_introspection_url: (``introspection``) the introspection endpoint.
+        auth_client_id, auth_client_secret: (``introspection``) this server's own
+            credentials at the authorization server.
+        auth_scopes: scopes every request needs (space- or comma-separated in the
+            environment); tools, prompts and resources can need more (``scopes=``).
+        auth_leeway: [seconds] clock skew allowed on a token's expiry.
+        auth_jwks_lifespan: [seconds] how long a fetched JWKS is used.
+        auth_jwks_cooldown: [seconds] a token with an unknown key id makes the JWKS be fetched
+            again only when the last fetch (the first one included) is older than this.
+        auth_timeout: [seconds] bound on one request to the authorization server.
+        auth_introspection_cache: [seconds] how long an active introspection answer is
+            reused (never past the token's expiry); 0 asks every time.
     """
 
     bind: str = "127.0.0.1:8000"
@@ -90,6 +111,20 @@ class Settings:
     endpoint: str = "/mcp"
     instance: str = field(default_factory=lambda: secrets.token_hex(4))
     request_state_key: tuple[str, ...] = field(default_factory=tuple, repr=False)
+    auth: str = "off"
+    auth_resource: str = ""
+    auth_issuer: str = ""
+    auth_jwks_url: str = ""
+    auth_algorithms: tuple[str, ...] = ("RS256", "ES256")
+    auth_introspection_url: str = ""
+    auth_client_id: str = ""
+    auth_client_secret: str = field(default="", repr=False)
+    auth_scopes: tuple[str, ...] = field(default_factory=tuple)
+    auth_leeway: float = 10.0
+    auth_jwks_lifespan: float = 300.0
+    auth_jwks_cooldown: float = 30.0
+    auth_timeout: float = 5.0
+    auth_introspection_cache: float = 30.0
 
     def __post_init__(self) -> None:
         positive = ("session_ttl", "elicitation_timeout", "keepalive_interval", "body_timeout", "head_timeout")
@@ -131,6 +166,39 @@ class Settings:
                 raise ValueError("request_state_key (ZEMCP_REQUEST_STATE_KEY) needs secrets of at least 32 characters "
                                  "each, comma-separated; make one with: python -c 'import secrets; "
                                  "print(secrets.token_urlsafe(32))'")
+        self._check_auth()
+
+    def _check_auth(self) -> None:
+        scopes = self.auth_scopes
+        if isinstance(scopes, str):
+            scopes = scopes.replace(",", " ").split()
+        object.__setattr__(self, "auth_scopes", tuple(scopes))
+        if isinstance(self.auth_algorithms, str):
+            object.__setattr__(self, "auth_algorithms", tuple(self.auth_algorithms.replace(",", " ").split()))
+        for name in ("auth_timeout", "auth_jwks_lifespan"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= threading.TIMEOUT_MAX):
+                raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
+        for name in ("auth_leeway", "auth_jwks_cooldown", "auth_introspection_cache"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number of seconds, 0 or more, got {value!r}")
+        if self.auth not in ("off", "jwt", "introspection"):
+            raise ValueError(f"auth (ZEMCP_AUTH) must be off, jwt or introspection, got {self.auth!r}")
+        if self.auth == "off":
+            return
+        needed = {"jwt": ("auth_issuer", "auth_jwks_url"),
+                  "introspection": ("auth_issuer", "auth_introspection_url", "auth_client_id")}[self.auth]
+        for name in needed:
+            if not getattr(self, name):
+                raise ValueError(f"auth={self.auth} needs {name} (ZEMCP_{name.upper()})")
+        if self.auth_resource == "" and self.bind.startswith("unix:"):
+            raise ValueError("auth on a unix socket needs auth_resource (ZEMCP_AUTH_RESOURCE): the URL clients use")
+
+    @property
+    def auth_resource_url(self) -> str:
+        """This server's resource identifier: :attr:`auth_resource`, else ``http://<bind><endpoint>``."""
+        return self.auth_resource or f"http://{self.bind}{self.endpoint}"
 
     @property
     def thread_reserve(self) -> int:
@@ -214,6 +282,20 @@ def _parse(name: str, raw: str) -> object:
         "instance": str,
         "allowed_origins": tuple,
         "request_state_key": tuple,
+        "auth": str,
+        "auth_resource": str,
+        "auth_issuer": str,
+        "auth_jwks_url": str,
+        "auth_algorithms": str,
+        "auth_introspection_url": str,
+        "auth_client_id": str,
+        "auth_client_secret": str,
+        "auth_scopes": str,
+        "auth_leeway": float,
+        "auth_jwks_lifespan": float,
+        "auth_jwks_cooldown": float,
+        "auth_timeout": float,
+        "auth_introspection_cache": float,
         "session_ttl": float,
         "elicitation_timeout": float,
         "keepalive_interval": float,

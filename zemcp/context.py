@@ -22,6 +22,7 @@ from zemcp.elicitation import ElicitAborted, ElicitError
 from zemcp.inputs import InputRequest
 
 if TYPE_CHECKING:
+    from zemcp.auth import Principal
     from zemcp.capabilities import ClientView
     from zemcp.inputs import Exchange
     from zemcp.session import Session
@@ -295,10 +296,14 @@ class Context:
             ``client_info``, ``capabilities``): see :class:`zemcp.capabilities.ClientView`.
         session: the handshake-era session, or None for a 2026-07-28 request (no sessions).
         request_id: the JSON-RPC id of the request being handled.
+        auth: who the request's access token names (:class:`zemcp.auth.Principal`:
+            ``subject``, ``client_id``, ``scopes``, ``claims``), or None when authorization
+            is off.
     """
 
-    def __init__(self, exchange: "Exchange"):
+    def __init__(self, exchange: "Exchange", auth: "Principal | None" = None):
         self._exchange = exchange
+        self.auth = auth
         self._last_progress: float | None = None
         self.client: "ClientView" = exchange.client
         self.session: "Session | None" = exchange.session

@@ -24,7 +24,16 @@ from zemcp.elicitation import ClientDisconnected, RequestCancelled
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.responses import DirectSink, error_response, json_response, new_sink, reply
 from zemcp.server import Busy, Server, Work
-from zemcp.session import Call, Session, SessionLimitReached, SessionNotFound, SessionRequired, fingerprint
+from zemcp.auth import InsufficientScope, Principal
+from zemcp.session import (
+    UNKNOWN_SESSION,
+    Call,
+    Session,
+    SessionLimitReached,
+    SessionNotFound,
+    SessionRequired,
+    fingerprint,
+)
 from zemcp.sinks import ReplySink
 
 log = logging.getLogger("zemcp.handshake")
@@ -52,8 +61,13 @@ class HandshakeEra:
             "resources/unsubscribe": lambda s, r: self.server.resources.unsubscribe(s.id, r.params),
         }
 
-    def post(self, request: Request, message: jsonrpc.Message) -> Response:
-        """Answer one POSTed message (already parsed) of the handshake era."""
+    def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> Response:
+        """Answer one POSTed message (already parsed) of the handshake era.
+
+        With authorization on, ``principal`` is who the request's token names: a session
+        belongs to the principal that initialized it, and any other gets 404 for it, as for
+        a session that does not exist (answers to its elicitations included).
+        """
         # Only a request's id is echoed: a response's id is the server's own request id.
         request_id = message.id if isinstance(message, jsonrpc.Request) else None
         session_id = request.headers.get(SESSION_HEADER)
@@ -62,10 +76,10 @@ class HandshakeEra:
             return error_response(400, INVALID_REQUEST, "Bad Request: send the Mcp-Session-Id header once, with one session id",
                                   id=request_id)
         if isinstance(message, jsonrpc.Request) and message.method == "initialize":
-            return self._initialize(message, session_id)
+            return self._initialize(message, session_id, principal)
         try:
             check_protocol_header(request.headers.get(VERSION_HEADER))
-            session = self.server.sessions.get(session_id)
+            session = self._owned(self.server.sessions.get(session_id), principal)
         except ProtocolError as exc:
             return error_response(400, exc.code, exc.message, id=request_id)
         except SessionRequired as exc:
@@ -80,9 +94,13 @@ class HandshakeEra:
                 self._cancel(session, message.params)
             return Response(status=202)
         try:
-            outcome = self._handle(session, message, request.environ)
+            outcome = self._handle(session, message, request.environ, principal)
         except SessionNotFound as exc:
             return error_response(404, INVALID_REQUEST, str(exc), id=request_id)
+        except InsufficientScope as exc:
+            challenge = self.server.auth.challenge_for(exc)
+            return error_response(challenge.status, INVALID_REQUEST, challenge.message, id=request_id,
+                                  headers={"WWW-Authenticate": challenge.header})
         except Busy as exc:
             return error_response(503, INTERNAL_ERROR, str(exc), id=request_id,
                                   headers={"Retry-After": str(exc.retry_after)})
@@ -90,20 +108,38 @@ class HandshakeEra:
             return json_response(200, outcome)
         return reply(outcome, request.environ, self.settings.keepalive_interval)
 
-    def delete(self, request: Request) -> Response:
-        """End the session named by the request (DELETE): 204, or 404 when it is not live."""
+    def delete(self, request: Request, principal: Principal | None = None) -> Response:
+        """End the session named by the request (DELETE): 204, or 404 when it is not live
+        (or, with authorization on, belongs to another principal)."""
         session_id = request.headers.get(SESSION_HEADER)
         try:
             check_protocol_header(request.headers.get(VERSION_HEADER))
+            self._owned(self.server.sessions.get(session_id), principal)
         except ProtocolError as exc:
             return error_response(400, exc.code, exc.message)
+        except (SessionNotFound, SessionRequired) as exc:
+            return error_response(404, INVALID_REQUEST, str(exc))
         if not self.server.end_session(session_id):
             return error_response(404, INVALID_REQUEST, "Session not found: it already ended or was never created here")
         return Response(status=204)
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    def _initialize(self, request: jsonrpc.Request, session_id: str | None) -> Response:
+    def _owned(self, session: Session, principal: Principal | None) -> Session:
+        """``session``, if ``principal`` is the one it belongs to.
+
+        Raises:
+            SessionNotFound: it belongs to another principal (logged: a session id used with
+                someone else's token is a hijack attempt or a leaked id).
+        """
+        key = principal.key if principal is not None else None
+        if session.principal != key:
+            log.warning("refused session %s to %s: it belongs to another principal", fingerprint(session.id),
+                        logsafe.clip(principal.subject if principal is not None else "a request without a token"))
+            raise SessionNotFound(UNKNOWN_SESSION)
+        return session
+
+    def _initialize(self, request: jsonrpc.Request, session_id: str | None, principal: Principal | None) -> Response:
         """``initialize``: negotiate the version and create a session (MCP basic/lifecycle)."""
         if session_id is not None and session_id in self.server.sessions:
             return error_response(400, INVALID_REQUEST, "Bad Request: this session is already initialized; to start a "
@@ -127,7 +163,8 @@ class HandshakeEra:
         # initialize never negotiates a stateless version: those need no handshake.
         version = requested if requested in versions.HANDSHAKE else versions.LATEST
         try:
-            session = self.server.sessions.create(version, client_info, capabilities)
+            session = self.server.sessions.create(version, client_info, capabilities,
+                                                  principal.key if principal is not None else None)
         except SessionLimitReached as exc:
             return error_response(429, INVALID_REQUEST, f"Too Many Requests: {exc}", id=request.id,
                                   headers={"Retry-After": str(RETRY_AFTER)})
@@ -147,7 +184,8 @@ class HandshakeEra:
 
     # -- requests of a session -----------------------------------------------------------
 
-    def _handle(self, session: Session, request: jsonrpc.Request, environ: dict) -> "dict | ReplySink | DirectSink":
+    def _handle(self, session: Session, request: jsonrpc.Request, environ: dict,
+                principal: Principal | None = None) -> "dict | ReplySink | DirectSink":
         """A request of a live session: a JSON-RPC response, or the sink of a running handler.
 
         Raises:
@@ -160,7 +198,7 @@ class HandshakeEra:
                 return jsonrpc.result(request.id, method(session, request))
             if request.method not in self.server.methods():
                 return jsonrpc.error(request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}")
-            outcome = self.server.prepare(session, request)
+            outcome = self.server.prepare(session, request, principal)
             if isinstance(outcome, Work):
                 return self._start(session, request, outcome, environ)
             return jsonrpc.result(request.id, outcome)

@@ -31,6 +31,7 @@ from werkzeug.wrappers import Request, Response
 
 from zemcp import headers as mcp_headers
 from zemcp import jsonrpc, logsafe, mrtr, versions
+from zemcp.auth import InsufficientScope, Principal
 from zemcp.caching import NO_CACHE, CacheHint
 from zemcp.capabilities import LOG_LEVELS, ClientView
 from zemcp.elicitation import ClientDisconnected
@@ -110,8 +111,12 @@ class ModernEra:
         self.server = server
         self.settings = server.settings
 
-    def post(self, request: Request, message: jsonrpc.Message) -> Response:
-        """Answer one POSTed message (already parsed) of the stateless era."""
+    def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> Response:
+        """Answer one POSTed message (already parsed) of the stateless era.
+
+        With authorization on, ``principal`` is who the request's token names; a
+        ``requestState`` sealed for one principal opens only for the same one.
+        """
         if isinstance(message, jsonrpc.Notification):
             # The revision defines no client notifications over HTTP: closing a stream cancels.
             return Response(status=202)
@@ -119,7 +124,11 @@ class ModernEra:
             return error_response(400, INVALID_REQUEST, "Invalid Request: a 2026-07-28 client sends no JSON-RPC "
                                   "responses; answers to input requests travel in the retried request's inputResponses")
         try:
-            outcome = self._handle(request, message)
+            outcome = self._handle(request, message, principal)
+        except InsufficientScope as exc:
+            challenge = self.server.auth.challenge_for(exc)
+            return error_response(challenge.status, INVALID_REQUEST, challenge.message, id=message.id,
+                                  headers={"WWW-Authenticate": challenge.header})
         except ProtocolError as exc:
             outcome = jsonrpc.error(message.id, exc.code, exc.message, exc.data)
         except ListenLimitReached as exc:
@@ -133,7 +142,8 @@ class ModernEra:
             return json_response(status_of(outcome), outcome)
         return reply(outcome, request.environ, self.settings.keepalive_interval, status_of)
 
-    def _handle(self, request: Request, message: jsonrpc.Request) -> "dict | ReplySink | DirectSink":
+    def _handle(self, request: Request, message: jsonrpc.Request,
+                principal: Principal | None = None) -> "dict | ReplySink | DirectSink":
         client = envelope(message)
         try:
             mcp_headers.check_standard(request.headers, message.method, message.params, client.protocol_version)
@@ -157,7 +167,7 @@ class ModernEra:
         if method not in self.server.methods():
             raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method} is not a method of MCP "
                                                   f"{client.protocol_version}")
-        outcome = self.server.prepare(client, message)
+        outcome = self.server.prepare(client, message, principal)
         if isinstance(outcome, Work):
             return self._start(client, message, outcome, request.environ)
         return self.result(message.id, method, outcome, self.server.cache_hint(message))
@@ -223,7 +233,7 @@ class ModernEra:
         if token is not None:
             try:
                 state = self.server.request_states.open(token, method=work.method, target=work.target,
-                                                        arguments=work.arguments)
+                                                        arguments=work.arguments, principal=_key(work))
             except RequestStateError as exc:
                 hint = ("; another process sealed it: give every worker and instance the same "
                         "ZEMCP_REQUEST_STATE_KEY (docs/deploy.md)") if exc.reason == "unknown key" else ""
@@ -262,7 +272,7 @@ class ModernEra:
             body, state = round_.input_required()
             try:
                 body["requestState"] = self.server.request_states.seal(state, method=work.method, target=work.target,
-                                                                       arguments=work.arguments)
+                                                                       arguments=work.arguments, principal=_key(work))
             except StateTooLarge as exc:
                 return jsonrpc.error(request.id, INVALID_PARAMS,
                                      f"Invalid params: {exc}; send shorter answers (or arguments), or start the "
@@ -293,6 +303,11 @@ class ModernEra:
         # A result that took answers depends on more than its cache key: never reusable.
         retried = request.params.get("requestState") is not None or request.params.get("inputResponses") is not None
         return self.result(request.id, work.method, response["result"], NO_CACHE if retried else self.server.cache_hint(request))
+
+
+def _key(work: Work) -> str | None:
+    """What a ``requestState`` is bound to beyond the request: the principal, with authorization on."""
+    return work.auth.key if work.auth is not None else None
 
 
 def envelope(request: jsonrpc.Request) -> ClientView:

@@ -16,6 +16,7 @@ streaming" (see :mod:`zemcp.sinks`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zemcp import __version__, jsonrpc, logsafe, versions
+from zemcp.auth import Authorization, InsufficientScope, Principal
 from zemcp.caching import NO_CACHE, CacheHint
 from zemcp.capabilities import ClientView
 from zemcp.config import Settings
@@ -40,7 +42,7 @@ from zemcp.mrtr import RoundEnded
 from zemcp.pagination import PAGE_SIZE, list_result
 from zemcp.prompts import PromptRegistry, make_prompt
 from zemcp.request_state import RequestStateSealer, new_key
-from zemcp.resources import ResourceRegistry
+from zemcp.resources import Resource, ResourceRegistry
 from zemcp.session import Session, SessionRegistry, fingerprint
 from zemcp.subscriptions import SubscriptionHub
 from zemcp.tools import Tool, ToolRegistry, error_result
@@ -92,12 +94,15 @@ class Work:
         arguments: the request's arguments (``{}`` for a resource), what a 2026-07-28
             ``requestState`` is bound to.
         run: the handler call, ``run(ctx) -> result dict``.
+        auth: the principal of the request's access token (``ctx.auth``), None without
+            authorization.
     """
 
     method: str
     target: str
     arguments: dict
     run: Callable[[Context], dict]
+    auth: Principal | None = None
 
     @property
     def is_tool(self) -> bool:
@@ -113,14 +118,20 @@ class Server:
         version: ``serverInfo.version``.
         instructions: optional ``instructions`` returned by initialize and ``server/discover``.
         settings: limits and timeouts; ``Settings.from_env()`` when omitted.
+        auth: the authorization of the endpoint (:class:`zemcp.auth.Authorization`, for a
+            verifier of your own); built from the ``auth_*`` settings when omitted (None
+            when ``auth`` is ``off``).
     """
 
     def __init__(self, name: str, version: str = "0.0.0", *, instructions: str | None = None,
-                 settings: Settings | None = None):
+                 settings: Settings | None = None, auth: Authorization | None = None):
         self.name = name
         self.version = version
         self.instructions = instructions
         self.settings = settings if settings is not None else Settings.from_env()
+        self.auth = auth if auth is not None else Authorization.from_settings(self.settings, name)
+        # (kind, name or URI) -> scopes a principal needs to see and use it; kinds: tool, prompt, resource.
+        self._scopes: dict[tuple[str, str], tuple[str, ...]] = {}
         self.tools = ToolRegistry()
         self.resources = ResourceRegistry()
         self.prompts = PromptRegistry()
@@ -138,7 +149,7 @@ class Server:
         self._pool = ThreadPoolExecutor(max_workers=self.settings.threads, thread_name_prefix="zemcp-handler")
         self.started = time.time()
         _SERVERS.add(self)
-        self._methods: dict[str, Callable[[ClientView, jsonrpc.Request], "dict | Work"]] = {
+        self._methods: dict[str, Callable[[ClientView, jsonrpc.Request, Principal | None], "dict | Work"]] = {
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
             "resources/list": self._resources_list,
@@ -152,7 +163,7 @@ class Server:
     def tool(self, name: str | Callable[..., Any] | None = None, *, title: str | None = None,
              description: str | None = None, input_schema: dict | None = None, output_schema: dict | None = None,
              structured_output: bool = False, annotations: dict | None = None, ttl_ms: int = 0,
-             cache_scope: str = "private") -> Any:
+             cache_scope: str = "private", scopes: tuple[str, ...] | list[str] = ()) -> Any:
         """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
 
         The input schema comes from the function's typed parameters (see
@@ -172,6 +183,8 @@ class Server:
             ttl_ms, cache_scope: this tool's part of the ``tools/list`` caching hint
                 (2026-07-28, see :mod:`zemcp.caching`): [milliseconds] and ``"public"`` or
                 ``"private"``.
+            scopes: OAuth scopes a caller needs, with authorization on, to see the tool in
+                ``tools/list`` and to call it (403 ``insufficient_scope`` otherwise).
         Returns:
             the decorator, which returns the function unchanged (bare use: the function).
         Raises:
@@ -181,12 +194,15 @@ class Server:
         """
         cache = CacheHint(ttl_ms, cache_scope)
 
+        needed = _scopes(scopes)
+
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
-            self.tools.add(Tool(
+            tool = self.tools.add(Tool(
                 name if isinstance(name, str) else None, func, description, input_schema, title,
                 output_schema=output_schema, structured_output=structured_output, annotations=annotations,
                 cache=cache,
             ))
+            self._scopes[("tool", tool.name)] = needed
             self.notify_list_changed("tools")
             return func
 
@@ -195,8 +211,8 @@ class Server:
 
     def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, mime_type: str | None = "text/plain",
-                 size: int | None = None, ttl_ms: int = 0,
-                 cache_scope: str = "private") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+                 size: int | None = None, ttl_ms: int = 0, cache_scope: str = "private",
+                 scopes: tuple[str, ...] | list[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering a function as a resource, or as a resource template.
 
         A ``uri`` with ``{name}`` expressions (RFC 6570 level 1) registers a template: the
@@ -213,6 +229,8 @@ class Server:
             size: optional size [bytes] of a static resource.
             ttl_ms, cache_scope: the caching hint of reading it, and its part of the list's
                 (2026-07-28, see :mod:`zemcp.caching`).
+            scopes: OAuth scopes a caller needs, with authorization on, to see it listed and
+                to read it.
         Returns:
             the decorator, which returns the function unchanged.
         Raises:
@@ -221,16 +239,20 @@ class Server:
         """
         cache = CacheHint(ttl_ms, cache_scope)
 
+        needed = _scopes(scopes)
+
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
             self.resources.register(func, uri, name=name, title=title, description=description,
                                     mime_type=mime_type, size=size, cache=cache)
+            self._scopes[("resource", uri)] = needed
             self.notify_list_changed("resources")
             return func
 
         return register
 
     def prompt(self, name: str | Callable[..., Any] | None = None, *, title: str | None = None,
-               description: str | None = None, ttl_ms: int = 0, cache_scope: str = "private") -> Any:
+               description: str | None = None, ttl_ms: int = 0, cache_scope: str = "private",
+               scopes: tuple[str, ...] | list[str] = ()) -> Any:
         """Decorator registering a function as a prompt; usable bare (``@server.prompt``) too.
 
         The function's parameters are the prompt's arguments (strings; required when they
@@ -244,6 +266,8 @@ class Server:
             description: the docstring's first paragraph when omitted.
             ttl_ms, cache_scope: this prompt's part of the ``prompts/list`` caching hint
                 (2026-07-28, see :mod:`zemcp.caching`).
+            scopes: OAuth scopes a caller needs, with authorization on, to see it listed and
+                to get it.
         Returns:
             the decorator, which returns the function unchanged (used bare: the function).
         Raises:
@@ -252,9 +276,12 @@ class Server:
         """
         cache = CacheHint(ttl_ms, cache_scope)
 
+        needed = _scopes(scopes)
+
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
-            self.prompts.add(make_prompt(func, name=None if callable(name) else name, title=title,
-                                         description=description, cache=cache))
+            prompt = self.prompts.add(make_prompt(func, name=None if callable(name) else name, title=title,
+                                                  description=description, cache=cache))
+            self._scopes[("prompt", prompt.name)] = needed
             self.notify_list_changed("prompts")
             return func
 
@@ -366,17 +393,42 @@ class Server:
         """The methods :meth:`prepare` serves."""
         return frozenset(self._methods)
 
-    def prepare(self, client: ClientView, request: jsonrpc.Request) -> "dict | Work":
+    def prepare(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None = None) -> "dict | Work":
         """Serve one of :meth:`methods` for ``client``, or set up its handler's work.
 
+        Args:
+            client, request: who asks and what.
+            principal: who the request's access token names, with authorization on (lists
+                then show only what it may use); None without authorization.
         Returns:
             the result dict of a request answered at once, or a :class:`Work` for a handler
             that may talk to the client (tools, and prompts and resources taking a Context).
         Raises:
             ProtocolError: the request is invalid (the error to answer with).
+            InsufficientScope: the tool, prompt or resource needs scopes ``principal`` lacks.
             KeyError: ``request.method`` is not one of :meth:`methods`.
         """
-        return self._methods[request.method](client, request)
+        outcome = self._methods[request.method](client, request, principal)
+        if isinstance(outcome, Work) and principal is not None:
+            outcome = dataclasses.replace(outcome, auth=principal)
+        return outcome
+
+    def declared_scopes(self) -> list[str]:
+        """Every scope a registration needs, in registration order (for ``scopes_supported``)."""
+        return list(dict.fromkeys(scope for needed in self._scopes.values() for scope in needed))
+
+    def _allow(self, principal: Principal | None, kind: str, key: str, what: str) -> None:
+        """Raise :class:`InsufficientScope` unless ``principal`` may use ``kind`` ``key``."""
+        needed = self._scopes.get((kind, key), ())
+        if principal is not None and self.auth is not None and principal.missing((*self.auth.scopes, *needed)):
+            raise InsufficientScope(list(needed), what)
+
+    def _visible(self, result: dict, field: str, kind: str, key: str, principal: Principal | None) -> dict:
+        """``result`` with the ``field`` items ``principal`` may not use left out (by their ``key``)."""
+        if principal is None or not self._scopes:
+            return result
+        shown = [item for item in result[field] if not principal.missing(self._scopes.get((kind, item[key]), ()))]
+        return {**result, field: shown}
 
     def cache_hint(self, request: jsonrpc.Request) -> CacheHint:
         """The caching hint of a cacheable request's result (MCP 2026-07-28 server/utilities/caching).
@@ -453,7 +505,7 @@ class Server:
         """
         request_id = exchange.request_id
         try:
-            return jsonrpc.result(request_id, work.run(Context(exchange)))
+            return jsonrpc.result(request_id, work.run(Context(exchange, work.auth)))
         except RoundEnded:
             raise
         except URLElicitationRequired as exc:
@@ -483,36 +535,55 @@ class Server:
             return jsonrpc.result(request_id, error_result(text))
         return jsonrpc.error(request_id, INTERNAL_ERROR, f"{work.method} {work.target}: {text}")
 
-    def _tools_list(self, client: ClientView, request: jsonrpc.Request) -> dict:
-        return _for_version(list_result(request.params, "tools", self.tools.definitions(), PAGE_SIZE), "tools", client)
+    def _tools_list(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict:
+        definitions = self.tools.definitions()
+        if principal is not None and self._scopes:
+            # Filtered before paging, so that every page is full.
+            definitions = [d for d in definitions if not principal.missing(self._scopes.get(("tool", d["name"]), ()))]
+        return _for_version(list_result(request.params, "tools", definitions, PAGE_SIZE), "tools", client)
 
-    def _resources_list(self, client: ClientView, request: jsonrpc.Request) -> dict:
-        return _for_version(self.resources.list_result(request.params, PAGE_SIZE), "resources", client)
+    def _resources_list(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict:
+        result = self._visible(self.resources.list_result(request.params, PAGE_SIZE), "resources", "resource", "uri",
+                               principal)
+        return _for_version(result, "resources", client)
 
-    def _resources_templates_list(self, client: ClientView, request: jsonrpc.Request) -> dict:
-        return _for_version(self.resources.templates_result(request.params, PAGE_SIZE), "resourceTemplates", client)
+    def _resources_templates_list(self, client: ClientView, request: jsonrpc.Request,
+                                  principal: Principal | None) -> dict:
+        result = self._visible(self.resources.templates_result(request.params, PAGE_SIZE), "resourceTemplates",
+                               "resource", "uriTemplate", principal)
+        return _for_version(result, "resourceTemplates", client)
 
-    def _resources_read(self, client: ClientView, request: jsonrpc.Request) -> "dict | Work":
+    def _resources_read(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> "dict | Work":
         target, uri, _ = self.resources.find(request.params)
+        registered = target.uri if isinstance(target, Resource) else target.uri_template
+        self._allow(principal, "resource", registered, f"resources/read {uri!r}")
         if target.context_param is None:
             return self.resources.read(request.params)
         params = request.params
         return Work("resources/read", uri, {}, lambda ctx: self.resources.read(params, ctx))
 
-    def _prompts_list(self, client: ClientView, request: jsonrpc.Request) -> dict:
-        return _for_version(self.prompts.list_result(request.params, PAGE_SIZE), "prompts", client)
+    def _prompts_list(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict:
+        result = self._visible(self.prompts.list_result(request.params, PAGE_SIZE), "prompts", "prompt", "name", principal)
+        return _for_version(result, "prompts", client)
 
-    def _prompts_get(self, client: ClientView, request: jsonrpc.Request) -> "dict | Work":
+    def _prompts_get(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> "dict | Work":
         prompt = self.prompts.require(request.params.get("name"), "prompts/get", "params.name")
+        self._allow(principal, "prompt", prompt.name, f"prompts/get {prompt.name!r}")
         arguments = prompt.check(request.params.get("arguments"))
         if prompt.context_param is None:
             return prompt.render(arguments)
         return Work("prompts/get", prompt.name, arguments, lambda ctx: prompt.render(arguments, ctx))
 
-    def _completion_complete(self, client: ClientView, request: jsonrpc.Request) -> dict:
+    def _completion_complete(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict:
+        ref = request.params.get("ref")
+        if principal is not None and isinstance(ref, dict):
+            if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
+                self._allow(principal, "prompt", ref["name"], f"completion/complete for prompt {ref['name']!r}")
+            elif ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
+                self._allow(principal, "resource", ref["uri"], f"completion/complete for {ref['uri']!r}")
         return self.completions.complete(request.params)
 
-    def _tools_call(self, client: ClientView, request: jsonrpc.Request) -> "dict | Work":
+    def _tools_call(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> "dict | Work":
         name = request.params.get("name")
         arguments = request.params.get("arguments", {})
         if arguments is None:
@@ -522,6 +593,7 @@ class Server:
         tool = self.tools.get(name)
         if tool is None:
             raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name!r}; tools/list names the available tools")
+        self._allow(principal, "tool", tool.name, f"tools/call {tool.name!r}")
         if not isinstance(arguments, dict):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: params.arguments must be an object")
         problem = tool.check_arguments(arguments)
@@ -559,6 +631,17 @@ class Server:
             "listen_streams": self.subscriptions.count(),
             "listen_budget": self.settings.listen_budget,
         }
+
+
+def _scopes(scopes: Any) -> tuple[str, ...]:
+    """Registration ``scopes=`` as a tuple of scope tokens.
+
+    Raises:
+        ValueError: not a list or tuple of non-empty strings without spaces.
+    """
+    if not isinstance(scopes, (list, tuple)) or not all(isinstance(s, str) and s and " " not in s for s in scopes):
+        raise ValueError(f"scopes must be a list of scope names (non-empty strings without spaces), got {scopes!r}")
+    return tuple(scopes)
 
 
 def _for_version(result: dict, key: str, client: ClientView) -> dict:

@@ -44,6 +44,12 @@ class SessionRequired(SessionError):
     """A request other than ``initialize`` came without ``Mcp-Session-Id`` (HTTP 400)."""
 
 
+#: The answer for a session id that names no live session of this process (or, with
+#: authorization on, one of another principal: the two must not be told apart).
+UNKNOWN_SESSION = ("Session not found: it ended, expired or was never created here; send initialize "
+                   "again without Mcp-Session-Id")
+
+
 class SessionNotFound(SessionError):
     """The ``Mcp-Session-Id`` names no live session of this process (HTTP 404)."""
 
@@ -62,11 +68,15 @@ class Session(ClientView):
         client_info: ``clientInfo`` from initialize (``name``, ``version``, ...).
         capabilities: ``capabilities`` the client declared at initialize.
         created: [seconds, ``time.time()``] creation time.
+        principal: with authorization on, the key (:attr:`zemcp.auth.Principal.key`) of the
+            principal that initialized it, the only one that may use it; else None.
     """
 
-    def __init__(self, protocol_version: str, client_info: dict, capabilities: dict, instance: str = "local"):
+    def __init__(self, protocol_version: str, client_info: dict, capabilities: dict, instance: str = "local",
+                 principal: str | None = None):
         # log_level: the lowest notifications/message level sent, until logging/setLevel.
         super().__init__(protocol_version, client_info, capabilities, log_level="info")
+        self.principal = principal
         self.id = f"{instance}.{secrets.token_urlsafe(24)}"
         self.created = time.time()
         self._lock = threading.Lock()
@@ -216,14 +226,15 @@ class SessionRegistry:
         self._sessions: dict[str, Session] = {}
         self._sweeper: threading.Thread | None = None
 
-    def create(self, protocol_version: str, client_info: dict, capabilities: dict) -> Session:
-        """Create and register a session.
+    def create(self, protocol_version: str, client_info: dict, capabilities: dict,
+               principal: str | None = None) -> Session:
+        """Create and register a session (bound to ``principal``, a principal key, when given).
 
         Raises:
             SessionLimitReached: ``max_sessions`` sessions are live.
         """
         self._start_sweeper()
-        session = Session(protocol_version, client_info, capabilities, self.instance)
+        session = Session(protocol_version, client_info, capabilities, self.instance, principal)
         with self._lock:
             if len(self._sessions) >= self.max_sessions:
                 raise SessionLimitReached(
@@ -258,10 +269,7 @@ class SessionRegistry:
                     "'.', see docs/deploy.md) or that instance restarted and its sessions are gone",
                     logsafe.clip(owner), self.instance,
                 )
-            raise SessionNotFound(
-                "Session not found: it ended, expired or was never created here; send initialize "
-                "again without Mcp-Session-Id"
-            )
+            raise SessionNotFound(UNKNOWN_SESSION)
         session.touch()
         return session
 

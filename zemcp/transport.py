@@ -24,7 +24,8 @@ from urllib.parse import urlsplit
 from werkzeug.exceptions import ClientDisconnected, HTTPException
 from werkzeug.wrappers import Request, Response
 
-from zemcp import jsonrpc, logsafe, modern
+from zemcp import cors, jsonrpc, logsafe, modern
+from zemcp.auth import Challenge, Principal, VerifierUnavailable
 from zemcp.config import Settings, is_loopback_host
 from zemcp.handshake import SESSION_HEADER, HandshakeEra
 from zemcp.jsonrpc import INVALID_REQUEST, ProtocolError
@@ -34,7 +35,11 @@ from zemcp.server import Server
 
 log = logging.getLogger("zemcp.transport")
 
-ALLOW = "POST, DELETE"
+ALLOW = "POST, DELETE, OPTIONS"
+#: [seconds] how long a cache may keep the Protected Resource Metadata document.
+METADATA_MAX_AGE = 300
+#: [seconds] the Retry-After of a 503 when the authorization server cannot be asked.
+AUTH_RETRY_AFTER = 5
 #: Distinct ``Accept`` or ``Host`` values whose verdict is remembered (one or two in practice).
 VERDICT_CACHE_SIZE = 64
 
@@ -62,6 +67,23 @@ class McpApp:
         # Clients send the same Host and Accept on every request: each distinct value is judged once.
         self._accept_cache: dict[str, bool] = {}
         self._host_cache: dict[str, bool] = {}
+        self._origin_cache: dict[str, bool] = {}
+        self.auth = server.auth
+        self._warn_if_exposed()
+
+    def _warn_if_exposed(self) -> None:
+        bind = self.settings.bind
+        if bind.startswith("unix:") or self.settings.bind_is_loopback:
+            return
+        if self.auth is None:
+            log.warning(
+                "AUTHORIZATION IS OFF and this server binds to %s, which is not a loopback address: anyone who "
+                "reaches it can call every tool. Turn authorization on (ZEMCP_AUTH=jwt or introspection, "
+                "docs/security.md) or bind to 127.0.0.1", bind)
+        elif not self.settings.auth_resource and self.auth.resource == self.settings.auth_resource_url:
+            log.warning(
+                "ZEMCP_AUTH_RESOURCE is not set: tokens must be issued for %s; set it to the URL clients use "
+                "(https://host/mcp behind TLS or a proxy)", self.auth.resource)
 
     def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
         """The WSGI entry point (PEP 3333): answer one HTTP request."""
@@ -73,6 +95,10 @@ class McpApp:
                     "a handshake-era elicitation, sampling or roots request could never receive its answer, so "
                     "it fails at once with CannotWait. Serve zemcp with gunicorn's gthread worker "
                     "(gunicorn -c gunicorn.conf.py); 2026-07-28 clients and plain calls work either way")
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is not None and _remembered(self._origin_cache, origin, self._origin_allowed):
+            # Every response to an allowed page, streams included, says the page may read it.
+            start_response = cors.with_response_headers(start_response, origin)
         try:
             response = self.dispatch(Request(environ))
         except HTTPException as exc:  # werkzeug's own refusals (bad headers and the like)
@@ -84,13 +110,27 @@ class McpApp:
         refusal = self._check_origin_and_host(request)
         if refusal is not None:
             return refusal
-        if request.path.rstrip("/") != self.endpoint:
+        path = request.path.rstrip("/")
+        if self.auth is not None and self.auth.metadata_path in (path, (request.script_root + request.path).rstrip("/")):
+            return self._metadata(request)
+        if path != self.endpoint:
             return error_response(404, INVALID_REQUEST,
                                   f"Not Found: the MCP endpoint is {request.script_root + self.endpoint or '/'}")
+        if request.method == "OPTIONS":
+            return self._preflight(request)
+        principal = None
+        if self.auth is not None:
+            try:
+                principal = self.auth.authenticate(request.headers.get("Authorization"))
+            except Challenge as exc:
+                return error_response(exc.status, INVALID_REQUEST, exc.message, headers={"WWW-Authenticate": exc.header})
+            except VerifierUnavailable as exc:
+                return error_response(503, jsonrpc.INTERNAL_ERROR, f"Service Unavailable: {exc}; try again later",
+                                      headers={"Retry-After": str(AUTH_RETRY_AFTER)})
         if request.method == "POST":
-            return self._post(request)
+            return self._post(request, principal)
         if request.method == "DELETE" and request.headers.get(SESSION_HEADER) is not None:
-            return self.handshake.delete(request)
+            return self.handshake.delete(request, principal)
         if request.method == "GET":
             why = "this server offers no standalone SSE stream; messages for a request arrive on that request's POST response"
         elif request.method == "DELETE":
@@ -100,9 +140,26 @@ class McpApp:
         return error_response(405, INVALID_REQUEST, f"Method Not Allowed: {why}; use POST (and DELETE to end a session)",
                               headers={"Allow": ALLOW})
 
+    def _preflight(self, request: Request) -> Response:
+        """``OPTIONS``: a browser's CORS preflight (from an allowed Origin, checked before), else the methods."""
+        origin = request.headers.get("Origin")
+        if origin is None or "Access-Control-Request-Method" not in request.headers:
+            return Response(status=204, headers={"Allow": ALLOW})
+        return Response(status=204, headers=cors.preflight_headers(origin, request.headers.get("Access-Control-Request-Headers")))
+
+    def _metadata(self, request: Request) -> Response:
+        """The Protected Resource Metadata document (RFC 9728), served without a token."""
+        if request.method == "OPTIONS":
+            return self._preflight(request)
+        if request.method not in ("GET", "HEAD"):
+            return error_response(405, INVALID_REQUEST, "Method Not Allowed: the resource metadata is read with GET",
+                                  headers={"Allow": "GET, HEAD, OPTIONS"})
+        return json_response(200, self.auth.metadata(self.server.declared_scopes()),
+                             headers={"Cache-Control": f"public, max-age={METADATA_MAX_AGE}"})
+
     def _check_origin_and_host(self, request: Request) -> Response | None:
         origin = request.headers.get("Origin")
-        if origin is not None and not self._origin_allowed(origin):
+        if origin is not None and not _remembered(self._origin_cache, origin, self._origin_allowed):
             log.warning("refused Origin %s", logsafe.clip(origin))
             return error_response(403, INVALID_REQUEST, f"Forbidden: Origin {origin!r} is not allowed; add it to ZEMCP_ALLOWED_ORIGINS")
         host = request.environ.get("HTTP_HOST")
@@ -126,7 +183,7 @@ class McpApp:
         parts = urlsplit(normalized)
         return parts.scheme in ("http", "https") and parts.hostname is not None and is_loopback_host(parts.hostname)
 
-    def _post(self, request: Request) -> Response:
+    def _post(self, request: Request, principal: Principal | None) -> Response:
         if request.mimetype != "application/json":
             got = repr(request.mimetype) if request.mimetype else "none"
             return error_response(415, INVALID_REQUEST, f"Unsupported Media Type: Content-Type must be application/json, got {got}")
@@ -153,7 +210,7 @@ class McpApp:
             return json_response(400, exc.to_message())
         # The era is decided here, once; each era's module does the rest.
         era = self.modern if modern.selects(message, request.headers) else self.handshake
-        return era.post(request, message)
+        return era.post(request, message, principal)
 
     def _read_body(self, request: Request) -> bytes | None:
         """The whole body, or None when it is over the limit (chunked bodies included).

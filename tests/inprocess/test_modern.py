@@ -312,7 +312,7 @@ def test_get_and_delete_without_a_session_are_405(client):
     """GET and a DELETE without Mcp-Session-Id are 405 with Allow."""
     for method in ("GET", "DELETE"):
         r = Client(client.app).open("/mcp", method=method, headers={"Accept": ACCEPT})
-        assert r.status_code == 405 and r.headers["Allow"] == "POST, DELETE"
+        assert r.status_code == 405 and r.headers["Allow"] == "POST, DELETE, OPTIONS"
 
 
 def test_a_notification_is_accepted(client):

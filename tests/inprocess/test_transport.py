@@ -353,3 +353,27 @@ def test_host_verdicts_stay_right_beyond_the_remembered_values(app):
     for host in ("127.0.0.1:9", "localhost", "[::1]:8000", "evil0.example"):
         r = client.post("/mcp", data=ping, headers={**HEADERS, "Host": host})
         assert r.status_code == (403 if host.startswith("evil") else 400), (host, r.get_data())
+
+
+def test_responses_to_an_allowed_page_can_be_read_by_it_streams_included(app):
+    """Every response to an allowed Origin names it and exposes Mcp-Session-Id, the upgraded
+    stream of an eliciting call too; a refused Origin gets 403 without CORS headers."""
+    origin = "http://localhost:5173"
+    client = Client(app)
+    r = client.post("/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        **INIT, "capabilities": {"elicitation": {}}}}), headers={**HEADERS, "Origin": origin})
+    assert r.headers["Access-Control-Allow-Origin"] == origin and "Origin" in r.headers["Vary"]
+    assert "Mcp-Session-Id" in r.headers["Access-Control-Expose-Headers"]
+    sid = r.headers["Mcp-Session-Id"]
+    stream = client.post("/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "ze_execute", "arguments": {}}}), headers={**HEADERS, "Origin": origin, "Mcp-Session-Id": sid},
+        buffered=False)
+    assert stream.headers["Content-Type"].startswith("text/event-stream")
+    assert stream.headers["Access-Control-Allow-Origin"] == origin
+    stream.close()
+    refused = client.options("/mcp", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})
+    assert refused.status_code == 403 and "Access-Control-Allow-Origin" not in refused.headers
+    preflight = client.options("/mcp", headers={"Origin": origin, "Access-Control-Request-Method": "POST",
+                                                "Access-Control-Request-Headers": "Content-Type, X-Other, Mcp-Param-Region"})
+    assert preflight.status_code == 204
+    assert preflight.headers["Access-Control-Allow-Headers"] == "content-type, mcp-param-region"

@@ -6,7 +6,7 @@ import requests
 TIMEOUT = (5, 10)
 
 
-@pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "OPTIONS", "HEAD"])
+@pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "HEAD"])
 def test_other_methods_are_405_with_allow(client, method):
     """GET /mcp and other methods than POST/DELETE get 405 with an Allow header naming POST."""
     response = requests.request(method, client.url, timeout=TIMEOUT,
@@ -16,6 +16,13 @@ def test_other_methods_are_405_with_allow(client, method):
     allow = [m.strip().upper() for m in response.headers.get("Allow", "").split(",")]
     assert "POST" in allow, response.headers
     assert method not in allow, response.headers
+
+
+def test_options_without_a_preflight_names_the_methods(client):
+    """OPTIONS that is no CORS preflight (no Origin) gets 204 and the Allow header."""
+    response = requests.options(client.url, timeout=TIMEOUT)
+    assert response.status_code == 204, response.text
+    assert [m.strip() for m in response.headers["Allow"].split(",")] == ["POST", "DELETE", "OPTIONS"]
 
 
 @pytest.mark.parametrize("origin", ["http://evil.example.com", "https://attacker.test:8443", "null"])

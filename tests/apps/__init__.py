@@ -1,0 +1,1 @@
+"""WSGI apps that integration tests serve under gunicorn beside the reference server."""
