@@ -32,6 +32,9 @@ threads = _settings.threads
 # Every busy thread's connection, and 1000 idle kept-alive ones on top: below that, a worker
 # whose threads all hold pending elicitations would stop accepting the answers' connections.
 worker_connections = _settings.threads + 1000
+# OAuth access tokens of identity providers that list groups or roles grow past gunicorn's
+# 8190-byte default for one header; the whole head stays capped at 64 KiB by the worker.
+limit_request_field_size = 32768
 # For gthread this is only a liveness heartbeat, not a request timeout, so long
 # elicitations are safe with the default.
 timeout = 30

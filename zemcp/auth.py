@@ -174,10 +174,16 @@ class JwtVerifier:
         except jwt.PyJWKClientConnectionError as exc:
             log.warning("cannot fetch the JWKS to check an access token: %s", exc)
             raise VerifierUnavailable("the authorization server's keys (JWKS) cannot be fetched") from None
+        except jwt.PyJWKSetError as exc:
+            log.warning("the JWKS of the authorization server is unusable: %s", exc)
+            raise VerifierUnavailable("the authorization server's keys (JWKS) are unusable") from None
         except jwt.PyJWKClientError:
             raise InvalidToken("the access token is signed with a key the authorization server does not publish") from None
         except jwt.InvalidTokenError:
-            raise InvalidToken("the access token's header is malformed") from None
+            raise InvalidToken("the access token is malformed") from None
+        except ValueError as exc:  # the JWKS URL answered something that is not JSON
+            log.warning("the JWKS of the authorization server is not JSON: %s", exc)
+            raise VerifierUnavailable("the authorization server's keys (JWKS) are unusable") from None
         try:
             claims = jwt.decode(token, key, algorithms=[alg], audience=self.audience, issuer=self.issuer,
                                 leeway=self.leeway, options={"require": ["exp", "iss", "aud", "sub"]})
@@ -191,6 +197,9 @@ class JwtVerifier:
             raise InvalidToken(f"the access token has no {exc.claim!r} claim") from None
         except jwt.InvalidSignatureError:
             raise InvalidToken("the access token's signature does not verify") from None
+        except (jwt.InvalidKeyError, TypeError, ValueError):
+            # An alg that does not fit the key its kid names (RS256 with an EC or oct key).
+            raise InvalidToken(f"the access token's algorithm {alg} does not fit the key it names") from None
         except jwt.InvalidTokenError as exc:
             raise InvalidToken(f"the access token is invalid: {exc}") from None
         return _principal(claims)
@@ -411,7 +420,8 @@ class Authorization:
                                              f"authorization server: {self.metadata_url}")
         scheme, _, token = authorization.strip().partition(" ")
         if scheme.lower() != "bearer":
-            raise self._challenge(401, None, f"Unauthorized: the {scheme!r} scheme is not accepted; send "
+            # Never echo what was sent: a token without its scheme would come back in the body.
+            raise self._challenge(401, None, "Unauthorized: only the Bearer scheme is accepted; send "
                                              "Authorization: Bearer <access token>")
         token = token.strip()
         if not token or " " in token or "," in token:

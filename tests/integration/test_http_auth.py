@@ -18,7 +18,7 @@ import jwt
 import pytest
 import requests
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
@@ -40,6 +40,10 @@ class AuthorizationServerSide:
         #: token -> introspection answer
         self.introspection: dict[str, dict] = {}
         self.introspection_down = False
+        #: When set, the JWKS URL answers this HTML page instead (a misconfigured URL).
+        self.jwks_page: str | None = None
+        #: An EC key published beside the RSA ones, to try an alg that does not fit its kid.
+        self.ec_key = ec.generate_private_key(ec.SECP256R1())
         self.jwks_fetches = 0
         self._server = make_server(HOST, self.port, self._app, threaded=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -53,10 +57,14 @@ class AuthorizationServerSide:
     def _app(self, request: Request) -> Response:
         if request.path == "/jwks":
             self.jwks_fetches += 1
+            if self.jwks_page is not None:
+                return Response(self.jwks_page, content_type="text/html")
             keys = []
             for kid, key in self.keys.items():
                 jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
                 keys.append({**jwk, "kid": kid, "use": "sig", "alg": "RS256"})
+            keys.append({**json.loads(jwt.algorithms.ECAlgorithm.to_jwk(self.ec_key.public_key())), "kid": "ec1",
+                         "use": "sig"})
             return Response(json.dumps({"keys": keys}), content_type="application/json")
         if request.path == "/introspect" and request.method == "POST":
             if self.introspection_down:
@@ -165,7 +173,8 @@ def test_a_request_without_a_token_is_challenged(jwt_server):
 
 
 @pytest.mark.parametrize("bad", ["expired", "wrong audience", "wrong issuer", "alg none", "unknown kid",
-                                 "foreign signature", "HS256 with the public key", "not a JWT", "no sub"])
+                                 "foreign signature", "HS256 with the public key", "not a JWT", "no sub",
+                                 "RS256 naming the EC key", "20 KB of text"])
 def test_refused_tokens_get_invalid_token(jwt_server, authz, bad):
     """Each kind of unusable token gets 401 invalid_token, and never reaches the MCP layer."""
     aud = jwt_server.url
@@ -184,12 +193,31 @@ def test_refused_tokens_get_invalid_token(jwt_server, authz, bad):
                                                                  "scope": "mcp", "exp": int(time.time()) + 300}),
         "not a JWT": lambda: "opaque-" + uuid.uuid4().hex,
         "no sub": lambda: _without(authz, aud, "sub"),
+        "RS256 naming the EC key": lambda: authz.token(aud, kid="ec1", key=authz.keys["k1"]),
+        # Tokens of providers that list groups are large: such a header is read, not refused with 431.
+        "20 KB of text": lambda: "x" * 20_000,
     }
     r = post(jwt_server.url, INIT, bearer(tokens[bad]()))
     assert r.status_code == 401, r.text
     params = challenge_params(r)
     assert params["error"] == "invalid_token" and params["resource_metadata"] == metadata_url(jwt_server)
     assert "Mcp-Session-Id" not in r.headers
+    assert "Traceback" not in jwt_server.log()
+
+
+def test_an_unusable_jwks_is_a_503_not_a_crash(jwt_server, authz):
+    """A JWKS URL that answers HTML (a wrong URL) leaves tokens unverifiable: 503, logged."""
+    authz.jwks_page = "<html>login</html>"
+    r = post(jwt_server.url, INIT, bearer(authz.token(jwt_server.url)))
+    assert r.status_code == 503 and r.headers["Retry-After"] == "5", r.text
+    assert "JWKS" in r.json()["error"]["message"]
+    assert "not JSON" in jwt_server.log() and "Traceback" not in jwt_server.log()
+
+
+def test_a_token_sent_without_its_scheme_is_not_echoed(jwt_server, authz):
+    token = authz.token(jwt_server.url)
+    r = post(jwt_server.url, INIT, {"Authorization": token})
+    assert r.status_code == 401 and token[:20] not in r.text
 
 
 def _hs256(secret: bytes, claims: dict) -> str:
