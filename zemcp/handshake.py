@@ -22,7 +22,7 @@ from zemcp import jsonrpc, logsafe, versions
 from zemcp.capabilities import LOG_LEVELS, check_size
 from zemcp.elicitation import ClientDisconnected, RequestCancelled
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
-from zemcp.responses import DirectSink, error_response, json_response, new_sink, reply
+from zemcp.responses import DirectSink, challenge_response, error_response, json_response, new_sink, reply
 from zemcp.server import Busy, Server, Work
 from zemcp.auth import InsufficientScope, Principal
 from zemcp.session import (
@@ -98,9 +98,7 @@ class HandshakeEra:
         except SessionNotFound as exc:
             return error_response(404, INVALID_REQUEST, str(exc), id=request_id)
         except InsufficientScope as exc:
-            challenge = self.server.auth.challenge_for(exc)
-            return error_response(challenge.status, INVALID_REQUEST, challenge.message, id=request_id,
-                                  headers={"WWW-Authenticate": challenge.header})
+            return challenge_response(self.server.auth.challenge_for(exc), request_id)
         except Busy as exc:
             return error_response(503, INTERNAL_ERROR, str(exc), id=request_id,
                                   headers={"Retry-After": str(exc.retry_after)})

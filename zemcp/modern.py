@@ -38,7 +38,7 @@ from zemcp.elicitation import ClientDisconnected
 from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.request_state import RequestStateError, StateTooLarge
 from zemcp.resources import RESOURCE_NOT_FOUND
-from zemcp.responses import DirectSink, error_response, json_response, new_sink, reply
+from zemcp.responses import DirectSink, challenge_response, error_response, json_response, new_sink, reply
 from zemcp.server import Busy, Server, Work
 from zemcp.sinks import ReplySink
 from zemcp.subscriptions import ListenLimitReached
@@ -126,9 +126,7 @@ class ModernEra:
         try:
             outcome = self._handle(request, message, principal)
         except InsufficientScope as exc:
-            challenge = self.server.auth.challenge_for(exc)
-            return error_response(challenge.status, INVALID_REQUEST, challenge.message, id=message.id,
-                                  headers={"WWW-Authenticate": challenge.header})
+            return challenge_response(self.server.auth.challenge_for(exc), message.id)
         except ProtocolError as exc:
             outcome = jsonrpc.error(message.id, exc.code, exc.message, exc.data)
         except ListenLimitReached as exc:

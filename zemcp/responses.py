@@ -20,6 +20,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wrappers import Response
 
 from zemcp import jsonrpc
+from zemcp.auth import Challenge
 from zemcp.sinks import KEEPALIVE, CloseCallbacks, ReplySink
 
 log = logging.getLogger("zemcp.transport")
@@ -39,6 +40,12 @@ def error_response(status: int, code: int, message: str, headers: dict | None = 
                    id: jsonrpc.RequestId | None = None) -> Response:
     """A JSON-RPC error (``id`` None when the request's id is unknown) as an ``application/json`` response."""
     return json_response(status, jsonrpc.error(id, code, message), headers)
+
+
+def challenge_response(challenge: "Challenge", id: jsonrpc.RequestId | None = None) -> Response:
+    """An authorization refusal (401, 400 or 403) with its ``WWW-Authenticate`` challenge (MCP basic/authorization)."""
+    return error_response(challenge.status, jsonrpc.INVALID_REQUEST, challenge.message, id=id,
+                          headers={"WWW-Authenticate": challenge.header})
 
 
 def reply(sink: "ReplySink | DirectSink", environ: dict, keepalive: float,

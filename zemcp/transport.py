@@ -30,7 +30,7 @@ from zemcp.config import Settings, is_loopback_host
 from zemcp.handshake import SESSION_HEADER, HandshakeEra
 from zemcp.jsonrpc import INVALID_REQUEST, ProtocolError
 from zemcp.modern import ModernEra
-from zemcp.responses import error_response, json_response
+from zemcp.responses import challenge_response, error_response, json_response
 from zemcp.server import Server
 
 log = logging.getLogger("zemcp.transport")
@@ -123,7 +123,7 @@ class McpApp:
             try:
                 principal = self.auth.authenticate(request.headers.get("Authorization"))
             except Challenge as exc:
-                return error_response(exc.status, INVALID_REQUEST, exc.message, headers={"WWW-Authenticate": exc.header})
+                return challenge_response(exc)
             except VerifierUnavailable as exc:
                 return error_response(503, jsonrpc.INTERNAL_ERROR, f"Service Unavailable: {exc}; try again later",
                                       headers={"Retry-After": str(AUTH_RETRY_AFTER)})
