@@ -261,7 +261,8 @@ class IntrospectionVerifier:
             raise InvalidToken(f"the access token was not issued by {self.issuer}")
         if not isinstance(answer.get("sub"), str) and not isinstance(answer.get("client_id"), str):
             raise InvalidToken("the introspection answer names no subject or client")
-        principal = _principal({"sub": answer.get("sub") or answer.get("client_id"), **answer})
+        # Client-credentials tokens may name only the client: it is then the subject.
+        principal = _principal({**answer, "sub": answer.get("sub") or answer.get("client_id")})
         if self.cache_seconds > 0:
             with self._lock:
                 if len(self._cache) >= INTROSPECTION_CACHE_SIZE:
@@ -432,29 +433,19 @@ class Authorization:
         except InvalidToken as exc:
             raise self._challenge(401, "invalid_token", f"Unauthorized: {exc.description}; get a new access token",
                                   description=exc.description) from None
-        self.require(principal, (), "this server")
+        missing = principal.missing(self.scopes)
+        if missing:
+            raise self.challenge_for(InsufficientScope([], "this server"), missing)
         return principal
 
-    def require(self, principal: Principal, needed: Iterable[str], what: str) -> None:
-        """Refuse with 403 unless ``principal`` has the server-wide scopes and ``needed``.
-
-        Raises:
-            Challenge: 403 ``insufficient_scope`` listing every scope the operation needs.
-        """
-        scopes = [s for s in dict.fromkeys([*self.scopes, *needed]) if s != OFFLINE_ACCESS]
-        missing = principal.missing(scopes)
-        if missing:
-            raise self._challenge(
-                403, "insufficient_scope",
-                f"Forbidden: {what} needs the scope(s) {' '.join(scopes)}; the access token lacks "
-                f"{' '.join(missing)}; ask the authorization server for a token with them",
-                description=f"{what} needs the scope(s) {' '.join(scopes)}", scopes=scopes)
-
-    def challenge_for(self, exc: InsufficientScope) -> Challenge:
-        """The 403 challenge of an operation that needs more scope."""
+    def challenge_for(self, exc: InsufficientScope, missing: Iterable[str] = ()) -> Challenge:
+        """The 403 ``insufficient_scope`` challenge of an operation that needs more scope: it
+        lists every scope the operation needs (the server-wide ones and ``exc.needed``), and the
+        message names the ``missing`` ones when they are known."""
         scopes = [s for s in dict.fromkeys([*self.scopes, *exc.needed]) if s != OFFLINE_ACCESS]
+        lacks = f"; the access token lacks {' '.join(missing)}" if missing else ""
         return self._challenge(403, "insufficient_scope",
-                               f"Forbidden: {exc.what} needs the scope(s) {' '.join(scopes)}; ask the "
+                               f"Forbidden: {exc.what} needs the scope(s) {' '.join(scopes)}{lacks}; ask the "
                                "authorization server for a token with them",
                                description=f"{exc.what} needs the scope(s) {' '.join(scopes)}", scopes=scopes)
 

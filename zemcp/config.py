@@ -127,7 +127,8 @@ class Settings:
     auth_introspection_cache: float = 30.0
 
     def __post_init__(self) -> None:
-        positive = ("session_ttl", "elicitation_timeout", "keepalive_interval", "body_timeout", "head_timeout")
+        positive = ("session_ttl", "elicitation_timeout", "keepalive_interval", "body_timeout", "head_timeout",
+                    "auth_timeout", "auth_jwks_lifespan")
         for name in positive:
             value = getattr(self, name)
             # NaN compares false with everything and infinity overflows threading's waits.
@@ -175,10 +176,6 @@ class Settings:
         object.__setattr__(self, "auth_scopes", tuple(scopes))
         if isinstance(self.auth_algorithms, str):
             object.__setattr__(self, "auth_algorithms", tuple(self.auth_algorithms.replace(",", " ").split()))
-        for name in ("auth_timeout", "auth_jwks_lifespan"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= threading.TIMEOUT_MAX):
-                raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
         for name in ("auth_leeway", "auth_jwks_cooldown", "auth_introspection_cache"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):

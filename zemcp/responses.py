@@ -15,13 +15,16 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wrappers import Response
 
 from zemcp import jsonrpc
-from zemcp.auth import Challenge
 from zemcp.sinks import KEEPALIVE, CloseCallbacks, ReplySink
+
+if TYPE_CHECKING:
+    from zemcp.auth import Challenge
 
 log = logging.getLogger("zemcp.transport")
 

@@ -417,18 +417,21 @@ class Server:
         """Every scope a registration needs, in registration order (for ``scopes_supported``)."""
         return list(dict.fromkeys(scope for needed in self._scopes.values() for scope in needed))
 
+    def _may_use(self, principal: Principal | None, kind: str, key: str) -> bool:
+        """True when ``principal`` (None: authorization off) has the scopes ``kind`` ``key`` was
+        registered with; the server-wide scopes were checked with the token."""
+        return principal is None or not principal.missing(self._scopes.get((kind, key), ()))
+
     def _allow(self, principal: Principal | None, kind: str, key: str, what: str) -> None:
         """Raise :class:`InsufficientScope` unless ``principal`` may use ``kind`` ``key``."""
-        needed = self._scopes.get((kind, key), ())
-        if principal is not None and self.auth is not None and principal.missing((*self.auth.scopes, *needed)):
-            raise InsufficientScope(list(needed), what)
+        if not self._may_use(principal, kind, key):
+            raise InsufficientScope(list(self._scopes[(kind, key)]), what)
 
     def _visible(self, result: dict, field: str, kind: str, key: str, principal: Principal | None) -> dict:
         """``result`` with the ``field`` items ``principal`` may not use left out (by their ``key``)."""
         if principal is None or not self._scopes:
             return result
-        shown = [item for item in result[field] if not principal.missing(self._scopes.get((kind, item[key]), ()))]
-        return {**result, field: shown}
+        return {**result, field: [item for item in result[field] if self._may_use(principal, kind, item[key])]}
 
     def cache_hint(self, request: jsonrpc.Request) -> CacheHint:
         """The caching hint of a cacheable request's result (MCP 2026-07-28 server/utilities/caching).
@@ -539,7 +542,7 @@ class Server:
         definitions = self.tools.definitions()
         if principal is not None and self._scopes:
             # Filtered before paging, so that every page is full.
-            definitions = [d for d in definitions if not principal.missing(self._scopes.get(("tool", d["name"]), ()))]
+            definitions = [d for d in definitions if self._may_use(principal, "tool", d["name"])]
         return _for_version(list_result(request.params, "tools", definitions, PAGE_SIZE), "tools", client)
 
     def _resources_list(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict:

@@ -350,3 +350,14 @@ def test_opaque_tokens_by_introspection(introspection_server, authz):
     authz.introspection_down = True
     r = post(url, INIT, bearer("good"))
     assert r.status_code == 503 and r.headers["Retry-After"] == "5"
+
+
+def test_a_browser_page_can_read_the_challenge(jwt_server):
+    """A 401 to an allowed origin carries the CORS headers that let the page read WWW-Authenticate."""
+    origin = "http://localhost:5173"
+    r = post(jwt_server.url, INIT, {"Origin": origin})
+    assert r.status_code == 401 and r.headers["Access-Control-Allow-Origin"] == origin
+    assert "WWW-Authenticate" in r.headers["Access-Control-Expose-Headers"]
+    preflight = requests.options(jwt_server.url, timeout=READ_TIMEOUT, headers={
+        "Origin": origin, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"})
+    assert preflight.status_code == 204 and preflight.headers["Access-Control-Allow-Headers"] == "authorization"

@@ -106,3 +106,14 @@ def test_registration_scopes_must_be_scope_names():
         server.tool(scopes="files:read")
     with pytest.raises(ValueError, match="scopes must be a list of scope names"):
         server.tool(scopes=["two words"])
+
+
+def test_an_introspected_client_credentials_token_names_the_client_as_subject(monkeypatch):
+    from zemcp.auth import IntrospectionVerifier
+
+    verifier = IntrospectionVerifier(url="https://as.example.com/i", client_id="rs", client_secret="s",
+                                     audience="https://mcp.example.com/mcp", cache_seconds=0)
+    monkeypatch.setattr(verifier, "_introspect", lambda token: {
+        "active": True, "sub": None, "client_id": "batch-job", "aud": "https://mcp.example.com/mcp", "scope": "mcp"})
+    principal = verifier.verify("t")
+    assert principal.subject == "batch-job" and principal.client_id == "batch-job"
