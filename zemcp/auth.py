@@ -15,7 +15,7 @@ Every request to the endpoint carries ``Authorization: Bearer <access token>``; 
 
 Two verifiers come with zemcp, both on well-kept libraries: :class:`JwtVerifier` (PyJWT,
 signature against the authorization server's JWKS, which it fetches, caches and refetches
-for an unknown key id) and :class:`IntrospectionVerifier` (RFC 7662 with requests). Both
+for an unknown key id) and :class:`IntrospectionVerifier` (RFC 7662 over the standard library's urllib). Both
 check the audience (RFC 8707: the token must be issued for this resource), the issuer and
 the expiry. The client's token is never forwarded anywhere: the verifiers send it only to
 the authorization server that issued it, to check it.
@@ -26,18 +26,20 @@ account for scope hierarchies). ``offline_access`` is never challenged nor liste
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import jwt
-import requests
 
 if TYPE_CHECKING:
     from zemcp.config import Settings
@@ -49,6 +51,8 @@ METADATA_PREFIX = "/.well-known/oauth-protected-resource"
 #: family (a secret shared with the resource server) never are.
 JWT_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
                             "ES256", "ES384", "ES512", "EdDSA"})
+#: [bytes] the largest introspection answer read.
+MAX_INTROSPECTION_BYTES = 64 * 1024
 #: Introspection results kept at most (each for ``cache_seconds`` or until the token expires).
 INTROSPECTION_CACHE_SIZE = 1024
 #: A refresh grant, not a permission of the resource: never challenged or listed (2026-07-28).
@@ -229,7 +233,6 @@ class IntrospectionVerifier:
         self.timeout = timeout
         self.cache_seconds = cache_seconds
         self._credentials = (client_id, client_secret)
-        self._local = threading.local()
         self._lock = threading.Lock()
         # sha256 of the token -> (principal, reuse until [monotonic seconds]): no raw tokens kept.
         self._cache: dict[bytes, tuple[Principal, float]] = {}
@@ -272,25 +275,38 @@ class IntrospectionVerifier:
         return principal
 
     def _introspect(self, token: str) -> dict:
-        http = getattr(self._local, "http", None)
-        if http is None:
-            # requests.Session is not documented as thread-safe: one per thread.
-            http = self._local.http = requests.Session()
+        client_id, client_secret = self._credentials
+        # RFC 6749 2.3.1: the client credentials are form-encoded before the Basic encoding.
+        basic = base64.b64encode(f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}".encode()).decode()
+        request = urllib.request.Request(
+            self.url, method="POST", data=urlencode({"token": token, "token_type_hint": "access_token"}).encode(),
+            headers={"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded",
+                     "Authorization": f"Basic {basic}"})
         try:
-            response = http.post(self.url, data={"token": token, "token_type_hint": "access_token"},
-                                 auth=self._credentials, timeout=self.timeout, allow_redirects=False,
-                                 headers={"Accept": "application/json"})
-        except requests.RequestException as exc:
+            with _NO_REDIRECTS.open(request, timeout=self.timeout) as response:
+                status, raw = response.status, response.read(MAX_INTROSPECTION_BYTES)
+        except urllib.error.HTTPError as exc:
+            status, raw = exc.code, b""
+        except (urllib.error.URLError, OSError) as exc:
             log.warning("cannot reach the introspection endpoint: %s", exc)
             raise VerifierUnavailable("the authorization server's introspection endpoint cannot be reached") from None
         try:
-            answer = response.json() if response.status_code == 200 else None
+            answer = json.loads(raw) if status == 200 else None
         except ValueError:
             answer = None
         if not isinstance(answer, dict):
-            log.warning("the introspection endpoint answered %s without a JSON object", response.status_code)
-            raise VerifierUnavailable(f"the introspection endpoint answered {response.status_code}")
+            log.warning("the introspection endpoint answered %s without a JSON object", status)
+            raise VerifierUnavailable(f"the introspection endpoint answered {status}")
         return answer
+
+
+class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    # A redirect would resend the token elsewhere: it is an error answer instead.
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_NO_REDIRECTS = urllib.request.build_opener(_RefuseRedirects)
 
 
 def _principal(claims: Mapping[str, Any]) -> Principal:

@@ -12,7 +12,13 @@ import sys
 import click
 
 from zemcp import __version__
-from zemcp.client import DEFAULT_PROTOCOL_VERSION, ClientError, McpTestClient
+
+try:
+    from zemcp.client import DEFAULT_PROTOCOL_VERSION, ClientError, McpTestClient
+except ModuleNotFoundError as exc:  # the client extra is not installed
+    if exc.name != "requests":
+        raise
+    sys.exit("zemcp-test needs the client extra, which serving does not: pip install 'zemcp[client]'")
 
 DEFAULT_URL = "http://127.0.0.1:8000/mcp"
 

@@ -4,7 +4,8 @@ Commands are registered by name (one or more words, such as ``server status``) a
 is dispatched to the command whose name is the longest case-insensitive word prefix of it;
 the rest of the line is the command's argument string. ``ze_execute`` runs one line and
 returns its output. Called without ``command``, it asks the user for one by elicitation
-when the client supports it (the behaviour of ze's MCP server, which this reproduces).
+when the client supports it (the behaviour of ze's MCP server, which this reproduces), through
+the tool decorator's ``elicit_missing``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zemcp.elicitation import ElicitError
 from zemcp.session import fingerprint
 from zemcp.context import Context
 from zemcp.tools import ToolError
@@ -112,26 +112,22 @@ class CommandRegistry:
 
 
 ELICIT_MESSAGE = "Which command would you like to run?"
-ELICIT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "command": {"type": "string", "title": "Command", "description": "A command line, for example 'server status'"},
-    },
-    "required": ["command"],
-}
 
 
 def add_execute_tool(server: "Server", commands: CommandRegistry, name: str = "ze_execute") -> None:
     """Register the tool ``name`` on ``server``: run one line of ``commands``.
 
-    Outcomes (all ``isError`` results, as text): ``Error: missing required argument:
-    command`` without a command and without the elicitation capability; ``Error: elicit:
-    <why>`` when the elicitation fails; ``Error: elicit returned empty command``;
-    ``Error: <why>`` for an unknown command.
+    A call without a command (absent or blank) asks the user for one by the server's
+    ``elicit_missing`` mechanism (the form is built from ``command``'s input schema, key
+    ``command`` in the 2026-07-28 era). Outcomes (all ``isError`` results, as text):
+    ``Error: missing required argument: command`` without a command and without the
+    elicitation capability; ``Error: elicit: <why>`` when the elicitation fails;
+    ``Error: elicit returned empty command``; ``Error: <why>`` for an unknown command.
     """
 
     @server.tool(
         name,
+        title="Run a command",
         description=(
             "Run one text command and return its output (run 'help' to list them). Leave out "
             "'command' and, if the client supports elicitation, the server asks the user for one."
@@ -143,18 +139,10 @@ def add_execute_tool(server: "Server", commands: CommandRegistry, name: str = "z
             },
             "additionalProperties": False,
         },
+        elicit_missing=["command"],
+        elicit_message=ELICIT_MESSAGE,
     )
-    def execute(ctx: Context, command: str = "") -> str:
-        if not command.strip():
-            if not ctx.client_supports_elicit():
-                raise ToolError("Error: missing required argument: command")
-            try:
-                answer = ctx.elicit(ELICIT_MESSAGE, ELICIT_SCHEMA, key="command")
-            except ElicitError as exc:
-                raise ToolError(f"Error: elicit: {exc}") from None
-            command = answer.get("command", "")
-            if not isinstance(command, str) or not command.strip():
-                raise ToolError("Error: elicit returned empty command")
+    def execute(ctx: Context, command: str) -> str:
         try:
             return commands.dispatch(command, CommandContext(server, ctx.session, commands, ctx.client))
         except CommandError as exc:

@@ -317,7 +317,8 @@ class Context:
         """True when the client declared ``capability`` (``sampling``, ``roots``, ``elicitation``)."""
         return self.client.client_supports(capability)
 
-    def elicit(self, message: str, requested_schema: dict | type[T], *, key: str | None = None) -> dict | T:
+    def elicit(self, message: str, requested_schema: dict | type[T], *, key: str | None = None,
+               timeout: float | None = None) -> dict | T:
         """Ask the user for information (MCP client/elicitation, form mode).
 
         Ask before doing side effects: the wait can end in decline, cancel, timeout or the
@@ -329,6 +330,11 @@ class Context:
                 dataclass or TypedDict of primitive fields (the schema is derived from it).
             key: the ``inputRequests`` key in the 2026-07-28 era (``elicitation-N`` by
                 position when omitted).
+            timeout: [seconds] the longest wait for this answer in the handshake era, at
+                most the process-wide ``elicitation_timeout`` (a larger value is clipped to
+                it); that setting when None. A 2026-07-28 round never waits, so there it
+                only bounds nothing: the answer counts while the ``requestState`` is valid
+                (``elicitation_timeout`` after the round). See :meth:`ask_all`.
         Returns:
             the accepted content, validated; an instance of the class when a class was given.
         Raises:
@@ -336,7 +342,7 @@ class Context:
                 unsupported, too many pending, schema invalid, timeout, request cancelled,
                 session ended, client disconnected).
         """
-        return self.ask_all(Elicit(message, requested_schema, key))[0]
+        return self.ask_all(Elicit(message, requested_schema, key), timeout=timeout)[0]
 
     def elicit_url(self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None) -> str:
         """Ask the user to open ``url`` for an interaction outside MCP (URL mode, 2025-11-25 on).
@@ -386,7 +392,7 @@ class Context:
         """
         return self.ask_all(ListRoots(key))[0]
 
-    def ask_all(self, *asks: Ask) -> list[Any]:
+    def ask_all(self, *asks: Ask, timeout: float | None = None) -> list[Any]:
         """Ask several questions at once; returns their values in order.
 
         In the handshake era every request goes out on the stream before the handler waits
@@ -395,10 +401,17 @@ class Context:
 
         Args:
             asks: :class:`Elicit`, :class:`ElicitURL`, :class:`Sample` and :class:`ListRoots`.
+            timeout: [seconds] the longest wait for all the answers together in the
+                handshake era (then ``ElicitTimeout``, or ``ClientTimeout`` for sampling and
+                roots); clipped to the process-wide ``elicitation_timeout``, which is also
+                the wait when None. Ignored in the 2026-07-28 era, whose rounds hold no
+                waiting thread: there the ``requestState``'s lifetime, the process-wide
+                ``elicitation_timeout``, bounds how late the answer may come.
         Returns:
             one value per ask, as the matching single method returns it.
         Raises:
-            ValueError: two asks share a key, or no ask was given.
+            ValueError: two asks share a key, no ask was given, or ``timeout`` is not a
+                positive finite number.
             TypeError: a key is not a non-empty string.
             what the matching single methods raise: capability problems before anything is
             sent; then the first (in order) answer's outcome exception. A reached cap or a
@@ -412,6 +425,13 @@ class Context:
             raise TypeError(f"a question's key must be a non-empty string, got {keys}")
         if len(keys) != len(set(keys)):
             raise ValueError(f"ask_all: every question needs its own key, got {keys}")
+        wait = self._exchange.timeout
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
+                    or timeout <= 0:
+                raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+            # The operator's elicitation_timeout bounds every wait: a handler may only shorten it.
+            wait = min(float(timeout), wait)
         try:
             requests = [a.request(self.client) for a in asks]
         except (elicitation.ElicitUnsupported, CapabilityMissing) as exc:
@@ -423,10 +443,10 @@ class Context:
         if not self._exchange.can_wait:
             raise CannotWait()
         try:
-            answers = self._exchange.ask(requests)
+            answers = self._exchange.ask(requests, wait)
         except (CapacityError, TimeoutError) as exc:
             if isinstance(exc, TimeoutError) and not exc.args:
-                exc = TimeoutError(self._exchange.timeout)
+                exc = TimeoutError(wait)
             raise asks[0].refusal(exc) from None
         return [a.interpret(answer) for a, answer in zip(asks, answers)]
 

@@ -60,7 +60,8 @@ class ElicitCancelled(ElicitError):
 
 
 class ElicitMalformed(ElicitError):
-    """The answer was unusable: unknown action, content not an object, or content that fails
+    """The answer was unusable: unknown action, content not an object, a content value that is
+    not a string, number, boolean or array of strings (under any key), or content that fails
     ``requestedSchema``. The message says which."""
 
     def __init__(self, detail: str) -> None:
@@ -334,7 +335,9 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
     Returns:
         the accepted content (a flat dict).
     Raises:
-        ElicitDeclined, ElicitCancelled (also for a JSON-RPC error answer), ElicitMalformed.
+        ElicitDeclined, ElicitCancelled (also for a JSON-RPC error answer), ElicitMalformed
+            (also for a content value that is not a string, number, boolean or array of
+            strings, whether its key is declared or not; null counts as an empty optional field).
     """
     if answer.error is not None:
         raise ElicitCancelled(answer.error)
@@ -353,6 +356,14 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
     # Some clients send null for a field the user left empty; for an optional field that is absence.
     required = schema.get("required", ())
     content = {key: value for key, value in content.items() if value is not None or key in required}
+    for key, value in content.items():
+        # schema.ts ElicitResult.content: string | number | boolean | string[], under every key,
+        # also those the schema does not declare (which its validation would let through).
+        if not _primitive(value):
+            raise ElicitMalformed(
+                f"content[{key!r}] is {_kind(value)}; an elicitation answer's values must be strings, numbers, "
+                "booleans or arrays of strings"
+            )
     text = _schema_text(schema)
     validator = _content_validator(text) if text is not None else jsonschema.Draft202012Validator(
         schema, format_checker=_FORMATS)
@@ -363,6 +374,21 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
         where = ".".join(str(p) for p in error.absolute_path)
         raise ElicitMalformed(f"content does not match requestedSchema{' at ' + where if where else ''}: {error.message}")
     return content
+
+
+def _primitive(value: Any) -> bool:
+    """True for the values an accepted elicitation's content may hold (MCP client/elicitation)."""
+    if isinstance(value, list):
+        return all(isinstance(item, str) for item in value)
+    return isinstance(value, (str, int, float))  # bool is an int
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "an array with a value that is not a string"
+    return "an object" if isinstance(value, dict) else f"a {type(value).__name__}"
 
 
 def _schema_text(schema: Any) -> str | None:

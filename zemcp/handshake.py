@@ -91,10 +91,13 @@ class HandshakeEra:
             return Response(status=202)
         if isinstance(message, jsonrpc.Notification):
             if message.method == "notifications/cancelled":
-                self._cancel(session, message.params)
+                self.cancel(session, message.params)
+            elif message.method == "notifications/initialized":
+                # Server-to-client requests of the session wait for it (Session.wait_initialized).
+                session.mark_initialized()
             return Response(status=202)
         try:
-            outcome = self._handle(session, message, request.environ, principal)
+            outcome = self.handle(session, message, request.environ, principal)
         except SessionNotFound as exc:
             return error_response(404, INVALID_REQUEST, str(exc), id=request_id)
         except InsufficientScope as exc:
@@ -138,34 +141,47 @@ class HandshakeEra:
         return session
 
     def _initialize(self, request: jsonrpc.Request, session_id: str | None, principal: Principal | None) -> Response:
-        """``initialize``: negotiate the version and create a session (MCP basic/lifecycle)."""
+        """``initialize`` over HTTP: a session and its ``Mcp-Session-Id`` header."""
         if session_id is not None and session_id in self.server.sessions:
             return error_response(400, INVALID_REQUEST, "Bad Request: this session is already initialized; to start a "
                                   "new session, send initialize without the Mcp-Session-Id header", id=request.id)
+        try:
+            session, result = self.open_session(request, principal)
+        except ProtocolError as exc:
+            return error_response(400, exc.code, exc.message, id=request.id)
+        except SessionLimitReached as exc:
+            return error_response(429, INVALID_REQUEST, f"Too Many Requests: {exc}", id=request.id,
+                                  headers={"Retry-After": str(RETRY_AFTER)})
+        return json_response(200, jsonrpc.result(request.id, result), headers={SESSION_HEADER: session.id})
+
+    def open_session(self, request: jsonrpc.Request, principal: Principal | None = None) -> tuple[Session, dict]:
+        """``initialize``: negotiate the version and create a session (MCP basic/lifecycle), for any transport.
+
+        Returns:
+            the new session and the ``InitializeResult``.
+        Raises:
+            ProtocolError: -32602 for bad params (no string ``protocolVersion``, capabilities
+                or clientInfo not objects or over ``max_client_info_bytes``).
+            SessionLimitReached: the process holds ``max_sessions`` sessions.
+        """
         params = request.params
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
-            return error_response(400, INVALID_PARAMS, "Invalid params: initialize needs params.protocolVersion (a string)",
-                                  id=request.id)
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: initialize needs params.protocolVersion (a string)")
         capabilities = params.get("capabilities", {})
         client_info = params.get("clientInfo", {})
         if not isinstance(capabilities, dict) or not isinstance(client_info, dict):
-            return error_response(400, INVALID_PARAMS, "Invalid params: capabilities and clientInfo must be objects",
-                                  id=request.id)
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: capabilities and clientInfo must be objects")
         try:
             # The session keeps both for its whole life: bound what one client can make it hold.
             check_size("params.capabilities", capabilities, self.settings.max_client_info_bytes)
             check_size("params.clientInfo", client_info, self.settings.max_client_info_bytes)
         except ValueError as exc:
-            return error_response(400, INVALID_PARAMS, f"Invalid params: {exc}", id=request.id)
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
         # initialize never negotiates a stateless version: those need no handshake.
         version = requested if requested in versions.HANDSHAKE else versions.LATEST
-        try:
-            session = self.server.sessions.create(version, client_info, capabilities,
-                                                  principal.key if principal is not None else None)
-        except SessionLimitReached as exc:
-            return error_response(429, INVALID_REQUEST, f"Too Many Requests: {exc}", id=request.id,
-                                  headers={"Retry-After": str(RETRY_AFTER)})
+        session = self.server.sessions.create(version, client_info, capabilities,
+                                              principal.key if principal is not None else None)
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": self.server.capabilities(version),
@@ -178,13 +194,16 @@ class HandshakeEra:
                  fingerprint(session.id), logsafe.clip(client_info.get("name")),
                  logsafe.clip(client_info.get("version")), version,
                  "yes" if session.client_supports_elicit() else "no")
-        return json_response(200, jsonrpc.result(request.id, result), headers={SESSION_HEADER: session.id})
+        return session, result
 
     # -- requests of a session -----------------------------------------------------------
 
-    def _handle(self, session: Session, request: jsonrpc.Request, environ: dict,
-                principal: Principal | None = None) -> "dict | ReplySink | DirectSink":
+    def handle(self, session: Session, request: jsonrpc.Request, environ: dict,
+               principal: Principal | None = None) -> "dict | ReplySink | DirectSink":
         """A request of a live session: a JSON-RPC response, or the sink of a running handler.
+
+        ``environ`` is the WSGI environ, or ``{"wsgi.multithread": True}`` for a transport
+        that reads the client's answers on another thread (stdio).
 
         Raises:
             SessionNotFound: the session ended while the request arrived.
@@ -240,7 +259,8 @@ class HandshakeEra:
             raise
         return sink
 
-    def _cancel(self, session: Session, params: dict) -> None:
+    def cancel(self, session: Session, params: dict) -> None:
+        """``notifications/cancelled``: abort the named running request of ``session``."""
         # Invalid or unknown ids are ignored, as basic/utilities/cancellation allows.
         request_id, reason = params.get("requestId"), params.get("reason")
         if not jsonrpc.valid_id(request_id):

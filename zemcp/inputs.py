@@ -64,8 +64,13 @@ class Exchange(Protocol):
     request_id: "jsonrpc.RequestId"
     progress_token: "jsonrpc.RequestId | None"
 
-    def ask(self, requests: list[InputRequest]) -> list["jsonrpc.Response"]:
+    def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list["jsonrpc.Response"]:
         """The client's answers to ``requests``, in order.
+
+        Args:
+            requests: the questions.
+            timeout: [seconds] (handshake) the longest wait for all the answers, at most
+                :attr:`timeout`, which None means; a stateless round never waits and ignores it.
 
         Raises:
             zemcp.correlation.CapacityError: (handshake) a pending cap is reached; nothing was sent.

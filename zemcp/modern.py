@@ -147,17 +147,28 @@ class ModernEra:
             mcp_headers.check_standard(request.headers, message.method, message.params, client.protocol_version)
         except mcp_headers.HeaderError as exc:
             raise ProtocolError(mcp_headers.HEADER_MISMATCH, exc.message) from None
-        if not versions.is_modern(client.protocol_version):
-            raise ProtocolError(
-                UNSUPPORTED_VERSION,
-                f"Unsupported protocol version {client.protocol_version!r}: send "
-                f"{' or '.join(versions.MODERN)} in params._meta, or start a session with initialize for "
-                f"{', '.join(versions.HANDSHAKE)}",
-                data={"supported": list(versions.ALL), "requested": client.protocol_version},
-            )
-        method = message.method
-        if method == "tools/call":
+        _check_version(client)
+        if message.method == "tools/call":
             self._check_param_headers(request, message)
+        return self.dispatch(client, message, request.environ, principal)
+
+    def handle(self, message: jsonrpc.Request, environ: dict) -> "dict | ReplySink | DirectSink":
+        """Serve one request of a transport without a header layer (stdio, where all request
+        metadata travels in ``params._meta``): a JSON-RPC response, or the sink of a running
+        handler (``environ`` as for :meth:`zemcp.handshake.HandshakeEra.handle`).
+
+        Raises:
+            ProtocolError: the envelope, the version or the request is invalid.
+            Busy, ListenLimitReached: no room for the request.
+        """
+        client = envelope(message)
+        _check_version(client)
+        return self.dispatch(client, message, environ)
+
+    def dispatch(self, client: ClientView, message: jsonrpc.Request, environ: dict,
+                 principal: Principal | None = None) -> "dict | ReplySink | DirectSink":
+        """Serve a request whose envelope, headers and version were checked."""
+        method = message.method
         if method == "server/discover":
             return self.result(message.id, method, self.discover(), NO_CACHE)
         if method == "subscriptions/listen":
@@ -167,7 +178,7 @@ class ModernEra:
                                                   f"{client.protocol_version}")
         outcome = self.server.prepare(client, message, principal)
         if isinstance(outcome, Work):
-            return self._start(client, message, outcome, request.environ)
+            return self._start(client, message, outcome, environ)
         return self.result(message.id, method, outcome, self.server.cache_hint(message))
 
     def _check_param_headers(self, request: Request, message: jsonrpc.Request) -> None:
@@ -301,6 +312,18 @@ class ModernEra:
         # A result that took answers depends on more than its cache key: never reusable.
         retried = request.params.get("requestState") is not None or request.params.get("inputResponses") is not None
         return self.result(request.id, work.method, response["result"], NO_CACHE if retried else self.server.cache_hint(request))
+
+
+def _check_version(client: ClientView) -> None:
+    """Refuse a request whose envelope names a version this era does not serve (-32022)."""
+    if not versions.is_modern(client.protocol_version):
+        raise ProtocolError(
+            UNSUPPORTED_VERSION,
+            f"Unsupported protocol version {client.protocol_version!r}: send "
+            f"{' or '.join(versions.MODERN)} in params._meta, or start a session with initialize for "
+            f"{', '.join(versions.HANDSHAKE)}",
+            data={"supported": list(versions.ALL), "requested": client.protocol_version},
+        )
 
 
 def _key(work: Work) -> str | None:

@@ -189,8 +189,11 @@ class Round:
         self.aborted: ElicitAborted | None = None
         self.missing_capabilities: dict[str, dict] = {}
 
-    def ask(self, requests: list[InputRequest]) -> list[jsonrpc.Response]:
+    def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
         """The answers to ``requests``, recorded or from this request's ``inputResponses``.
+
+        ``timeout`` is ignored: a round never waits for the client; how late an answer may
+        come is the lifetime of the ``requestState`` (:attr:`timeout`, process-wide).
 
         Raises:
             InputRequired: some have no answer yet (the round ends and asks for them).

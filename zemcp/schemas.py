@@ -321,6 +321,96 @@ def from_content(cls: type, content: dict) -> Any:
     return cls(**values)
 
 
+# -- asking for missing tool arguments ---------------------------------------------------
+
+#: The ``format`` values the elicitation schema subset allows (MCP client/elicitation).
+_FORM_FORMATS = ("email", "uri", "date", "date-time")
+
+
+def form_field(prop: Any, titled_one_of: bool) -> dict | None:
+    """The ``requestedSchema`` field that asks for a tool argument, from its input schema property.
+
+    Only a primitive property can be asked for in a form (MCP client/elicitation,
+    "Requested Schema"): ``type`` exactly ``"string"``, ``"number"``, ``"integer"`` or
+    ``"boolean"``, and for a string ``enum`` only of non-empty strings (a number ``enum``
+    has no form). Kept from the property: ``title``, ``description``, ``default`` (when it
+    fits the type and the options); for strings ``minLength``, ``maxLength``, ``format``
+    (``email``, ``uri``, ``date``, ``date-time`` only) and the options; for numbers
+    ``minimum`` and ``maximum``. Other keywords (``pattern``, ``multipleOf`` ...) have no
+    place in the form; the answer is checked against the whole input schema afterwards.
+
+    Options with display titles come from ``enumNames`` (as many as ``enum`` has members) or
+    from a ``oneOf`` of ``{"const", "title"}``, and are sent in the form the protocol
+    version has: a titled ``oneOf`` from 2025-11-25 (SEP-1330), ``enum`` with ``enumNames``
+    before.
+
+    Args:
+        prop: the property's schema in the tool's ``inputSchema``.
+        titled_one_of: the client's version has titled single-select (2025-11-25 on).
+    Returns:
+        the field's schema, or None when the property cannot be asked for in a form.
+    """
+    if not isinstance(prop, dict) or prop.get("type") not in ("string", "number", "integer", "boolean"):
+        return None
+    kind = prop["type"]
+    field: dict[str, Any] = {"type": kind}
+    for key in ("title", "description"):
+        if isinstance(prop.get(key), str):
+            field[key] = prop[key]
+    if kind == "string":
+        options = _string_options(prop)
+        if options is False:
+            return None
+        for key in ("minLength", "maxLength"):
+            if isinstance(prop.get(key), int) and not isinstance(prop[key], bool) and prop[key] >= 0:
+                field[key] = prop[key]
+        if prop.get("format") in _FORM_FORMATS:
+            field["format"] = prop["format"]
+        if options is not None:
+            values, titles = options
+            if titles is None:
+                field["enum"] = values
+            elif titled_one_of:
+                field["oneOf"] = [{"const": v, "title": t} for v, t in zip(values, titles)]
+            else:
+                field["enum"], field["enumNames"] = values, titles
+        default = prop.get("default")
+        if isinstance(default, str) and (options is None or default in options[0]):
+            field["default"] = default
+    elif kind == "boolean":
+        if isinstance(prop.get("default"), bool):
+            field["default"] = prop["default"]
+    else:
+        if "enum" in prop or "const" in prop:
+            return None
+        for key in ("minimum", "maximum", "default"):
+            if isinstance(prop.get(key), (int, float)) and not isinstance(prop[key], bool):
+                field[key] = prop[key]
+    return field
+
+
+def _string_options(prop: dict) -> "tuple[list[str], list[str] | None] | None | bool":
+    # (values, titles or None) of a string select; None for free text; False when the
+    # options cannot be offered in a form (empty or non-string values, or a const).
+    if "const" in prop:
+        return False
+    if "enum" in prop:
+        values = prop["enum"]
+        if not isinstance(values, list) or not values or not all(isinstance(v, str) and v for v in values):
+            return False
+        names = prop.get("enumNames")
+        titled = isinstance(names, list) and len(names) == len(values) and all(isinstance(n, str) for n in names)
+        return values, list(names) if titled else None
+    if "oneOf" in prop:
+        choices = prop["oneOf"]
+        if not isinstance(choices, list) or not choices or not all(
+                isinstance(c, dict) and set(c) == {"const", "title"} and isinstance(c["const"], str) and c["const"]
+                and isinstance(c["title"], str) for c in choices):
+            return False
+        return [c["const"] for c in choices], [c["title"] for c in choices]
+    return None
+
+
 # -- internals ---------------------------------------------------------------------------
 
 

@@ -163,7 +163,8 @@ class Server:
     def tool(self, name: str | Callable[..., Any] | None = None, *, title: str | None = None,
              description: str | None = None, input_schema: dict | None = None, output_schema: dict | None = None,
              structured_output: bool = False, annotations: dict | None = None, ttl_ms: int = 0,
-             cache_scope: str = "private", scopes: tuple[str, ...] | list[str] = ()) -> Any:
+             cache_scope: str = "private", scopes: tuple[str, ...] | list[str] = (),
+             elicit_missing: bool | list[str] | tuple[str, ...] = False, elicit_message: str | None = None) -> Any:
         """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
 
         The input schema comes from the function's typed parameters (see
@@ -185,11 +186,22 @@ class Server:
                 ``"private"``.
             scopes: OAuth scopes a caller needs, with authorization on, to see the tool in
                 ``tools/list`` and to call it (403 ``insufficient_scope`` otherwise).
+            elicit_missing: when a call lacks arguments, ask the user for all of them in one
+                form elicitation before the handler runs, in either era (docs/elicitation.md,
+                "Asking for missing arguments"): True for the required arguments a form can
+                ask for (string, number, integer, boolean), or a list of argument names,
+                asked for whenever they are absent or blank, required or not. Without the
+                client's elicitation capability such a call ends with the ``isError`` text
+                ``Error: missing required argument: <names>``.
+            elicit_message: the question shown with that form (``"<title or name> needs:
+                <fields>"`` when omitted).
         Returns:
             the decorator, which returns the function unchanged (bare use: the function).
         Raises:
             ValueError: a bad or taken name, a schema that is not an object schema, bad
-                annotations or ``x-mcp-header`` marks, a bad caching hint.
+                annotations or ``x-mcp-header`` marks, a bad caching hint, an
+                ``elicit_missing`` that names an unknown argument or one a form cannot ask
+                for (or, as True, finds none), a blank ``elicit_message``.
             TypeError: a parameter or return type that cannot be expressed as JSON Schema.
         """
         cache = CacheHint(ttl_ms, cache_scope)
@@ -200,7 +212,7 @@ class Server:
             tool = self.tools.add(Tool(
                 name if isinstance(name, str) else None, func, description, input_schema, title,
                 output_schema=output_schema, structured_output=structured_output, annotations=annotations,
-                cache=cache,
+                cache=cache, elicit_missing=elicit_missing, elicit_message=elicit_message,
             ))
             self._scopes[("tool", tool.name)] = needed
             self.notify_list_changed("tools")
@@ -599,7 +611,12 @@ class Server:
         self._allow(principal, "tool", tool.name, f"tools/call {tool.name!r}")
         if not isinstance(arguments, dict):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: params.arguments must be an object")
-        problem = tool.check_arguments(arguments)
+        # Arguments the tool asks the user for (elicit_missing): the rest must be valid already.
+        missing = tool.missing(arguments)
+        problem = tool.check_partial(arguments, missing) if missing else tool.check_arguments(arguments)
+        if problem is None and missing and not client.client_supports_elicit("form"):
+            # Deterministic in every version and era: the model can retry with the argument.
+            return error_result(f"Error: missing required argument: {', '.join(missing)}")
         if problem is not None:
             if versions.since(client.protocol_version, versions.ELICITATION_MODES):
                 # SEP-1303: input validation failures are tool errors the model can correct.
@@ -608,7 +625,7 @@ class Server:
         structured = versions.since(client.protocol_version, versions.TITLES_AND_STRUCTURED_OUTPUT)
 
         def run(ctx: Context) -> dict:
-            result = tool.run(arguments, ctx)
+            result = tool.run(arguments, ctx, missing)
             if not structured:
                 # structuredContent arrived in 2025-06-18; older clients read the text item.
                 result.pop("structuredContent", None)

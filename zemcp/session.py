@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("zemcp.session")
 
+#: [seconds] how long a server-to-client request of a session waits for the client's
+#: ``notifications/initialized`` before it is sent anyway (see :meth:`Session.wait_initialized`).
+INITIALIZED_GRACE = 0.5
+
 
 def fingerprint(session_id: str) -> str:
     """A short, non-reversible label for a session id (safe to log and to show)."""
@@ -70,6 +74,7 @@ class Session(ClientView):
         created: [seconds, ``time.time()``] creation time.
         principal: with authorization on, the key (:attr:`zemcp.auth.Principal.key`) of the
             principal that initialized it, the only one that may use it; else None.
+        initialized: True once the client sent ``notifications/initialized``.
     """
 
     def __init__(self, protocol_version: str, client_info: dict, capabilities: dict, instance: str = "local",
@@ -83,6 +88,47 @@ class Session(ClientView):
         self._last_seen = time.monotonic()
         self._calls: dict[RequestId, Call] = {}
         self.ended: str | None = None
+        self._initialized = threading.Event()
+        # Set once a grace ran out: a client that skipped the notification is not waited for again.
+        self._gave_up_waiting = False
+
+    @property
+    def initialized(self) -> bool:
+        """True once the client sent ``notifications/initialized`` (MCP basic/lifecycle)."""
+        return self._initialized.is_set()
+
+    def mark_initialized(self) -> None:
+        """Record the client's ``notifications/initialized``; wakes the requests waiting for it."""
+        self._initialized.set()
+
+    def wait_initialized(self, grace: float) -> bool:
+        """Hold a server-to-client request until the client sent ``notifications/initialized``.
+
+        MCP basic/lifecycle: the server SHOULD NOT send requests other than pings before
+        it; the client MUST send it after initialize. A client that sends it and its first
+        call at once (on two connections) may have the call arrive first: the request
+        waits up to ``grace`` for it. A client that never sends it breaks its MUST; rather
+        than make every question of its session fail, the request then goes out anyway,
+        with a warning logged, and later requests of the session do not wait again.
+
+        Args:
+            grace: [seconds] the longest wait.
+        Returns:
+            True when the notification arrived, False when the grace ran out (now or before).
+        """
+        if self._initialized.is_set():
+            return True
+        if self._gave_up_waiting:
+            return False
+        if self._initialized.wait(grace):
+            return True
+        if not self._gave_up_waiting:
+            self._gave_up_waiting = True
+            log.warning(
+                "session %s: the client sent no notifications/initialized after initialize (MCP basic/lifecycle: it "
+                "MUST); a server-to-client request waited %g s for it and is sent anyway, as are the later ones "
+                "of this session", fingerprint(self.id), grace)
+        return False
 
     def touch(self) -> None:
         """Record traffic now (resets the idle timer)."""
@@ -168,12 +214,28 @@ class Call:
         self.timeout = timeout
         self.can_wait = can_wait
 
-    def ask(self, requests: "list[InputRequest]") -> "list[jsonrpc.Response]":
+    def ask(self, requests: "list[InputRequest]", timeout: float | None = None) -> "list[jsonrpc.Response]":
         """Send ``requests`` on this call's stream and wait for every answer (see
-        :meth:`zemcp.correlation.CorrelationTable.ask_all`)."""
+        :meth:`zemcp.correlation.CorrelationTable.ask_all`).
+
+        Nothing is sent before the client's ``notifications/initialized``, for up to
+        :data:`INITIALIZED_GRACE` (:meth:`Session.wait_initialized`); that wait counts in
+        ``timeout``.
+
+        Args:
+            requests: the questions.
+            timeout: [seconds] the longest wait for all the answers, at most
+                :attr:`timeout` (which None means).
+        Raises:
+            as :meth:`zemcp.correlation.CorrelationTable.ask_all`.
+        """
         if self._table is None:
             raise RuntimeError("this call was made without a correlation table and cannot ask the client")
-        return self._table.ask_all(self, [(r.method, r.params) for r in requests], self.timeout)
+        limit = self.timeout if timeout is None else min(timeout, self.timeout)
+        start = time.monotonic()
+        self.session.wait_initialized(min(INITIALIZED_GRACE, limit))
+        remaining = max(0.0, limit - (time.monotonic() - start))
+        return self._table.ask_all(self, [(r.method, r.params) for r in requests], remaining)
 
     def notify(self, message: dict) -> None:
         """Queue a notification on the call's stream (raises the abort reason once aborted)."""

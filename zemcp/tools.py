@@ -24,7 +24,7 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
-from zemcp import elicitation, headers, logsafe, schemas
+from zemcp import elicitation, headers, logsafe, schemas, versions
 from zemcp.caching import NO_CACHE, CacheHint, combine
 from zemcp.context import HANDLER_ERRORS, ClientRequestError, Context, URLElicitationRequired
 
@@ -64,10 +64,20 @@ class Tool:
         annotations: ToolAnnotations: ``title`` (str), ``readOnlyHint``,
             ``destructiveHint``, ``idempotentHint``, ``openWorldHint`` (bool).
         cache: its part of the ``tools/list`` caching hint (2026-07-28).
+        elicit_missing: ask the user for missing arguments by form elicitation instead of
+            failing the call (see :meth:`missing` and :meth:`run`): True for every required
+            argument a form can ask for (:func:`zemcp.schemas.form_field`), or a list of
+            argument names, which are then asked for whenever they are missing, required
+            by the schema or not.
+        elicit_message: the question shown with that form; when None, ``"<title or name>
+            needs: <the missing fields' titles or names>"`` (see :meth:`question`).
     Raises:
         ValueError: a bad name, a schema that is not an object schema, both
             ``output_schema`` and ``structured_output``, unknown annotation keys, or an
-            invalid ``x-mcp-header`` in the input schema (see :func:`zemcp.headers.header_annotations`).
+            invalid ``x-mcp-header`` in the input schema (see :func:`zemcp.headers.header_annotations`),
+            an ``elicit_missing`` list naming an argument the schema does not have or a form
+            cannot ask for, ``elicit_missing=True`` without a required argument a form can
+            ask for, or an ``elicit_message`` that is not a non-empty string.
         TypeError: a parameter or return type the schemas cannot express (the message
             names it and lists what is supported), or ``structured_output`` without a
             return annotation.
@@ -79,12 +89,16 @@ class Tool:
         context_param: the name of the parameter that receives the Context, or None.
         header_annotations: ``{lower-cased token: property path}`` of the input schema's
             ``x-mcp-header`` marks, for :func:`zemcp.headers.check_params`.
+        elicited: the names of the arguments asked for when missing, in schema order (empty
+            without ``elicit_missing``).
+        elicit_message: as given (None: a question naming the missing fields).
     """
 
     def __init__(self, name: str | None, handler: Callable[..., Any], description: str | None = None,
                  input_schema: dict | None = None, title: str | None = None, *,
                  output_schema: dict | None = None, structured_output: bool = False,
-                 annotations: dict | None = None, cache: CacheHint = NO_CACHE):
+                 annotations: dict | None = None, cache: CacheHint = NO_CACHE,
+                 elicit_missing: bool | list[str] | tuple[str, ...] = False, elicit_message: str | None = None):
         self.name = name if name is not None else handler.__name__
         if not _NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '.', '-'")
@@ -124,6 +138,12 @@ class Tool:
             jsonschema.Draft202012Validator(output_schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
             if output_schema is not None else None
         )
+        # name -> (field for the 2025-06-18 subset, field for 2025-11-25 on), built once here.
+        self._fields = _elicited_fields(self.name, self.input_schema, elicit_missing)
+        self.elicited = tuple(self._fields)
+        if elicit_message is not None and (not isinstance(elicit_message, str) or not elicit_message.strip()):
+            raise ValueError(f"tool {self.name!r}: elicit_message must be a non-empty string, got {elicit_message!r}")
+        self.elicit_message = elicit_message
 
     def definition(self) -> dict:
         """The tool as ``tools/list`` shows it."""
@@ -151,16 +171,103 @@ class Tool:
             return None
         return f"invalid arguments for tool {self.name!r}: {_describe(error, 'argument')}"
 
-    def run(self, arguments: dict, ctx: Context) -> dict:
-        """Call the handler with arguments that passed :meth:`check_arguments` and shape its
-        outcome as a ``CallToolResult``.
+    def missing(self, arguments: dict) -> list[str]:
+        """The :attr:`elicited` arguments this call lacks, in schema order.
 
+        An argument is missing when it is absent or a blank string (empty or only
+        whitespace): models send ``""`` for a value they do not know.
+        """
+        return [name for name in self.elicited
+                if name not in arguments or (isinstance(arguments[name], str) and not arguments[name].strip())]
+
+    def check_partial(self, arguments: dict, missing: list[str]) -> str | None:
+        """Validate the arguments a call gave besides the ``missing`` ones it will be asked for.
+
+        Returns:
+            None when the given ones are valid and the missing ones are all that keeps the
+            call from running; else what is wrong, in the words of :meth:`check_arguments`:
+            a required argument that cannot be asked for is reported as for the call as sent
+            (naming every missing argument), as it was without ``elicit_missing``.
+        """
+        given = {k: v for k, v in arguments.items() if k not in missing}
+        required = [r for r in self.input_schema.get("required", ()) if r not in missing]
+        # Built per call: only a call that lacks arguments takes this path, then a round trip to the user.
+        relaxed = jsonschema.Draft202012Validator({**self.input_schema, "required": required})
+        error = _first_error(relaxed, given)
+        if error is None:
+            return None
+        if error.validator == "required" and not list(error.absolute_path):
+            return self.check_arguments(arguments)
+        return f"invalid arguments for tool {self.name!r}: {_describe(error, 'argument')}"
+
+    def question(self, missing: list[str]) -> str:
+        """The message of the form that asks for ``missing``: ``elicit_message``, or
+        ``"<title or name> needs: <their titles or names>"``."""
+        if self.elicit_message is not None:
+            return self.elicit_message
+        labels = ", ".join(self._fields[name][0].get("title", name) for name in missing)
+        return f"{self.title or self.name} needs: {labels}"
+
+    def ask_missing(self, arguments: dict, missing: list[str], ctx: Context) -> dict:
+        """Ask the user for the ``missing`` arguments in one form, and merge the answer.
+
+        The form (MCP client/elicitation, form mode) has one required field per missing
+        argument (:func:`zemcp.schemas.form_field`), under the key of the missing names
+        joined by ``,`` in the 2026-07-28 era. Only the asked names are taken from the
+        answer; the merged arguments are checked against the whole input schema.
+
+        Args:
+            arguments: the call's arguments (the missing ones absent or blank).
+            missing: from :meth:`missing`, not empty.
+            ctx: the call's context (either era).
+        Returns:
+            the complete arguments.
+        Raises:
+            ToolError: ``Error: elicit: <why>`` when the elicitation fails (declined,
+                cancelled, malformed or unfitting answer, timeout, too many pending ...),
+                ``Error: elicit returned empty <names>`` for blank answers.
+            zemcp.ElicitAborted: the request can no longer be answered.
+        """
+        titled = versions.since(ctx.client.protocol_version, versions.ELICITATION_MODES)
+        schema = {"type": "object", "properties": {name: self._fields[name][1 if titled else 0] for name in missing},
+                  "required": list(missing)}
+        try:
+            answer = ctx.elicit(self.question(missing), schema, key=",".join(missing))
+            blank = [name for name in missing if isinstance(answer[name], str) and not answer[name].strip()]
+            if blank:
+                raise ToolError(f"Error: elicit returned empty {', '.join(blank)}")
+            merged = {**{k: v for k, v in arguments.items() if k not in missing},
+                      **{name: answer[name] for name in missing}}
+            problem = self.check_arguments(merged)
+            if problem is not None:
+                raise elicitation.ElicitMalformed(f"the answer does not fit the tool's input schema: {problem}")
+        except elicitation.ElicitAborted:
+            raise
+        except elicitation.ElicitError as exc:
+            log.info("tool %r: asking for %s ended: %s", self.name, ", ".join(missing), logsafe.outcome(exc))
+            raise ToolError(f"Error: elicit: {exc}") from None
+        return merged
+
+    def run(self, arguments: dict, ctx: Context, missing: list[str] | tuple[str, ...] = ()) -> dict:
+        """Call the handler with arguments that passed :meth:`check_arguments` (or, with
+        ``missing``, :meth:`check_partial`) and shape its outcome as a ``CallToolResult``.
+
+        Args:
+            arguments: the call's arguments.
+            ctx: the call's context.
+            missing: arguments to ask the user for first (:meth:`ask_missing`); the call
+                ends with its ``isError`` result when that fails.
         Raises:
             zemcp.ElicitAborted: the request can no longer be answered (the caller sends
                 nothing, or nothing reaches the client).
             zemcp.URLElicitationRequired: the handler asks for URL-mode elicitations first
                 (the caller answers with error -32042).
         """
+        if missing:
+            try:
+                arguments = self.ask_missing(arguments, list(missing), ctx)
+            except ToolError as exc:
+                return error_result(str(exc))
         kwargs = {}
         for name, value in arguments.items():
             try:
@@ -280,6 +387,61 @@ def _check_object_schema(tool: str, which: str, schema: Any) -> None:
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise ValueError(f"tool {tool!r}: {which} must be a JSON Schema with type 'object'")
     jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def _elicited_fields(tool: str, input_schema: dict, elicit_missing: Any) -> dict[str, tuple[dict, dict]]:
+    """The form field of each argument to ask for when missing: ``{name: (legacy, titled)}``.
+
+    Each field is checked against the elicitation schema subset of both kinds of version
+    here, so that a call never fails on a form the tool's own schema made.
+
+    Raises:
+        ValueError: as :class:`Tool` says for ``elicit_missing``.
+    """
+    properties = input_schema.get("properties", {})
+    if not isinstance(properties, dict):
+        properties = {}
+    if elicit_missing is False:
+        return {}
+    if elicit_missing is True:
+        required = set(input_schema.get("required", ()))
+        names = [name for name in properties if name in required and _askable(properties[name])]
+        if not names:
+            raise ValueError(
+                f"tool {tool!r}: elicit_missing=True asks for missing required arguments, and none of this tool's "
+                "is a string, number, integer or boolean a form can ask for; list the names to ask for instead"
+            )
+    elif isinstance(elicit_missing, (list, tuple)) and elicit_missing and all(
+            isinstance(n, str) for n in elicit_missing) and len(set(elicit_missing)) == len(elicit_missing):
+        for name in elicit_missing:
+            if name not in properties:
+                raise ValueError(f"tool {tool!r}: elicit_missing names {name!r}, which is not an argument of the tool "
+                                 f"(its arguments: {', '.join(properties) or 'none'})")
+            if not _askable(properties[name]):
+                raise ValueError(
+                    f"tool {tool!r}: elicit_missing names {name!r}, which a form cannot ask for: a form field is a "
+                    "string, number, integer or boolean (a string may have enum options); give it a default instead"
+                )
+        names = [name for name in properties if name in elicit_missing]
+    else:
+        raise ValueError(f"tool {tool!r}: elicit_missing must be True, False or a non-empty list of distinct argument "
+                         f"names, got {elicit_missing!r}")
+    return {name: (schemas.form_field(properties[name], False), schemas.form_field(properties[name], True))
+            for name in names}
+
+
+def _askable(prop: Any) -> bool:
+    """True when a form can ask for the property in every protocol version's schema subset."""
+    # The oldest version has the strict subset; 2025-11-25 the wider one with titled options.
+    for titled, version in ((False, versions.HANDSHAKE[-1]), (True, versions.ELICITATION_MODES)):
+        field = schemas.form_field(prop, titled)
+        if field is None:
+            return False
+        try:
+            elicitation.check_requested_schema({"type": "object", "properties": {"x": field}}, version)
+        except elicitation.ElicitSchemaInvalid:
+            return False
+    return True
 
 
 def _check_annotations(tool: str, annotations: dict | None) -> dict:

@@ -143,11 +143,11 @@ class PageServer:
 
 @pytest.fixture
 def chromium() -> str:
-    """The chromium executable; a clear failure (not a skip) when it is not installed."""
+    """The chromium executable; skipped with the reason where it is not installed, as the proxy
+    tests are for haproxy and nginx (CI installs all three: .ci/run)."""
     path = shutil.which("chromium") or shutil.which("chromium", path="/usr/bin")
     if path is None:
-        pytest.fail("chromium is not installed: install Debian's `chromium` package (apt-get install chromium); "
-                    ".ci/run installs it in CI")
+        pytest.skip("chromium is not installed (Debian: apt-get install chromium); .ci/run installs it for CI")
     return path
 
 

@@ -1,0 +1,122 @@
+"""``zemcp run``: serving a file or module over HTTP through gunicorn's application API, with
+the thread budget and worker of ``gunicorn -c gunicorn.conf.py``; and its refusals."""
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+from click.testing import CliRunner
+
+from tests.conftest import ACCEPT, CONNECT_TIMEOUT, HOST, READ_TIMEOUT, REPO, free_port
+from tests.processes import stop_group
+from zemcp.serve import main
+
+START_TIMEOUT = 20
+
+
+@pytest.fixture
+def serve(tmp_path):
+    """Start ``python -m zemcp run ARGS`` on a free port; returns its URL and log path; stops it after."""
+    procs = []
+
+    def start(*args: str) -> tuple[str, object]:
+        port = free_port()
+        log = tmp_path / f"run-{port}.log"
+        proc = subprocess.Popen([sys.executable, "-m", "zemcp", "run", *args, "--bind", f"{HOST}:{port}"], cwd=REPO,
+                                stdin=subprocess.DEVNULL, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        procs.append(proc)
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            try:
+                socket.create_connection((HOST, port), timeout=0.5).close()
+                return f"http://{HOST}:{port}/mcp", log
+            except OSError:
+                time.sleep(0.05)
+        pytest.fail(f"zemcp run did not listen within {START_TIMEOUT} s:\n{log.read_text()}")
+
+    yield start
+    for proc in procs:
+        stop_group(proc, 10)
+
+
+def post(url, message, headers=None, **kw):
+    return requests.post(url, json=message, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+                         headers={"Accept": ACCEPT, **(headers or {})}, **kw)
+
+
+def session(url) -> dict:
+    r = post(url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "run", "version": "1"}}})
+    assert r.status_code == 200, r.text
+    headers = {"Mcp-Session-Id": r.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-06-18"}
+    assert post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers).status_code == 202
+    return headers
+
+
+def test_run_serves_a_file_with_the_gthread_worker_and_its_thread_budget(serve):
+    """`zemcp run examples/hello.py --threads 8` elicits over HTTP; the reference server run the
+    same way reports the budget of 8 threads, and the log names zemcp's worker."""
+    url, log = serve("examples/hello.py", "--threads", "8")
+    headers = session(url)
+    with post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "greet", "arguments": {}}},
+              headers, stream=True) as stream:
+        assert stream.headers["Content-Type"].startswith("text/event-stream")
+        lines = stream.iter_lines()
+        ask = next(json.loads(line[6:]) for line in lines if line.startswith(b"data: "))
+        assert ask["params"]["message"] == "Whom should I greet?"
+        answer = {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"name": "Ada"}}}
+        assert post(url, answer, headers).status_code == 202
+        final = next(json.loads(line[6:]) for line in lines if line.startswith(b"data: "))
+        assert final["result"]["content"][0]["text"] == "Hello, Ada!"
+    assert "Using worker: zemcp.worker.ThreadWorker" in log.read_text()
+    url, _ = serve("wsgi:app", "--threads", "8")
+    headers = session(url)
+    r = post(url, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                   "params": {"name": "ze_execute", "arguments": {"command": "server status"}}}, headers)
+    assert "thread budget: 8 threads" in r.json()["result"]["content"][0]["text"]
+
+
+@pytest.mark.parametrize("target, error", [
+    ("nosuch.py", "no such file: nosuch.py"),
+    ("nosuch_module_xyz", "no module named 'nosuch_module_xyz'"),
+    ("json", "json holds no zemcp.McpApp or zemcp.Server at its top level"),
+    ("wsgi:create_app", "wsgi has no McpApp or Server named 'create_app' (found function)"),
+])
+def test_run_refuses_targets_it_cannot_serve(target, error, monkeypatch):
+    monkeypatch.chdir(REPO)
+    result = CliRunner().invoke(main, ["run", target])
+    assert result.exit_code == 1 and error in result.output, result.output
+
+
+def test_run_help_explains_every_option():
+    text = CliRunner().invoke(main, ["run", "--help"]).output
+    for option in ("--transport", "--bind", "--threads", "--workers", "--log-level", "--reload"):
+        assert option in text, text
+
+
+def test_reload_serves_the_edited_file(serve, tmp_path):
+    """With --reload, an edit of the served file reaches the next requests."""
+    target = tmp_path / "reloaded.py"
+    source = (REPO / "examples" / "hello.py").read_text()
+    target.write_text(source)
+    url, log = serve(str(target), "--reload")
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": "Ada"}}}
+    assert post(url, call, session(url)).json()["result"]["content"][0]["text"] == "Hello, Ada!"
+    target.write_text(source.replace('f"Hello, ', 'f"Welcome, '))
+    deadline = time.monotonic() + START_TIMEOUT
+    text = None
+    while time.monotonic() < deadline:
+        try:
+            text = post(url, call, session(url)).json()["result"]["content"][0]["text"]
+        except (requests.RequestException, AssertionError, KeyError):
+            text = None  # the worker is restarting
+        if text == "Welcome, Ada!":
+            break
+        time.sleep(0.3)
+    assert text == "Welcome, Ada!", log.read_text()

@@ -1,0 +1,105 @@
+"""The stdio transport over raw pipes: framing, era rules, a request served while an
+elicitation waits, and the end of stdin ending the process (``zemcp run --transport stdio``)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import MODERN_VERSION, REPO
+from tests.processes import stop_group
+
+#: [seconds] bound on each read of a line and on the process's exit.
+TIMEOUT = 20
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "pipes", "version": "1"}}}
+META = {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION, "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+class Pipes:
+    """``zemcp run wsgi.py --transport stdio`` with its stdin and stdout."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-m", "zemcp", "run", "wsgi.py", "--transport", "stdio"],
+                                     cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+
+    def send(self, message) -> None:
+        line = message if isinstance(message, bytes) else json.dumps(message).encode()
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def read(self) -> dict:
+        # readline blocks; the test's timeout (pytest-timeout) bounds a server that never answers.
+        line = self.proc.stdout.readline()
+        assert line, f"stdout ended; stderr: {self.proc.stderr.read().decode(errors='replace')}"
+        return json.loads(line)
+
+    def stop(self) -> None:
+        stop_group(self.proc, TIMEOUT)
+
+
+@pytest.fixture
+def pipes():
+    p = Pipes()
+    yield p
+    p.stop()
+
+
+def test_handshake_era_over_stdio(pipes):
+    """Bad lines get parse errors, requests wait for initialize, a ping is answered while an
+    elicitation waits, and the answer on stdin completes the call."""
+    pipes.send(b"{not json")
+    assert pipes.read()["error"]["code"] == -32700
+    pipes.send({"jsonrpc": "2.0", "id": 0, "method": "tools/list"})
+    assert "initialize first" in pipes.read()["error"]["message"]
+    pipes.send(INIT)
+    assert pipes.read()["result"]["serverInfo"]["name"] == "zemcp-reference"
+    pipes.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    pipes.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ze_execute", "arguments": {}}})
+    ask = pipes.read()
+    assert ask["method"] == "elicitation/create"
+    pipes.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert pipes.read() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    pipes.send({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                "params": {"name": "ze_execute", "arguments": {"command": "help"}, "_meta": META}})
+    assert "handshake era" in pipes.read()["error"]["message"]
+    pipes.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"command": "help"}}})
+    final = pipes.read()
+    assert final["id"] == 2 and "server status" in final["result"]["content"][0]["text"]
+
+
+def test_modern_era_over_stdio(pipes):
+    """A first request with the envelope opens a 2026-07-28 connection: rounds, no initialize."""
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "ze_execute", "arguments": {}, "_meta": {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}}}
+    pipes.send(call)
+    first = pipes.read()["result"]
+    assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["command"]
+    pipes.send(INIT)
+    assert pipes.read()["error"]["code"] == -32022
+    retry = json.loads(json.dumps(call))
+    retry["id"] = 2
+    retry["params"].update(requestState=first["requestState"],
+                           inputResponses={"command": {"action": "accept", "content": {"command": "help"}}})
+    pipes.send(retry)
+    done = pipes.read()
+    assert done["id"] == 2 and done["result"]["resultType"] == "complete"
+    assert "server status" in done["result"]["content"][0]["text"]
+
+
+def test_end_of_stdin_ends_the_session_and_the_process(pipes):
+    """Closing stdin while a handler waits for an answer wakes it and the process exits 0."""
+    pipes.send(INIT)
+    pipes.read()
+    pipes.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ze_execute", "arguments": {}}})
+    ask = pipes.read()
+    assert ask["method"] == "elicitation/create"
+    pipes.proc.stdin.close()
+    assert pipes.proc.wait(TIMEOUT) == 0
+    # What follows is the withdrawal of the question and the call's error result, nothing else.
+    rest = [json.loads(line) for line in pipes.proc.stdout.read().splitlines()]
+    assert [m.get("method") or m.get("id") for m in rest] == ["notifications/cancelled", 2], rest
+    assert rest[0]["params"]["requestId"] == ask["id"]
+    assert "the client closed stdin" in rest[1]["result"]["content"][0]["text"]

@@ -1,0 +1,21 @@
+"""Serving needs only the runtime dependencies: the client's requests is an extra."""
+
+import configparser
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+
+def test_serving_imports_no_client_library():
+    """The server, the transports, authorization and the gunicorn configuration never import requests."""
+    code = ("import sys, wsgi, zemcp.serve, zemcp.stdio, zemcp.auth, zemcp.worker, zemcp.gunicorn_conf; "
+            "sys.exit('requests' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=60).returncode == 0
+
+
+def test_requests_is_an_extra_not_a_requirement():
+    setup = configparser.ConfigParser()
+    setup.read(REPO / "setup.cfg")
+    assert "requests" not in setup["options"]["install_requires"]
+    assert "requests" in setup["options.extras_require"]["client"]
