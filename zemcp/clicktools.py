@@ -300,6 +300,9 @@ def _tokens(value: Any) -> list[str]:
 def _json_default(param: click.Parameter) -> tuple[bool, Any]:
     """``(True, default)`` when the parameter has a default with a JSON form, else ``(False, None)``."""
     default = param.default
+    if (default is None or default is _UNSET) and isinstance(param, click.Option) and param.is_bool_flag:
+        # A boolean flag without a default is off: Click 8.5 reports UNSET, older versions False.
+        return True, False
     if default is None or default is _UNSET or callable(default):
         return False, None
 
