@@ -63,8 +63,10 @@ def check_size(name: str, value: object, limit: int) -> None:
     """
     size = len(json.dumps(value, separators=(",", ":")))
     if size > limit:
-        raise ValueError(f"{name} is {size} bytes as JSON, more than the {limit} this server accepts "
-                         f"(ZEMCP_MAX_CLIENT_INFO_BYTES); declare only what the client has")
+        raise ValueError(
+            f"{name} is {size} bytes as JSON, more than the {limit} this server accepts "
+            f"(ZEMCP_MAX_CLIENT_INFO_BYTES); declare only what the client has"
+        )
 
 
 def _elicitation_modes(protocol_version: str, declared: object) -> frozenset[str]:

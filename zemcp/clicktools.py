@@ -47,6 +47,7 @@ _UNSET = getattr(click.core, "UNSET", None)
 
 # -- running a command with its output captured -----------------------------------------------
 
+
 @dataclass(frozen=True)
 class ClickResult:
     """The outcome of one in-process run of a Click command.
@@ -225,6 +226,7 @@ def _captured() -> Iterator[_Capture]:
 
 # -- input schemas from Click parameters ------------------------------------------------------
 
+
 @dataclass
 class _Binding:
     """One property of the input schema and how its value becomes command-line tokens.
@@ -355,6 +357,7 @@ def _option_binding(option: click.Option) -> _Binding:
             if not option.multiple:
                 return render_one(value)
             return [token for item in value for token in render_one(item)]
+
     has_default, default = _json_default(option)
     # A prompting option without a default cannot be left out: its prompt would meet end of input.
     required = option.required or (option.prompt is not None and not has_default and not option.is_flag)
@@ -362,15 +365,20 @@ def _option_binding(option: click.Option) -> _Binding:
         schema["default"] = default
     if option.help:
         schema["description"] = option.help
-    return _Binding(option.name, schema, required, render,
-                    fill=option.prompt is not None and has_default and not required)
+    return _Binding(
+        option.name, schema, required, render, fill=option.prompt is not None and has_default and not required
+    )
 
 
 def _switch_binding(name: str, options: list[click.Option]) -> _Binding:
     """Feature switches: flags that set one parameter to their own ``flag_value``."""
     by_value = {_token(o.flag_value): _option_name(o) for o in options}
     schema: dict[str, Any] = {"type": "string", "enum": list(by_value)}
-    chosen = [o for o in options if o.default is True or (o.default not in (None, _UNSET, False) and o.default == o.flag_value)]
+    chosen = [
+        o
+        for o in options
+        if o.default is True or (o.default not in (None, _UNSET, False) and o.default == o.flag_value)
+    ]
     if chosen:
         schema["default"] = _token(chosen[0].flag_value)
     helps = [f"{_option_name(o)}: {o.help}" for o in options if o.help]
@@ -471,6 +479,7 @@ def _argv(bindings: list[_Binding], arguments: dict) -> list[str]:
 
 # -- walking a group --------------------------------------------------------------------------
 
+
 def _commands(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
     """``(path of names, command)`` for every visible leaf command under ``command``."""
     if not isinstance(command, click.Group):
@@ -493,9 +502,15 @@ def _description(command: click.Command, path: tuple[str, ...]) -> str:
     return text or f"Run the command '{' '.join(path) or command.name}'."
 
 
-def add_click_tools(server: Server, group: click.Command, *, prefix: str | None = None,
-                    elicit_missing: bool | Sequence[str] = False, prog_name: str | None = None,
-                    **tool_options: Any) -> list[str]:
+def add_click_tools(
+    server: Server,
+    group: click.Command,
+    *,
+    prefix: str | None = None,
+    elicit_missing: bool | Sequence[str] = False,
+    prog_name: str | None = None,
+    **tool_options: Any,
+) -> list[str]:
     """Register every command of a Click group as a tool of ``server``.
 
     A command's tool is named after its path of command names joined with ``_``
@@ -529,8 +544,10 @@ def add_click_tools(server: Server, group: click.Command, *, prefix: str | None 
     """
     supports_elicit = "elicit_missing" in inspect.signature(server.tool).parameters
     if elicit_missing and not supports_elicit:
-        log.warning("server.tool has no elicit_missing: calls of Click commands without a required "
-                    "parameter are refused instead of asking the user for it")
+        log.warning(
+            "server.tool has no elicit_missing: calls of Click commands without a required "
+            "parameter are refused instead of asking the user for it"
+        )
     names = []
     for path, command in _commands(group):
         parts = [prefix] if prefix else []
@@ -548,8 +565,9 @@ def add_click_tools(server: Server, group: click.Command, *, prefix: str | None 
                 own = [n for n in elicit_missing if any(b.name == n for b in bindings)]
                 if own:
                     options["elicit_missing"] = own
-        server.tool(name, description=_description(command, path), input_schema=_schema(bindings),
-                    **options)(_tool_handler(group, path, bindings, prog_name))
+        server.tool(name, description=_description(command, path), input_schema=_schema(bindings), **options)(
+            _tool_handler(group, path, bindings, prog_name)
+        )
         names.append(name)
     return names
 
@@ -561,8 +579,9 @@ def _askable(schema: dict) -> bool:
     return all(isinstance(v, str) and v for v in schema.get("enum", ["x"]))
 
 
-def _tool_handler(root: click.Command, path: tuple[str, ...], bindings: list[_Binding],
-                  prog_name: str | None) -> Callable[..., str]:
+def _tool_handler(
+    root: click.Command, path: tuple[str, ...], bindings: list[_Binding], prog_name: str | None
+) -> Callable[..., str]:
     def run(**arguments: Any) -> str:
         result = invoke(root, [*path, *_argv(bindings, arguments)], prog_name=prog_name)
         if result.failure is not None:
@@ -572,8 +591,9 @@ def _tool_handler(root: click.Command, path: tuple[str, ...], bindings: list[_Bi
     return run
 
 
-def add_click_commands(registry: CommandRegistry, group: click.Command, *, prefix: str | None = None,
-                       prog_name: str | None = None) -> list[str]:
+def add_click_commands(
+    registry: CommandRegistry, group: click.Command, *, prefix: str | None = None, prog_name: str | None = None
+) -> list[str]:
     """Register every command of a Click group as a text command of ``registry``.
 
     A command is registered under its path of command names (``db migrate``), after
@@ -602,7 +622,9 @@ def add_click_commands(registry: CommandRegistry, group: click.Command, *, prefi
     return names
 
 
-def _text_handler(root: click.Command, path: tuple[str, ...], prog_name: str | None) -> Callable[[CommandContext, str], str]:
+def _text_handler(
+    root: click.Command, path: tuple[str, ...], prog_name: str | None
+) -> Callable[[CommandContext, str], str]:
     def run(ctx: CommandContext, args: str) -> str:
         try:
             tokens = shlex.split(args)

@@ -49,8 +49,10 @@ class CapabilityMissing(ClientRequestError):
     """The client did not declare the capability the request needs; nothing was sent."""
 
     def __init__(self, capability: str, method: str) -> None:
-        super().__init__(f"the client did not declare the {capability} capability (at initialize, or in this "
-                         f"request's clientCapabilities), so {method} cannot be sent")
+        super().__init__(
+            f"the client did not declare the {capability} capability (at initialize, or in this "
+            f"request's clientCapabilities), so {method} cannot be sent"
+        )
         self.capability = capability
         #: The ``ClientCapabilities`` the request would have needed (``error.data.requiredCapabilities``).
         self.required = {capability: {}}
@@ -107,8 +109,12 @@ class URLElicitationRequired(Exception):
 
 def _url_elicitation(item: Any) -> dict:
     if isinstance(item, dict):
-        if item.get("mode") != "url" or not all(isinstance(item.get(k), str) for k in ("message", "url", "elicitationId")):
-            raise TypeError(f"a URL-mode elicitation dict needs mode 'url' and string message, url and elicitationId, got {item!r}")
+        if item.get("mode") != "url" or not all(
+            isinstance(item.get(k), str) for k in ("message", "url", "elicitationId")
+        ):
+            raise TypeError(
+                f"a URL-mode elicitation dict needs mode 'url' and string message, url and elicitationId, got {item!r}"
+            )
         return item
     if isinstance(item, tuple) and len(item) == 2 and all(isinstance(part, str) for part in item):
         return {"mode": "url", "message": item[0], "url": item[1], "elicitationId": new_elicitation_id()}
@@ -133,7 +139,7 @@ class Ask:
 
     key: str | None = None
 
-    def request(self, client: "ClientView") -> InputRequest:
+    def request(self, client: ClientView) -> InputRequest:
         """The input request; raises before anything is sent when the client cannot take it."""
         raise NotImplementedError
 
@@ -166,7 +172,7 @@ class Elicit(Ask):
         self.schema = requested_schema
         self.key = key
 
-    def request(self, client: "ClientView") -> InputRequest:
+    def request(self, client: ClientView) -> InputRequest:
         return elicitation.form_request(client, self.message, self.schema, self.key)
 
     def interpret(self, answer: jsonrpc.Response) -> Any:
@@ -194,7 +200,7 @@ class ElicitURL(Ask):
     def __init__(self, message: str, url: str, elicitation_id: str | None = None, key: str | None = None):
         self.message, self.url, self.elicitation_id, self.key = message, url, elicitation_id, key
 
-    def request(self, client: "ClientView") -> InputRequest:
+    def request(self, client: ClientView) -> InputRequest:
         elicitation.check_message(self.message)
         if not client.client_supports_elicit("url"):
             raise elicitation.ElicitUnsupported("url")
@@ -221,7 +227,7 @@ class _ClientRequest(Ask):
     def __init__(self, params: dict, key: str | None):
         self.params, self.key = params, key
 
-    def request(self, client: "ClientView") -> InputRequest:
+    def request(self, client: ClientView) -> InputRequest:
         if not client.client_supports(self.capability):
             raise CapabilityMissing(self.capability, self.method)
         return InputRequest(self.method, self.params, self.key)
@@ -301,12 +307,12 @@ class Context:
             is off.
     """
 
-    def __init__(self, exchange: "Exchange", auth: "Principal | None" = None):
+    def __init__(self, exchange: Exchange, auth: Principal | None = None):
         self._exchange = exchange
         self.auth = auth
         self._last_progress: float | None = None
-        self.client: "ClientView" = exchange.client
-        self.session: "Session | None" = exchange.session
+        self.client: ClientView = exchange.client
+        self.session: Session | None = exchange.session
         self.request_id = exchange.request_id
 
     def client_supports_elicit(self, mode: str = "form") -> bool:
@@ -317,8 +323,9 @@ class Context:
         """True when the client declared ``capability`` (``sampling``, ``roots``, ``elicitation``)."""
         return self.client.client_supports(capability)
 
-    def elicit(self, message: str, requested_schema: dict | type[T], *, key: str | None = None,
-               timeout: float | None = None) -> dict | T:
+    def elicit(
+        self, message: str, requested_schema: dict | type[T], *, key: str | None = None, timeout: float | None = None
+    ) -> dict | T:
         """Ask the user for information (MCP client/elicitation, form mode).
 
         Ask before doing side effects: the wait can end in decline, cancel, timeout or the
@@ -427,8 +434,12 @@ class Context:
             raise ValueError(f"ask_all: every question needs its own key, got {keys}")
         wait = self._exchange.timeout
         if timeout is not None:
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
-                    or timeout <= 0:
+            if (
+                isinstance(timeout, bool)
+                or not isinstance(timeout, (int, float))
+                or not math.isfinite(timeout)
+                or timeout <= 0
+            ):
                 raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
             # The operator's elicitation_timeout bounds every wait: a handler may only shorten it.
             wait = min(float(timeout), wait)
@@ -489,8 +500,9 @@ class Context:
             the abort reason once the request was cancelled or its client went away.
         """
         for name, value in (("progress", progress), ("total", total)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not math.isfinite(value)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            ):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
         if self._last_progress is not None and progress <= self._last_progress:
             raise ValueError(f"progress must increase with every report: {progress} after {self._last_progress}")

@@ -18,10 +18,18 @@ from collections.abc import Callable
 ALLOW_METHODS = "POST, GET, DELETE, OPTIONS"
 #: Request headers a page may send: MCP's own, the 2026-07-28 standard headers, and
 #: ``Authorization`` for the bearer token. ``Mcp-Param-*`` headers are allowed by prefix.
-ALLOW_HEADERS = frozenset({
-    "accept", "authorization", "content-type", "last-event-id", "mcp-method", "mcp-name",
-    "mcp-protocol-version", "mcp-session-id",
-})
+ALLOW_HEADERS = frozenset(
+    {
+        "accept",
+        "authorization",
+        "content-type",
+        "last-event-id",
+        "mcp-method",
+        "mcp-name",
+        "mcp-protocol-version",
+        "mcp-session-id",
+    }
+)
 PARAM_HEADER_PREFIX = "mcp-param-"
 #: Response headers a page may read beyond the CORS-safelisted ones.
 EXPOSE_HEADERS = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After"
@@ -61,8 +69,11 @@ def with_response_headers(start_response: Callable, origin: str) -> Callable:
 
     Works for responses started late (streams), since it wraps the WSGI callable itself.
     """
-    extra = [("Access-Control-Allow-Origin", origin), ("Access-Control-Expose-Headers", EXPOSE_HEADERS),
-             ("Vary", "Origin")]
+    extra = [
+        ("Access-Control-Allow-Origin", origin),
+        ("Access-Control-Expose-Headers", EXPOSE_HEADERS),
+        ("Vary", "Origin"),
+    ]
 
     def start(status: str, headers: list, exc_info=None):
         if not any(name.lower() == "access-control-allow-origin" for name, _ in headers):

@@ -28,9 +28,8 @@ import jsonschema
 from jsonschema.exceptions import best_match
 
 from zemcp import jsonrpc
-from zemcp.versions import ELICITATION_MODES, since
-
 from zemcp.inputs import InputRequest
+from zemcp.versions import ELICITATION_MODES, since
 
 if TYPE_CHECKING:
     from zemcp.capabilities import ClientView
@@ -54,8 +53,10 @@ class ElicitCancelled(ElicitError):
         if error is None:
             text = "the user cancelled the request without answering"
         else:
-            text = (f"the client answered the elicitation with error {error.get('code')}: "
-                    f"{error.get('message', '')} (counted as cancel)")
+            text = (
+                f"the client answered the elicitation with error {error.get('code')}: "
+                f"{error.get('message', '')} (counted as cancel)"
+            )
         super().__init__(text)
 
 
@@ -76,14 +77,20 @@ class ElicitUnsupported(ElicitError):
         #: The ``ClientCapabilities`` the request would have needed (``error.data.requiredCapabilities``).
         self.required = {"elicitation": {mode: {}}}
         if declared:
-            text = (f"the client declared elicitation without {mode} mode "
-                    "(capabilities.elicitation names its modes from 2025-11-25)")
+            text = (
+                f"the client declared elicitation without {mode} mode "
+                "(capabilities.elicitation names its modes from 2025-11-25)"
+            )
         elif mode == "url":
-            text = ("the client did not declare URL-mode elicitation (capabilities.elicitation.url, "
-                    "protocol 2025-11-25); give the user the link in the tool result instead")
+            text = (
+                "the client did not declare URL-mode elicitation (capabilities.elicitation.url, "
+                "protocol 2025-11-25); give the user the link in the tool result instead"
+            )
         else:
-            text = ("the client did not declare the elicitation capability (at initialize, or in this "
-                    "request's clientCapabilities); ask for the value as a tool argument instead")
+            text = (
+                "the client did not declare the elicitation capability (at initialize, or in this "
+                "request's clientCapabilities); ask for the value as a tool argument instead"
+            )
         super().__init__(text)
 
 
@@ -253,8 +260,12 @@ REQUESTED_SCHEMA_META = _meta_schema(
 # The 2025-11-25 subset adds titled single-select, multi-select arrays and a root $schema.
 REQUESTED_SCHEMA_META_2025_11_25 = _meta_schema(
     ["string", "number", "integer", "boolean", "array"],
-    [({"const": "string"}, _STRING_1125), (_NUMERIC, _NUMBER), ({"const": "boolean"}, _BOOLEAN),
-     ({"const": "array"}, _ARRAY_1125)],
+    [
+        ({"const": "string"}, _STRING_1125),
+        (_NUMERIC, _NUMBER),
+        ({"const": "boolean"}, _BOOLEAN),
+        ({"const": "array"}, _ARRAY_1125),
+    ],
     {"$schema": {"type": "string"}},
 )
 
@@ -312,9 +323,7 @@ def _check_requested_schema(schema: Any, modes: bool) -> None:
                     raise ElicitSchemaInvalid(f"properties.{name}.default", "the default must be among the options")
             labels = prop.get("enumNames")
             if labels is not None and len(labels) != len(prop.get("enum", ())):
-                raise ElicitSchemaInvalid(
-                    f"properties.{name}.enumNames", "enumNames needs an enum of the same length"
-                )
+                raise ElicitSchemaInvalid(f"properties.{name}.enumNames", "enumNames needs an enum of the same length")
 
 
 def _options(prop: dict) -> list[str] | None:
@@ -365,14 +374,19 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
                 "booleans or arrays of strings"
             )
     text = _schema_text(schema)
-    validator = _content_validator(text) if text is not None else jsonschema.Draft202012Validator(
-        schema, format_checker=_FORMATS)
+    validator = (
+        _content_validator(text)
+        if text is not None
+        else jsonschema.Draft202012Validator(schema, format_checker=_FORMATS)
+    )
     if validator.is_valid(content):
         return content
     error = best_match(validator.iter_errors(content))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path)
-        raise ElicitMalformed(f"content does not match requestedSchema{' at ' + where if where else ''}: {error.message}")
+        raise ElicitMalformed(
+            f"content does not match requestedSchema{' at ' + where if where else ''}: {error.message}"
+        )
     return content
 
 
@@ -404,7 +418,7 @@ def _content_validator(text: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(json.loads(text), format_checker=_FORMATS)
 
 
-def form_request(client: "ClientView", message: str, requested_schema: dict, key: str | None = None) -> InputRequest:
+def form_request(client: ClientView, message: str, requested_schema: dict, key: str | None = None) -> InputRequest:
     """The ``elicitation/create`` input request for a form, checked before anything is sent.
 
     Raises:

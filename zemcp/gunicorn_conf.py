@@ -8,7 +8,6 @@ use it too. Importing it makes a ``ZEMCP_REQUEST_STATE_KEY`` when none is set: i
 the master, before workers fork.
 """
 
-
 import logging
 import os
 import signal
@@ -26,9 +25,25 @@ if not os.environ.get("ZEMCP_REQUEST_STATE_KEY", "").strip():
 _settings = zemcp.Settings.from_env()
 
 #: The gunicorn settings and hooks this module defines (what a config file star-imports).
-__all__ = ["bind", "worker_class", "workers", "threads", "worker_connections", "limit_request_field_size",
-           "timeout", "graceful_timeout", "keepalive", "max_requests", "control_socket_disable", "accesslog",
-           "errorlog", "loglevel", "when_ready", "post_fork", "post_worker_init"]
+__all__ = [
+    "bind",
+    "worker_class",
+    "workers",
+    "threads",
+    "worker_connections",
+    "limit_request_field_size",
+    "timeout",
+    "graceful_timeout",
+    "keepalive",
+    "max_requests",
+    "control_socket_disable",
+    "accesslog",
+    "errorlog",
+    "loglevel",
+    "when_ready",
+    "post_fork",
+    "post_worker_init",
+]
 
 bind = [_settings.bind]
 # gthread, with limits on connections that send nothing or half a request head.

@@ -59,12 +59,12 @@ class Exchange(Protocol):
 
     timeout: float
     can_wait: bool
-    client: "ClientView"
-    session: "Session | None"
-    request_id: "jsonrpc.RequestId"
-    progress_token: "jsonrpc.RequestId | None"
+    client: ClientView
+    session: Session | None
+    request_id: jsonrpc.RequestId
+    progress_token: jsonrpc.RequestId | None
 
-    def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list["jsonrpc.Response"]:
+    def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
         """The client's answers to ``requests``, in order.
 
         Args:

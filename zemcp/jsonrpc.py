@@ -95,7 +95,9 @@ def parse(body: bytes) -> Message:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ProtocolError(PARSE_ERROR, f"Parse error: the body is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+        raise ProtocolError(
+            PARSE_ERROR, f"Parse error: the body is not UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
     try:
         data = _DECODER.decode(text)
     except RecursionError:

@@ -103,16 +103,23 @@ def parse_state(state: Any) -> tuple[list[list], list[list] | None, dict[str, li
     """
     if state is None:
         return [], None, {}
-    ok = (isinstance(state, dict) and state.get("v") == STATE_VERSION
-          and isinstance(state.get("answers"), list) and isinstance(state.get("asked"), list)
-          and isinstance(state.get("held"), dict)
-          and all(isinstance(a, list) and len(a) == 3 and isinstance(a[2], dict) for a in state["answers"])
-          and all(isinstance(a, list) and len(a) == 2 for a in state["asked"])
-          and all(isinstance(h, list) and len(h) == 2 and isinstance(h[1], dict) for h in state["held"].values()))
+    ok = (
+        isinstance(state, dict)
+        and state.get("v") == STATE_VERSION
+        and isinstance(state.get("answers"), list)
+        and isinstance(state.get("asked"), list)
+        and isinstance(state.get("held"), dict)
+        and all(isinstance(a, list) and len(a) == 3 and isinstance(a[2], dict) for a in state["answers"])
+        and all(isinstance(a, list) and len(a) == 2 for a in state["asked"])
+        and all(isinstance(h, list) and len(h) == 2 and isinstance(h[1], dict) for h in state["held"].values())
+    )
     if not ok:
-        raise ProtocolError(INVALID_PARAMS, "Invalid params: requestState was made by another server version; "
-                                            "start the request again without requestState and inputResponses",
-                            data={"reason": "invalid_request_state"})
+        raise ProtocolError(
+            INVALID_PARAMS,
+            "Invalid params: requestState was made by another server version; "
+            "start the request again without requestState and inputResponses",
+            data={"reason": "invalid_request_state"},
+        )
     return state["answers"], state["asked"], state["held"]
 
 
@@ -133,8 +140,11 @@ def check_responses(responses: Any, asked: list[list] | None) -> dict:
     if responses is None:
         return {}
     if not isinstance(responses, dict):
-        raise ProtocolError(INVALID_PARAMS, "Invalid params: inputResponses must be an object mapping each "
-                                            "inputRequests key to the client's result for it")
+        raise ProtocolError(
+            INVALID_PARAMS,
+            "Invalid params: inputResponses must be an object mapping each "
+            "inputRequests key to the client's result for it",
+        )
     keys = responses if asked is None else [key for key, _ in asked]
     for key in keys:
         if key in responses and not isinstance(responses[key], dict):
@@ -169,9 +179,18 @@ class Round:
     # A round never waits for the client, whatever the WSGI server.
     can_wait = True
 
-    def __init__(self, client: ClientView, request_id: jsonrpc.RequestId, sink: ReplySink,
-                 progress_token: jsonrpc.RequestId | None, answers: list[list], asked: list[list] | None,
-                 held: dict[str, list], responses: dict, timeout: float):
+    def __init__(
+        self,
+        client: ClientView,
+        request_id: jsonrpc.RequestId,
+        sink: ReplySink,
+        progress_token: jsonrpc.RequestId | None,
+        answers: list[list],
+        asked: list[list] | None,
+        held: dict[str, list],
+        responses: dict,
+        timeout: float,
+    ):
         self.client = client
         self.request_id = request_id
         self.sink = sink
@@ -283,6 +302,10 @@ class Round:
         """
         assert isinstance(self.ended, InputRequired)
         requests = {key: {"method": r.method, "params": r.params} for key, _, r in self.ended.requests}
-        state = {"v": STATE_VERSION, "answers": self._answers,
-                 "asked": [[key, digest] for key, digest, _ in self.ended.requests], "held": self._held}
+        state = {
+            "v": STATE_VERSION,
+            "answers": self._answers,
+            "asked": [[key, digest] for key, digest, _ in self.ended.requests],
+            "held": self._held,
+        }
         return {"resultType": "input_required", "inputRequests": requests}, state

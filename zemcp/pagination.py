@@ -38,7 +38,7 @@ def decode_cursor(cursor: str) -> int:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
     except ValueError:  # not base64, or not ASCII once decoded
         text = ""
-    offset = text[len(_TAG):] if text.startswith(_TAG) else ""
+    offset = text[len(_TAG) :] if text.startswith(_TAG) else ""
     # The decoder skips stray characters, so only the exact string we made is accepted.
     if not _OFFSET.match(offset) or encode_cursor(int(offset)) != cursor:
         raise ProtocolError(

@@ -126,7 +126,9 @@ class Prompt:
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            raise ProtocolError(INVALID_PARAMS, "Invalid params: prompts/get params.arguments must be an object of strings")
+            raise ProtocolError(
+                INVALID_PARAMS, "Invalid params: prompts/get params.arguments must be an object of strings"
+            )
         known = self.argument_names()
         unknown = [key for key in arguments if key not in known]
         if unknown:
@@ -151,8 +153,14 @@ class Prompt:
         return arguments
 
 
-def make_prompt(handler: Callable[..., Any], *, name: str | None = None, title: str | None = None,
-                description: str | None = None, cache: CacheHint = NO_CACHE) -> Prompt:
+def make_prompt(
+    handler: Callable[..., Any],
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    cache: CacheHint = NO_CACHE,
+) -> Prompt:
     """Build a :class:`Prompt` from a function.
 
     Args:
@@ -179,8 +187,9 @@ def make_prompt(handler: Callable[..., Any], *, name: str | None = None, title: 
     return Prompt(name, handler, title, description, tuple(arguments), context, cache)
 
 
-def _arguments(handler: Callable[..., Any], prompt: str, documented: dict[str, str],
-               context: str | None) -> list[PromptArgument]:
+def _arguments(
+    handler: Callable[..., Any], prompt: str, documented: dict[str, str], context: str | None
+) -> list[PromptArgument]:
     try:
         hints = typing.get_type_hints(handler, include_extras=True)
     except Exception:
@@ -231,8 +240,12 @@ def to_messages(value: Any) -> list[dict]:
     for item in items:
         if isinstance(item, str):
             messages.append({"role": "user", "content": {"type": "text", "text": item}})
-        elif (isinstance(item, dict) and item.get("role") in _ROLES and isinstance(item.get("content"), dict)
-              and isinstance(item["content"].get("type"), str)):
+        elif (
+            isinstance(item, dict)
+            and item.get("role") in _ROLES
+            and isinstance(item.get("content"), dict)
+            and isinstance(item["content"].get("type"), str)
+        ):
             messages.append(item)
         else:
             raise TypeError(

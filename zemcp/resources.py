@@ -82,7 +82,7 @@ class UriTemplate:
         pattern, pos = "", 0
         for match in _EXPRESSION.finditer(template):
             name = match.group(1)
-            literal = template[pos:match.start()]
+            literal = template[pos : match.start()]
             self._check_literal(literal)
             if not _VARIABLE.match(name):
                 raise ValueError(
@@ -197,7 +197,9 @@ class ResourceTemplate:
         _check_uri(self.uri_template)
         _check_name(self.name, self.uri_template)
         self.template = UriTemplate(self.uri_template)
-        self.context_param = _check_callable(self.handler, dict.fromkeys(self.template.variables, ""), self.uri_template)
+        self.context_param = _check_callable(
+            self.handler, dict.fromkeys(self.template.variables, ""), self.uri_template
+        )
 
     def definition(self) -> dict:
         """The template as ``resources/templates/list`` shows it."""
@@ -228,9 +230,18 @@ class ResourceRegistry:
 
     # -- registration ------------------------------------------------------------------
 
-    def register(self, handler: Callable[..., Any], uri: str, *, name: str | None = None, title: str | None = None,
-                 description: str | None = None, mime_type: str | None = "text/plain",
-                 size: int | None = None, cache: CacheHint = NO_CACHE) -> Resource | ResourceTemplate:
+    def register(
+        self,
+        handler: Callable[..., Any],
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = "text/plain",
+        size: int | None = None,
+        cache: CacheHint = NO_CACHE,
+    ) -> Resource | ResourceTemplate:
         """Register ``handler`` for ``uri``: a template when ``uri`` has ``{...}``, else static.
 
         Args:
@@ -268,8 +279,7 @@ class ResourceRegistry:
 
     def cache_hints(self) -> tuple[CacheHint, CacheHint]:
         """The caching hints of ``resources/list`` and ``resources/templates/list``."""
-        return (combine(r.cache for r in self._resources.values()),
-                combine(t.cache for t in self._templates.values()))
+        return (combine(r.cache for r in self._resources.values()), combine(t.cache for t in self._templates.values()))
 
     def get(self, uri: str) -> Resource | None:
         """The static resource with this URI, or None."""
@@ -334,8 +344,11 @@ class ResourceRegistry:
         except (ProtocolError, ElicitAborted):
             raise
         except (ElicitError, ClientRequestError) as exc:
-            log.info("reading resource %s ended by an outcome of asking the client: %s", logsafe.clip(uri),
-                     logsafe.outcome(exc))
+            log.info(
+                "reading resource %s ended by an outcome of asking the client: %s",
+                logsafe.clip(uri),
+                logsafe.outcome(exc),
+            )
             raise ProtocolError(INTERNAL_ERROR, f"reading resource {uri} failed: {exc}") from None
         except HANDLER_ERRORS as exc:
             log.exception("reading resource %s failed", logsafe.clip(uri))

@@ -39,20 +39,31 @@ def json_response(status: int, message: dict, headers: dict | None = None) -> Re
     return Response(encode(message), status=status, content_type="application/json", headers=headers)
 
 
-def error_response(status: int, code: int, message: str, headers: dict | None = None,
-                   id: jsonrpc.RequestId | None = None) -> Response:
+def error_response(
+    status: int, code: int, message: str, headers: dict | None = None, id: jsonrpc.RequestId | None = None
+) -> Response:
     """A JSON-RPC error (``id`` None when the request's id is unknown) as an ``application/json`` response."""
     return json_response(status, jsonrpc.error(id, code, message), headers)
 
 
-def challenge_response(challenge: "Challenge", id: jsonrpc.RequestId | None = None) -> Response:
+def challenge_response(challenge: Challenge, id: jsonrpc.RequestId | None = None) -> Response:
     """An authorization refusal (401, 400 or 403) with its ``WWW-Authenticate`` challenge (MCP basic/authorization)."""
-    return error_response(challenge.status, jsonrpc.INVALID_REQUEST, challenge.message, id=id,
-                          headers={"WWW-Authenticate": challenge.header})
+    return error_response(
+        challenge.status,
+        jsonrpc.INVALID_REQUEST,
+        challenge.message,
+        id=id,
+        headers={"WWW-Authenticate": challenge.header},
+    )
 
 
-def reply(sink: "ReplySink | DirectSink", environ: dict, keepalive: float,
-          status_of: Callable[[dict], int] = lambda _: 200, headers: dict | None = None) -> "Response | _DirectResponse":
+def reply(
+    sink: ReplySink | DirectSink,
+    environ: dict,
+    keepalive: float,
+    status_of: Callable[[dict], int] = lambda _: 200,
+    headers: dict | None = None,
+) -> Response | _DirectResponse:
     """The response to a request whose handler writes to ``sink``: JSON or an SSE stream.
 
     Args:
@@ -72,8 +83,13 @@ def reply(sink: "ReplySink | DirectSink", environ: dict, keepalive: float,
     if not streaming and final is not None:
         sink.close()
         return json_response(status_of(final), final, headers)
-    return Response(_Stream(sink, environ, keepalive), status=200, content_type="text/event-stream",
-                    headers={**SSE_HEADERS, **(headers or {})}, direct_passthrough=True)
+    return Response(
+        _Stream(sink, environ, keepalive),
+        status=200,
+        content_type="text/event-stream",
+        headers={**SSE_HEADERS, **(headers or {})},
+        direct_passthrough=True,
+    )
 
 
 class _Stream:
@@ -132,8 +148,13 @@ def encode(message: dict) -> bytes:
         return jsonrpc.encode(message)
     except (TypeError, ValueError) as exc:
         log.error("cannot encode a response as JSON: %s", exc)
-        return jsonrpc.encode(jsonrpc.error(message.get("id"), jsonrpc.INTERNAL_ERROR,
-                                            f"Internal error: the result is not valid JSON ({exc}); fix the handler's return value"))
+        return jsonrpc.encode(
+            jsonrpc.error(
+                message.get("id"),
+                jsonrpc.INTERNAL_ERROR,
+                f"Internal error: the result is not valid JSON ({exc}); fix the handler's return value",
+            )
+        )
 
 
 class DirectSink(CloseCallbacks):
@@ -258,13 +279,14 @@ class _DirectResponse:
             return []
         body = encode(final)
         status = self._status_of(final)
-        start_response(f"{status} {HTTP_STATUS_CODES.get(status, '')}".rstrip(),
-                       [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
-                        *self._headers.items()])
+        start_response(
+            f"{status} {HTTP_STATUS_CODES.get(status, '')}".rstrip(),
+            [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *self._headers.items()],
+        )
         return [body]
 
 
-def new_sink(environ: dict, keepalive: float) -> "DirectSink | ReplySink":
+def new_sink(environ: dict, keepalive: float) -> DirectSink | ReplySink:
     """The sink for a request whose handler may talk to the client.
 
     A :class:`DirectSink` under gunicorn's threaded workers (the handler runs on the request's

@@ -389,7 +389,7 @@ def form_field(prop: Any, titled_one_of: bool) -> dict | None:
     return field
 
 
-def _string_options(prop: dict) -> "tuple[list[str], list[str] | None] | None | bool":
+def _string_options(prop: dict) -> tuple[list[str], list[str] | None] | bool | None:
     # (values, titles or None) of a string select; None for free text; False when the
     # options cannot be offered in a form (empty or non-string values, or a const).
     if "const" in prop:
@@ -403,9 +403,18 @@ def _string_options(prop: dict) -> "tuple[list[str], list[str] | None] | None | 
         return values, list(names) if titled else None
     if "oneOf" in prop:
         choices = prop["oneOf"]
-        if not isinstance(choices, list) or not choices or not all(
-                isinstance(c, dict) and set(c) == {"const", "title"} and isinstance(c["const"], str) and c["const"]
-                and isinstance(c["title"], str) for c in choices):
+        if (
+            not isinstance(choices, list)
+            or not choices
+            or not all(
+                isinstance(c, dict)
+                and set(c) == {"const", "title"}
+                and isinstance(c["const"], str)
+                and c["const"]
+                and isinstance(c["title"], str)
+                for c in choices
+            )
+        ):
             return False
         return [c["const"] for c in choices], [c["title"] for c in choices]
     return None
@@ -465,9 +474,14 @@ def _members(cls: type) -> list[tuple[str, Any, bool, Any]]:
             members.append((name, hint, needed, dataclasses.MISSING))
         return members
     return [
-        (f.name, hints.get(f.name, Any), f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-         f.default)
-        for f in dataclasses.fields(cls) if f.init
+        (
+            f.name,
+            hints.get(f.name, Any),
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            f.default,
+        )
+        for f in dataclasses.fields(cls)
+        if f.init
     ]
 
 
@@ -533,10 +547,7 @@ def _bare_schema(tp: Any, where: str, seen: frozenset) -> dict:
     if origin in (Union, types.UnionType):
         others = [a for a in args if a is not _NONE]
         if len(others) != 1:
-            raise TypeError(
-                f"{where}: the union {tp!r} is not supported, only X | None; "
-                f"supported types: {_SUPPORTED}"
-            )
+            raise TypeError(f"{where}: the union {tp!r} is not supported, only X | None; supported types: {_SUPPORTED}")
         return _nullable(_schema(others[0], where, seen))
     if tp is list or origin is list:
         return {"type": "array", "items": _schema(args[0], f"{where} items", seen)} if args else {"type": "array"}
@@ -556,7 +567,9 @@ def _enum_schema(values: list, where: str, what: str) -> dict:
     for value in values:
         kind = next((name for py, name in _JSON_TYPES if type(value) is py), None)
         if kind is None:
-            raise TypeError(f"{where}: {what} has the value {value!r}; enum values must be str, int, float, bool or None")
+            raise TypeError(
+                f"{where}: {what} has the value {value!r}; enum values must be str, int, float, bool or None"
+            )
         if kind not in kinds:
             kinds.append(kind)
     return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
@@ -602,7 +615,9 @@ def _object_schema(cls: type, where: str, seen: frozenset) -> dict:
     properties: dict[str, dict] = {}
     required: list[str] = []
     for name, hint, needed, default in _members(cls):
-        properties[name] = _property(hint, f"{where} field {name!r} of {cls.__qualname__}", notes.get(name), default, seen)
+        properties[name] = _property(
+            hint, f"{where} field {name!r} of {cls.__qualname__}", notes.get(name), default, seen
+        )
         if needed:
             required.append(name)
     schema: dict[str, Any] = {"type": "object", "properties": properties}

@@ -31,10 +31,10 @@ from zemcp import __version__, jsonrpc, logsafe, versions
 from zemcp.auth import Authorization, InsufficientScope, Principal
 from zemcp.caching import NO_CACHE, CacheHint
 from zemcp.capabilities import ClientView
+from zemcp.completions import CompletionRegistry
 from zemcp.config import Settings
 from zemcp.context import CallFinished, Context, URLElicitationRequired
 from zemcp.correlation import CorrelationTable
-from zemcp.completions import CompletionRegistry
 from zemcp.elicitation import ElicitAborted, RequestCancelled, SessionEnded
 from zemcp.inputs import Exchange
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
@@ -52,7 +52,7 @@ log = logging.getLogger("zemcp.server")
 #: JSON-RPC error of a request that needs URL-mode elicitations first (MCP 2025-11-25 only).
 URL_ELICITATION_REQUIRED = -32042
 
-_SERVERS: "weakref.WeakSet[Server]" = weakref.WeakSet()
+_SERVERS: weakref.WeakSet[Server] = weakref.WeakSet()
 
 
 def shutdown_all() -> int:
@@ -123,8 +123,15 @@ class Server:
             when ``auth`` is ``off``).
     """
 
-    def __init__(self, name: str, version: str = "0.0.0", *, instructions: str | None = None,
-                 settings: Settings | None = None, auth: Authorization | None = None):
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.0.0",
+        *,
+        instructions: str | None = None,
+        settings: Settings | None = None,
+        auth: Authorization | None = None,
+    ):
         self.name = name
         self.version = version
         self.instructions = instructions
@@ -137,11 +144,13 @@ class Server:
         self.prompts = PromptRegistry()
         self.completions = CompletionRegistry(self.prompts, self.resources)
         self.pending = CorrelationTable(self.settings.pending_budget, self.settings.session_pending_budget)
-        self.sessions = SessionRegistry(self.settings.max_sessions, self.settings.session_ttl, self._session_ended,
-                                        self.settings.instance)
+        self.sessions = SessionRegistry(
+            self.settings.max_sessions, self.settings.session_ttl, self._session_ended, self.settings.instance
+        )
         # Without configured keys, only this process can open the states it seals.
-        self.request_states = RequestStateSealer(self.settings.request_state_key or (new_key(),),
-                                                 self.settings.elicitation_timeout, name)
+        self.request_states = RequestStateSealer(
+            self.settings.request_state_key or (new_key(),), self.settings.elicitation_timeout, name
+        )
         self.subscriptions = SubscriptionHub(self.settings.listen_budget)
         self._admission = threading.Lock()
         self._running = 0
@@ -149,7 +158,7 @@ class Server:
         self._pool = ThreadPoolExecutor(max_workers=self.settings.threads, thread_name_prefix="zemcp-handler")
         self.started = time.time()
         _SERVERS.add(self)
-        self._methods: dict[str, Callable[[ClientView, jsonrpc.Request, Principal | None], "dict | Work"]] = {
+        self._methods: dict[str, Callable[[ClientView, jsonrpc.Request, Principal | None], dict | Work]] = {
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
             "resources/list": self._resources_list,
@@ -160,11 +169,22 @@ class Server:
             "completion/complete": self._completion_complete,
         }
 
-    def tool(self, name: str | Callable[..., Any] | None = None, *, title: str | None = None,
-             description: str | None = None, input_schema: dict | None = None, output_schema: dict | None = None,
-             structured_output: bool = False, annotations: dict | None = None, ttl_ms: int = 0,
-             cache_scope: str = "private", scopes: tuple[str, ...] | list[str] = (),
-             elicit_missing: bool | list[str] | tuple[str, ...] = False, elicit_message: str | None = None) -> Any:
+    def tool(
+        self,
+        name: str | Callable[..., Any] | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict | None = None,
+        output_schema: dict | None = None,
+        structured_output: bool = False,
+        annotations: dict | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+        elicit_missing: bool | list[str] | tuple[str, ...] = False,
+        elicit_message: str | None = None,
+    ) -> Any:
         """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
 
         The input schema comes from the function's typed parameters (see
@@ -209,11 +229,21 @@ class Server:
         needed = _scopes(scopes)
 
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
-            tool = self.tools.add(Tool(
-                name if isinstance(name, str) else None, func, description, input_schema, title,
-                output_schema=output_schema, structured_output=structured_output, annotations=annotations,
-                cache=cache, elicit_missing=elicit_missing, elicit_message=elicit_message,
-            ))
+            tool = self.tools.add(
+                Tool(
+                    name if isinstance(name, str) else None,
+                    func,
+                    description,
+                    input_schema,
+                    title,
+                    output_schema=output_schema,
+                    structured_output=structured_output,
+                    annotations=annotations,
+                    cache=cache,
+                    elicit_missing=elicit_missing,
+                    elicit_message=elicit_message,
+                )
+            )
             self._scopes[("tool", tool.name)] = needed
             self.notify_list_changed("tools")
             return func
@@ -221,10 +251,19 @@ class Server:
         # Bare @server.tool passes the function itself as the first argument.
         return register(name) if callable(name) else register
 
-    def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
-                 description: str | None = None, mime_type: str | None = "text/plain",
-                 size: int | None = None, ttl_ms: int = 0, cache_scope: str = "private",
-                 scopes: tuple[str, ...] | list[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = "text/plain",
+        size: int | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering a function as a resource, or as a resource template.
 
         A ``uri`` with ``{name}`` expressions (RFC 6570 level 1) registers a template: the
@@ -254,17 +293,25 @@ class Server:
         needed = _scopes(scopes)
 
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
-            self.resources.register(func, uri, name=name, title=title, description=description,
-                                    mime_type=mime_type, size=size, cache=cache)
+            self.resources.register(
+                func, uri, name=name, title=title, description=description, mime_type=mime_type, size=size, cache=cache
+            )
             self._scopes[("resource", uri)] = needed
             self.notify_list_changed("resources")
             return func
 
         return register
 
-    def prompt(self, name: str | Callable[..., Any] | None = None, *, title: str | None = None,
-               description: str | None = None, ttl_ms: int = 0, cache_scope: str = "private",
-               scopes: tuple[str, ...] | list[str] = ()) -> Any:
+    def prompt(
+        self,
+        name: str | Callable[..., Any] | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+    ) -> Any:
         """Decorator registering a function as a prompt; usable bare (``@server.prompt``) too.
 
         The function's parameters are the prompt's arguments (strings; required when they
@@ -291,16 +338,20 @@ class Server:
         needed = _scopes(scopes)
 
         def register(func: Callable[..., Any]) -> Callable[..., Any]:
-            prompt = self.prompts.add(make_prompt(func, name=None if callable(name) else name, title=title,
-                                                  description=description, cache=cache))
+            prompt = self.prompts.add(
+                make_prompt(
+                    func, name=None if callable(name) else name, title=title, description=description, cache=cache
+                )
+            )
             self._scopes[("prompt", prompt.name)] = needed
             self.notify_list_changed("prompts")
             return func
 
         return register(name) if callable(name) else register
 
-    def completion(self, *, prompt: str | None = None,
-                   resource: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def completion(
+        self, *, prompt: str | None = None, resource: str | None = None
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator registering a completion provider for a prompt's or a template's arguments.
 
         The provider is called as ``provider(argument, value, context)`` with the argument's
@@ -322,7 +373,6 @@ class Server:
             return func
 
         return register
-
 
     # -- change notifications ------------------------------------------------------------
 
@@ -405,7 +455,7 @@ class Server:
         """The methods :meth:`prepare` serves."""
         return frozenset(self._methods)
 
-    def prepare(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None = None) -> "dict | Work":
+    def prepare(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None = None) -> dict | Work:
         """Serve one of :meth:`methods` for ``client``, or set up its handler's work.
 
         Args:
@@ -558,17 +608,24 @@ class Server:
         return _for_version(list_result(request.params, "tools", definitions, PAGE_SIZE), "tools", client)
 
     def _resources_list(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict:
-        result = self._visible(self.resources.list_result(request.params, PAGE_SIZE), "resources", "resource", "uri",
-                               principal)
+        result = self._visible(
+            self.resources.list_result(request.params, PAGE_SIZE), "resources", "resource", "uri", principal
+        )
         return _for_version(result, "resources", client)
 
-    def _resources_templates_list(self, client: ClientView, request: jsonrpc.Request,
-                                  principal: Principal | None) -> dict:
-        result = self._visible(self.resources.templates_result(request.params, PAGE_SIZE), "resourceTemplates",
-                               "resource", "uriTemplate", principal)
+    def _resources_templates_list(
+        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
+    ) -> dict:
+        result = self._visible(
+            self.resources.templates_result(request.params, PAGE_SIZE),
+            "resourceTemplates",
+            "resource",
+            "uriTemplate",
+            principal,
+        )
         return _for_version(result, "resourceTemplates", client)
 
-    def _resources_read(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> "dict | Work":
+    def _resources_read(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict | Work:
         target, uri, _ = self.resources.find(request.params)
         registered = target.uri if isinstance(target, Resource) else target.uri_template
         self._allow(principal, "resource", registered, f"resources/read {uri!r}")
@@ -578,10 +635,12 @@ class Server:
         return Work("resources/read", uri, {}, lambda ctx: self.resources.read(params, ctx))
 
     def _prompts_list(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict:
-        result = self._visible(self.prompts.list_result(request.params, PAGE_SIZE), "prompts", "prompt", "name", principal)
+        result = self._visible(
+            self.prompts.list_result(request.params, PAGE_SIZE), "prompts", "prompt", "name", principal
+        )
         return _for_version(result, "prompts", client)
 
-    def _prompts_get(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> "dict | Work":
+    def _prompts_get(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict | Work:
         prompt = self.prompts.require(request.params.get("name"), "prompts/get", "params.name")
         self._allow(principal, "prompt", prompt.name, f"prompts/get {prompt.name!r}")
         arguments = prompt.check(request.params.get("arguments"))
@@ -598,7 +657,7 @@ class Server:
                 self._allow(principal, "resource", ref["uri"], f"completion/complete for {ref['uri']!r}")
         return self.completions.complete(request.params)
 
-    def _tools_call(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> "dict | Work":
+    def _tools_call(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict | Work:
         name = request.params.get("name")
         arguments = request.params.get("arguments", {})
         if arguments is None:
@@ -670,8 +729,9 @@ def _for_version(result: dict, key: str, client: ClientView) -> dict:
     ``title`` and ``outputSchema`` arrived in 2025-06-18, tool ``annotations`` in 2025-03-26.
     """
     version = client.protocol_version
-    drop = ({"title", "outputSchema"} if not versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT) else set()) | (
-        {"annotations"} if not versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS) else set())
+    drop = (
+        {"title", "outputSchema"} if not versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT) else set()
+    ) | ({"annotations"} if not versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS) else set())
     if drop:
         result[key] = [{k: v for k, v in item.items() if k not in drop} for item in result[key]]
     return result

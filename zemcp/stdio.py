@@ -108,8 +108,14 @@ class StdioTransport:
             self._initialize(message)
             return
         if _enveloped(message):
-            self.write(jsonrpc.error(message.id, INVALID_REQUEST, "Invalid Request: this connection started with "
-                                     "initialize (the handshake era); a 2026-07-28 request needs a new connection"))
+            self.write(
+                jsonrpc.error(
+                    message.id,
+                    INVALID_REQUEST,
+                    "Invalid Request: this connection started with "
+                    "initialize (the handshake era); a 2026-07-28 request needs a new connection",
+                )
+            )
             return
         if session is None:
             self.write(jsonrpc.error(message.id, INVALID_REQUEST, "Invalid Request: send initialize first"))
@@ -122,8 +128,13 @@ class StdioTransport:
 
     def _initialize(self, message: jsonrpc.Request) -> None:
         if self._session is not None:
-            self.write(jsonrpc.error(message.id, INVALID_REQUEST, "Invalid Request: this connection is already "
-                                     "initialized; start a new process for a new session"))
+            self.write(
+                jsonrpc.error(
+                    message.id,
+                    INVALID_REQUEST,
+                    "Invalid Request: this connection is already initialized; start a new process for a new session",
+                )
+            )
             return
         try:
             self._session, result = self.handshake.open_session(message)
@@ -145,9 +156,15 @@ class StdioTransport:
                     sink.close()
             return
         if message.method == "initialize":
-            self.write(jsonrpc.error(message.id, UNSUPPORTED_VERSION, "Unsupported protocol version: this "
-                                     f"connection speaks {' or '.join(versions.MODERN)}, which has no initialize",
-                                     {"supported": list(versions.MODERN)}))
+            self.write(
+                jsonrpc.error(
+                    message.id,
+                    UNSUPPORTED_VERSION,
+                    "Unsupported protocol version: this "
+                    f"connection speaks {' or '.join(versions.MODERN)}, which has no initialize",
+                    {"supported": list(versions.MODERN)},
+                )
+            )
             return
         try:
             outcome = self.modern.handle(message, ENVIRON)
@@ -163,7 +180,7 @@ class StdioTransport:
 
     # -- writing ----------------------------------------------------------------------
 
-    def _answer(self, outcome: "dict | ReplySink", request_id: Any = None) -> None:
+    def _answer(self, outcome: dict | ReplySink, request_id: Any = None) -> None:
         if isinstance(outcome, dict):
             self.write(outcome)
             return
@@ -203,8 +220,11 @@ def run(server: Server, log_level: str = "info") -> None:
     Logs go to stderr at ``log_level``; stdout carries MCP messages only, so a handler's
     ``print`` is sent to stderr as well.
     """
-    logging.basicConfig(stream=sys.stderr, level=log_level.upper(),
-                        format="%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=log_level.upper(),
+        format="%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s",
+    )
     out = sys.stdout.buffer
     # Anything printed by application code would corrupt the channel: send it to stderr.
     sys.stdout = sys.stderr

@@ -94,11 +94,21 @@ class Tool:
         elicit_message: as given (None: a question naming the missing fields).
     """
 
-    def __init__(self, name: str | None, handler: Callable[..., Any], description: str | None = None,
-                 input_schema: dict | None = None, title: str | None = None, *,
-                 output_schema: dict | None = None, structured_output: bool = False,
-                 annotations: dict | None = None, cache: CacheHint = NO_CACHE,
-                 elicit_missing: bool | list[str] | tuple[str, ...] = False, elicit_message: str | None = None):
+    def __init__(
+        self,
+        name: str | None,
+        handler: Callable[..., Any],
+        description: str | None = None,
+        input_schema: dict | None = None,
+        title: str | None = None,
+        *,
+        output_schema: dict | None = None,
+        structured_output: bool = False,
+        annotations: dict | None = None,
+        cache: CacheHint = NO_CACHE,
+        elicit_missing: bool | list[str] | tuple[str, ...] = False,
+        elicit_message: str | None = None,
+    ):
         self.name = name if name is not None else handler.__name__
         if not _NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '.', '-'")
@@ -135,8 +145,11 @@ class Tool:
             _check_object_schema(self.name, "output_schema", output_schema)
         self.output_schema = output_schema
         self._output_validator = (
-            jsonschema.Draft202012Validator(output_schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
-            if output_schema is not None else None
+            jsonschema.Draft202012Validator(
+                output_schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+            )
+            if output_schema is not None
+            else None
         )
         # name -> (field for the 2025-06-18 subset, field for 2025-11-25 on), built once here.
         self._fields = _elicited_fields(self.name, self.input_schema, elicit_missing)
@@ -177,8 +190,11 @@ class Tool:
         An argument is missing when it is absent or a blank string (empty or only
         whitespace): models send ``""`` for a value they do not know.
         """
-        return [name for name in self.elicited
-                if name not in arguments or (isinstance(arguments[name], str) and not arguments[name].strip())]
+        return [
+            name
+            for name in self.elicited
+            if name not in arguments or (isinstance(arguments[name], str) and not arguments[name].strip())
+        ]
 
     def check_partial(self, arguments: dict, missing: list[str]) -> str | None:
         """Validate the arguments a call gave besides the ``missing`` ones it will be asked for.
@@ -229,15 +245,20 @@ class Tool:
             zemcp.ElicitAborted: the request can no longer be answered.
         """
         titled = versions.since(ctx.client.protocol_version, versions.ELICITATION_MODES)
-        schema = {"type": "object", "properties": {name: self._fields[name][1 if titled else 0] for name in missing},
-                  "required": list(missing)}
+        schema = {
+            "type": "object",
+            "properties": {name: self._fields[name][1 if titled else 0] for name in missing},
+            "required": list(missing),
+        }
         try:
             answer = ctx.elicit(self.question(missing), schema, key=",".join(missing))
             blank = [name for name in missing if isinstance(answer[name], str) and not answer[name].strip()]
             if blank:
                 raise ToolError(f"Error: elicit returned empty {', '.join(blank)}")
-            merged = {**{k: v for k, v in arguments.items() if k not in missing},
-                      **{name: answer[name] for name in missing}}
+            merged = {
+                **{k: v for k, v in arguments.items() if k not in missing},
+                **{name: answer[name] for name in missing},
+            }
             problem = self.check_arguments(merged)
             if problem is not None:
                 raise elicitation.ElicitMalformed(f"the answer does not fit the tool's input schema: {problem}")
@@ -301,8 +322,11 @@ class Tool:
             result = {"isError": False, **value}
         else:
             structured = schemas.structured_content(value, self._wrapped)
-            result = {"content": [{"type": "text", "text": json.dumps(structured, allow_nan=False)}],
-                      "structuredContent": structured, "isError": False}
+            result = {
+                "content": [{"type": "text", "text": json.dumps(structured, allow_nan=False)}],
+                "structuredContent": structured,
+                "isError": False,
+            }
         error = _first_error(self._output_validator, result["structuredContent"])
         if error is not None:
             # The handler broke its own contract: a bug on the server side, not the caller's.
@@ -336,14 +360,18 @@ def to_result(value: Any) -> dict:
     if isinstance(value, dict) and "content" in value:
         _check_result(value)
         return {"isError": False, **value}
-    return {"content": [{"type": "text", "text": json.dumps(schemas.to_json(value), allow_nan=False)}], "isError": False}
+    return {
+        "content": [{"type": "text", "text": json.dumps(schemas.to_json(value), allow_nan=False)}],
+        "isError": False,
+    }
 
 
 def _check_result(result: dict) -> None:
     # A malformed CallToolResult would reach the client as a protocol violation.
     content = result["content"]
     if not isinstance(content, list) or not all(
-            isinstance(item, dict) and isinstance(item.get("type"), str) for item in content):
+        isinstance(item, dict) and isinstance(item.get("type"), str) for item in content
+    ):
         raise TypeError("a CallToolResult's content must be a list of content items (dicts with a 'type')")
     if not isinstance(result.get("isError", False), bool):
         raise TypeError("a CallToolResult's isError must be true or false")
@@ -411,12 +439,18 @@ def _elicited_fields(tool: str, input_schema: dict, elicit_missing: Any) -> dict
                 f"tool {tool!r}: elicit_missing=True asks for missing required arguments, and none of this tool's "
                 "is a string, number, integer or boolean a form can ask for; list the names to ask for instead"
             )
-    elif isinstance(elicit_missing, (list, tuple)) and elicit_missing and all(
-            isinstance(n, str) for n in elicit_missing) and len(set(elicit_missing)) == len(elicit_missing):
+    elif (
+        isinstance(elicit_missing, (list, tuple))
+        and elicit_missing
+        and all(isinstance(n, str) for n in elicit_missing)
+        and len(set(elicit_missing)) == len(elicit_missing)
+    ):
         for name in elicit_missing:
             if name not in properties:
-                raise ValueError(f"tool {tool!r}: elicit_missing names {name!r}, which is not an argument of the tool "
-                                 f"(its arguments: {', '.join(properties) or 'none'})")
+                raise ValueError(
+                    f"tool {tool!r}: elicit_missing names {name!r}, which is not an argument of the tool "
+                    f"(its arguments: {', '.join(properties) or 'none'})"
+                )
             if not _askable(properties[name]):
                 raise ValueError(
                     f"tool {tool!r}: elicit_missing names {name!r}, which a form cannot ask for: a form field is a "
@@ -424,10 +458,14 @@ def _elicited_fields(tool: str, input_schema: dict, elicit_missing: Any) -> dict
                 )
         names = [name for name in properties if name in elicit_missing]
     else:
-        raise ValueError(f"tool {tool!r}: elicit_missing must be True, False or a non-empty list of distinct argument "
-                         f"names, got {elicit_missing!r}")
-    return {name: (schemas.form_field(properties[name], False), schemas.form_field(properties[name], True))
-            for name in names}
+        raise ValueError(
+            f"tool {tool!r}: elicit_missing must be True, False or a non-empty list of distinct argument "
+            f"names, got {elicit_missing!r}"
+        )
+    return {
+        name: (schemas.form_field(properties[name], False), schemas.form_field(properties[name], True))
+        for name in names
+    }
 
 
 def _askable(prop: Any) -> bool:
