@@ -308,7 +308,7 @@ class IntrospectionVerifier:
                     self._cache[digest] = (principal, now + self.cache_seconds)
         return principal
 
-    def _introspect(self, token: str) -> dict:
+    def _introspect(self, token: str) -> dict[str, Any]:
         client_id, client_secret = self._credentials
         # RFC 6749 2.3.1: the client credentials are form-encoded before the Basic encoding.
         basic = base64.b64encode(f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}".encode()).decode()
@@ -478,7 +478,7 @@ class Authorization:
             resource_name=resource_name,
         )
 
-    def metadata(self, scopes_supported: Iterable[str] = ()) -> dict:
+    def metadata(self, scopes_supported: Iterable[str] = ()) -> dict[str, Any]:
         """The Protected Resource Metadata document (RFC 9728 section 2)."""
         document: dict[str, Any] = {
             "resource": self.resource,

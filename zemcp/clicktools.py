@@ -28,7 +28,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -242,7 +242,7 @@ class _Binding:
     """
 
     name: str
-    schema: dict
+    schema: dict[str, Any]
     required: bool
     render: Callable[[Any], list[str]]
     positional: bool = False
@@ -254,7 +254,7 @@ def _choice_token(choice: Any) -> str:
     return choice.name if isinstance(choice, enum.Enum) else str(choice)
 
 
-def _type_schema(ptype: click.ParamType) -> dict:
+def _type_schema(ptype: click.ParamType[Any]) -> dict[str, Any]:
     """The JSON Schema of one value of a Click type (one item of a multiple or nargs parameter)."""
     if isinstance(ptype, click.Choice):
         return {"type": "string", "enum": [_choice_token(c) for c in ptype.choices]}
@@ -279,7 +279,7 @@ def _type_schema(ptype: click.ParamType) -> dict:
     return {"type": "string"}
 
 
-def _value_schema(param: click.Parameter) -> dict:
+def _value_schema(param: click.Parameter) -> dict[str, Any]:
     """The schema of one occurrence of the parameter: a value, or an array of nargs values."""
     if isinstance(param.type, click.Tuple):
         items = [_type_schema(t) for t in param.type.types]
@@ -428,11 +428,12 @@ def _bindings(command: click.Command) -> list[_Binding]:
         elif isinstance(p, click.Option):
             bindings.append(_option_binding(p))
         else:
-            bindings.append(_argument_binding(p))
+            # click's parameters are options or arguments.
+            bindings.append(_argument_binding(cast(click.Argument, p)))
     return bindings
 
 
-def _schema(bindings: list[_Binding]) -> dict:
+def _schema(bindings: list[_Binding]) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": {b.name: b.schema for b in bindings}}
     required = [b.name for b in bindings if b.required]
     if required:
@@ -441,7 +442,7 @@ def _schema(bindings: list[_Binding]) -> dict:
     return schema
 
 
-def command_schema(command: click.Command) -> dict:
+def command_schema(command: click.Command) -> dict[str, Any]:
     """The MCP ``inputSchema`` of a Click command.
 
     One property per visible parameter, under its Python name: STRING and other types ->
@@ -464,7 +465,7 @@ def command_schema(command: click.Command) -> dict:
     return _schema(_bindings(command))
 
 
-def _argv(bindings: list[_Binding], arguments: dict) -> list[str]:
+def _argv(bindings: list[_Binding], arguments: dict[str, Any]) -> list[str]:
     """The command-line tokens of validated tool arguments, options first, then ``--`` and arguments."""
     options: list[str] = []
     positional: list[str] = []
@@ -572,7 +573,7 @@ def add_click_tools(
     return names
 
 
-def _askable(schema: dict) -> bool:
+def _askable(schema: dict[str, Any]) -> bool:
     """Whether a form can ask for the property: a primitive, and a string enum only of non-empty strings."""
     if schema.get("type") not in ("string", "number", "integer", "boolean"):
         return False

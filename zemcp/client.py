@@ -214,7 +214,7 @@ class QueueAnswer:
         result: the JSON-RPC ``result`` to send, e.g. ``{"action": "accept", "content": {...}}``.
     """
 
-    result: dict
+    result: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,7 @@ class CallTool:
     """``@<tool> [json object]``, or a plain command line (``ze_execute {"command": line}``)."""
 
     name: str
-    arguments: dict = field(default_factory=dict)
+    arguments: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -263,7 +263,7 @@ def parse_duration(text: str) -> float:
     return total
 
 
-def _json_object(text: str, what: str, lineno: int) -> dict:
+def _json_object(text: str, what: str, lineno: int) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -323,13 +323,13 @@ class AnswerQueue:
     """The one FIFO of queued elicitation answers for a whole run."""
 
     def __init__(self) -> None:
-        self._answers: deque[dict] = deque()
+        self._answers: deque[dict[str, Any]] = deque()
 
-    def push(self, result: dict) -> None:
+    def push(self, result: dict[str, Any]) -> None:
         """Queue ``result`` (an elicitation ``result`` object) behind the others."""
         self._answers.append(result)
 
-    def pop(self) -> dict | None:
+    def pop(self) -> dict[str, Any] | None:
         """Take the oldest queued answer; None when the queue is empty."""
         return self._answers.popleft() if self._answers else None
 
@@ -443,7 +443,7 @@ class McpTestClient:
                     ) from None
             time.sleep(READY_POLL_INTERVAL)
 
-    def initialize(self) -> dict:
+    def initialize(self) -> dict[str, Any]:
         """Send ``initialize`` then ``notifications/initialized``; keep the session id.
 
         Returns:
@@ -482,7 +482,7 @@ class McpTestClient:
             elif isinstance(directive, CallTool):
                 self.call_tool(directive.name, directive.arguments)
 
-    def call_tool(self, name: str, arguments: dict) -> dict:
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Call a tool and print its output.
 
         Output: the ``text`` of each text content item of a successful result on ``stdout``,
@@ -538,7 +538,7 @@ class McpTestClient:
 
     # -- JSON-RPC over HTTP --------------------------------------------------------
 
-    def request(self, method: str, params: dict) -> dict:
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one JSON-RPC request and return its result.
 
         Server requests and notifications arriving on the response stream first are handled
@@ -575,7 +575,9 @@ class McpTestClient:
                 self._http.headers["Mcp-Session-Id"] = self.session_id
         return result
 
-    def _final_response(self, response: requests.Response, request_id: int, label: str, deadline: float) -> dict:
+    def _final_response(
+        self, response: requests.Response, request_id: int, label: str, deadline: float
+    ) -> dict[str, Any]:
         """The JSON-RPC response to ``request_id`` from a JSON body or an event stream."""
         content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         upgraded = " (the response was upgraded to a stream)" if content_type == "text/event-stream" else ""
@@ -595,7 +597,7 @@ class McpTestClient:
             raise TransportError(f"{label}: the JSON body is not the response to id {request_id}: {_describe(body)}")
         return final
 
-    def notify(self, method: str, params: dict | None = None) -> None:
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification; the server must answer 202.
 
         Raises:
@@ -606,7 +608,9 @@ class McpTestClient:
             message["params"] = params
         self._expect_accepted(message, method)
 
-    def _respond(self, request_id: Any, label: str, result: dict | None = None, error: dict | None = None) -> None:
+    def _respond(
+        self, request_id: Any, label: str, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None
+    ) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if error is not None:
             message["error"] = error
@@ -614,7 +618,7 @@ class McpTestClient:
             message["result"] = result
         self._expect_accepted(message, f"the answer to {label}")
 
-    def _expect_accepted(self, message: dict, label: str) -> None:
+    def _expect_accepted(self, message: dict[str, Any], label: str) -> None:
         deadline = time.monotonic() + self.timeout
         response = self._post(message, label)
         try:
@@ -627,7 +631,7 @@ class McpTestClient:
         finally:
             response.close()
 
-    def _post(self, message: dict, label: str) -> requests.Response:
+    def _post(self, message: dict[str, Any], label: str) -> requests.Response:
         try:
             return self._http.post(
                 self.url, data=json.dumps(message).encode(), stream=True, timeout=self.timeout, allow_redirects=False
@@ -668,7 +672,7 @@ class McpTestClient:
     def _body(self, response: requests.Response, label: str, deadline: float) -> bytes:
         return b"".join(self._chunks(response, label, deadline))
 
-    def _read_stream(self, response: requests.Response, request_id: int, label: str, deadline: float) -> dict:
+    def _read_stream(self, response: requests.Response, request_id: int, label: str, deadline: float) -> dict[str, Any]:
         parser = SseParser()
         for chunk in self._chunks(response, label, deadline):
             for event in parser.feed(chunk):
@@ -684,7 +688,7 @@ class McpTestClient:
         raise TransportError(f"{label}: the event stream ended without the response to id {request_id}")
 
     @staticmethod
-    def _is_response_to(message: dict, request_id: int) -> bool:
+    def _is_response_to(message: dict[str, Any], request_id: int) -> bool:
         mid = message.get("id")
         return (
             "method" not in message
@@ -696,7 +700,7 @@ class McpTestClient:
 
     # -- messages from the server --------------------------------------------------
 
-    def _on_server_message(self, message: dict, label: str) -> None:
+    def _on_server_message(self, message: dict[str, Any], label: str) -> None:
         method = message.get("method")
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
@@ -707,7 +711,7 @@ class McpTestClient:
         else:
             self._on_notification(method, params)
 
-    def _on_server_request(self, method: str, request_id: Any, params: dict, label: str) -> None:
+    def _on_server_request(self, method: str, request_id: Any, params: dict[str, Any], label: str) -> None:
         request_label = f"{method} (id {json.dumps(request_id)})"
         if method == "elicitation/create":
             if not self.elicit:
@@ -733,7 +737,7 @@ class McpTestClient:
                 error={"code": -32601, "message": f"Method not found: {CLIENT_NAME} does not handle {method}"},
             )
 
-    def _on_notification(self, method: str, params: dict) -> None:
+    def _on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "notifications/progress":
             total = params.get("total")
             text = params.get("message")
@@ -768,7 +772,7 @@ class McpTestClient:
             self._note(line)
 
 
-def _decode(body: bytes, label: str) -> dict:
+def _decode(body: bytes, label: str) -> dict[str, Any]:
     try:
         message = json.loads(body)
     except ValueError as exc:

@@ -59,17 +59,18 @@ class CompletionRegistry:
         """
         if (prompt is None) == (resource is None):
             raise ValueError("give exactly one of prompt='<prompt name>' and resource='<URI template>'")
-        key = (_PROMPT, prompt) if prompt is not None else (_RESOURCE, resource)
-        if not isinstance(key[1], str) or not key[1]:
+        target = prompt if prompt is not None else resource
+        if not isinstance(target, str) or not target:
             raise ValueError(
                 f"the {'prompt name' if prompt is not None else 'URI template'} must be a non-empty string"
             )
+        key = (_PROMPT if prompt is not None else _RESOURCE, target)
         if key in self._providers:
             raise ValueError(f"{key[0]} {key[1]!r} already has a completion provider")
         self._providers[key] = provider
         return provider
 
-    def complete(self, params: dict) -> dict:
+    def complete(self, params: dict[str, Any]) -> dict[str, Any]:
         """``completion/complete``: ``{"completion": {"values": [...], "total": n, "hasMore": bool}}``.
 
         Args:
@@ -128,7 +129,9 @@ class CompletionRegistry:
             )
         return _RESOURCE, uri, list(template.template.variables)
 
-    def _call(self, provider: Provider, ref_type: str, key: str, argument: dict, context: dict[str, str]) -> list[str]:
+    def _call(
+        self, provider: Provider, ref_type: str, key: str, argument: dict[str, Any], context: dict[str, str]
+    ) -> list[str]:
         try:
             values = provider(argument["name"], argument["value"], context)
         except ProtocolError:

@@ -16,6 +16,7 @@ import secrets
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 ENV_PREFIX = "ZEMCP_"
 _INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -258,7 +259,7 @@ class Settings:
         return is_loopback_host(host)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> Settings:
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Build settings from ``ZEMCP_*`` variables, then apply keyword ``overrides``.
 
         Args:
@@ -271,7 +272,7 @@ class Settings:
                 or a value is out of range.
         """
         environ = os.environ if environ is None else environ
-        values: dict[str, object] = {}
+        values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             raw = environ.get(ENV_PREFIX + f.name.upper())
             if raw is None or raw.strip() == "":

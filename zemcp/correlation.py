@@ -14,7 +14,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zemcp import jsonrpc
 
@@ -145,13 +145,14 @@ class CorrelationTable:
             pending.call.sink.tick()
         if isinstance(outcome, BaseException):
             raise outcome
+        assert outcome is not None  # the wait ended on an outcome
         return outcome
 
-    def ask(self, call: Call, method: str, params: dict, timeout: float) -> jsonrpc.Response:
+    def ask(self, call: Call, method: str, params: dict[str, Any], timeout: float) -> jsonrpc.Response:
         """One request: :meth:`ask_all` with a single ``(method, params)``; returns its response."""
         return self.ask_all(call, [(method, params)], timeout)[0]
 
-    def ask_all(self, call: Call, requests: list[tuple[str, dict]], timeout: float) -> list[jsonrpc.Response]:
+    def ask_all(self, call: Call, requests: list[tuple[str, dict[str, Any]]], timeout: float) -> list[jsonrpc.Response]:
         """Send requests to the client on ``call``'s stream, all at once, and wait for every response.
 
         When the wait ends without every response (timeout, cancelled call, ended session),

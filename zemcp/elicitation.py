@@ -49,7 +49,7 @@ class ElicitDeclined(ElicitError):
 class ElicitCancelled(ElicitError):
     """The user dismissed the request without choosing (action ``cancel``, or an error answer)."""
 
-    def __init__(self, error: dict | None = None) -> None:
+    def __init__(self, error: dict[str, Any] | None = None) -> None:
         if error is None:
             text = "the user cancelled the request without answering"
         else:
@@ -75,7 +75,7 @@ class ElicitUnsupported(ElicitError):
 
     def __init__(self, mode: str = "form", declared: bool = False) -> None:
         #: The ``ClientCapabilities`` the request would have needed (``error.data.requiredCapabilities``).
-        self.required = {"elicitation": {mode: {}}}
+        self.required: dict[str, Any] = {"elicitation": {mode: {}}}
         if declared:
             text = (
                 f"the client declared elicitation without {mode} mode "
@@ -147,9 +147,9 @@ class ClientDisconnected(ElicitAborted):
         super().__init__("the client disconnected while waiting for the answer")
 
 
-_TEXT = {"title": {"type": "string"}, "description": {"type": "string"}}
+_TEXT: dict[str, Any] = {"title": {"type": "string"}, "description": {"type": "string"}}
 
-_STRING = {
+_STRING: dict[str, Any] = {
     "type": "object",
     "properties": {
         "type": {"const": "string"},
@@ -222,7 +222,9 @@ _ARRAY_1125 = {
 }
 
 
-def _meta_schema(types: list[str], kinds: list[tuple[object, dict]], root_extra: dict) -> dict:
+def _meta_schema(
+    types: list[str], kinds: list[tuple[object, dict[str, Any]]], root_extra: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
@@ -326,16 +328,17 @@ def _check_requested_schema(schema: Any, modes: bool) -> None:
                 raise ElicitSchemaInvalid(f"properties.{name}.enumNames", "enumNames needs an enum of the same length")
 
 
-def _options(prop: dict) -> list[str] | None:
+def _options(prop: dict[str, Any]) -> list[str] | None:
     # The values a select property offers (enum, oneOf, items.enum, items.anyOf), if it is one.
     source = prop.get("items", {}) if prop["type"] == "array" else prop
     if "enum" in source:
-        return source["enum"]
+        values: list[str] = source["enum"]
+        return values
     titled = source.get("oneOf", source.get("anyOf"))
     return None if titled is None else [option["const"] for option in titled]
 
 
-def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
+def interpret_answer(answer: jsonrpc.Response, schema: dict[str, Any]) -> dict[str, Any]:
     """Turn the client's response to ``elicitation/create`` into content or an exception.
 
     Args:
@@ -350,7 +353,9 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
     """
     if answer.error is not None:
         raise ElicitCancelled(answer.error)
-    action = answer.result.get("action")
+    result = answer.result
+    assert result is not None  # exactly one of result and error is set
+    action = result.get("action")
     if action is None:
         raise ElicitMalformed("the answer has no action; it must be accept, decline or cancel")
     if action == "decline":
@@ -359,7 +364,7 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
         raise ElicitCancelled()
     if action != "accept":
         raise ElicitMalformed(f"action must be accept, decline or cancel, got {action!r}")
-    content = answer.result.get("content", {})
+    content = result.get("content", {})
     if not isinstance(content, dict):
         raise ElicitMalformed(f"content must be a JSON object, got {type(content).__name__}")
     # Some clients send null for a field the user left empty; for an optional field that is absence.
@@ -418,7 +423,9 @@ def _content_validator(text: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(json.loads(text), format_checker=_FORMATS)
 
 
-def form_request(client: ClientView, message: str, requested_schema: dict, key: str | None = None) -> InputRequest:
+def form_request(
+    client: ClientView, message: str, requested_schema: dict[str, Any], key: str | None = None
+) -> InputRequest:
     """The ``elicitation/create`` input request for a form, checked before anything is sent.
 
     Raises:

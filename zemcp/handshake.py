@@ -14,6 +14,7 @@ them. :class:`zemcp.transport.McpApp` hands this module every request that is no
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from werkzeug.wrappers import Request, Response
@@ -23,7 +24,15 @@ from zemcp.auth import InsufficientScope, Principal
 from zemcp.capabilities import LOG_LEVELS, check_size
 from zemcp.elicitation import ClientDisconnected, RequestCancelled
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
-from zemcp.responses import DirectSink, challenge_response, error_response, json_response, new_sink, reply
+from zemcp.responses import (
+    DirectSink,
+    WSGIResponse,
+    challenge_response,
+    error_response,
+    json_response,
+    new_sink,
+    reply,
+)
 from zemcp.server import Busy, Server, Work
 from zemcp.session import (
     UNKNOWN_SESSION,
@@ -54,14 +63,14 @@ class HandshakeEra:
     def __init__(self, server: Server):
         self.server = server
         self.settings = server.settings
-        self._session_methods = {
+        self._session_methods: dict[str, Callable[[Session, jsonrpc.Request], dict[str, Any]]] = {
             "ping": lambda session, request: {},
             "logging/setLevel": self._set_log_level,
             "resources/subscribe": lambda s, r: self.server.resources.subscribe(s.id, r.params),
             "resources/unsubscribe": lambda s, r: self.server.resources.unsubscribe(s.id, r.params),
         }
 
-    def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> Response:
+    def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> WSGIResponse:
         """Answer one POSTed message (already parsed) of the handshake era.
 
         With authorization on, ``principal`` is who the request's token names: a session
@@ -105,6 +114,7 @@ class HandshakeEra:
         except SessionNotFound as exc:
             return error_response(404, INVALID_REQUEST, str(exc), id=request_id)
         except InsufficientScope as exc:
+            assert self.server.auth is not None  # only authorization raises it
             return challenge_response(self.server.auth.challenge_for(exc), request_id)
         except Busy as exc:
             return error_response(
@@ -125,6 +135,7 @@ class HandshakeEra:
             return error_response(400, exc.code, exc.message)
         except (SessionNotFound, SessionRequired) as exc:
             return error_response(404, INVALID_REQUEST, str(exc))
+        assert session_id is not None  # sessions.get refused a missing one
         if not self.server.end_session(session_id):
             return error_response(404, INVALID_REQUEST, "Session not found: it already ended or was never created here")
         return Response(status=204)
@@ -172,7 +183,9 @@ class HandshakeEra:
             )
         return json_response(200, jsonrpc.result(request.id, result), headers={SESSION_HEADER: session.id})
 
-    def open_session(self, request: jsonrpc.Request, principal: Principal | None = None) -> tuple[Session, dict]:
+    def open_session(
+        self, request: jsonrpc.Request, principal: Principal | None = None
+    ) -> tuple[Session, dict[str, Any]]:
         """``initialize``: negotiate the version and create a session (MCP basic/lifecycle), for any transport.
 
         Returns:
@@ -222,8 +235,8 @@ class HandshakeEra:
     # -- requests of a session -----------------------------------------------------------
 
     def handle(
-        self, session: Session, request: jsonrpc.Request, environ: dict, principal: Principal | None = None
-    ) -> dict | ReplySink | DirectSink:
+        self, session: Session, request: jsonrpc.Request, environ: dict[str, Any], principal: Principal | None = None
+    ) -> dict[str, Any] | ReplySink | DirectSink:
         """A request of a live session: a JSON-RPC response, or the sink of a running handler.
 
         ``environ`` is the WSGI environ, or ``{"wsgi.multithread": True}`` for a transport
@@ -246,7 +259,9 @@ class HandshakeEra:
         except ProtocolError as exc:
             return jsonrpc.error(request.id, exc.code, exc.message, exc.data)
 
-    def _start(self, session: Session, request: jsonrpc.Request, work: Work, environ: dict) -> ReplySink | DirectSink:
+    def _start(
+        self, session: Session, request: jsonrpc.Request, work: Work, environ: dict[str, Any]
+    ) -> ReplySink | DirectSink:
         """Start ``work`` as a call of ``session``; its sink tells JSON from stream.
 
         Under a WSGI server that is not multithreaded the call cannot wait for answers
@@ -290,7 +305,7 @@ class HandshakeEra:
             raise
         return sink
 
-    def cancel(self, session: Session, params: dict) -> None:
+    def cancel(self, session: Session, params: dict[str, Any]) -> None:
         """``notifications/cancelled``: abort the named running request of ``session``."""
         # Invalid or unknown ids are ignored, as basic/utilities/cancellation allows.
         request_id, reason = params.get("requestId"), params.get("reason")
@@ -300,7 +315,7 @@ class HandshakeEra:
         if call is not None:
             self.server.abort(call, RequestCancelled(reason if isinstance(reason, str) else None))
 
-    def _set_log_level(self, session: Session, request: jsonrpc.Request) -> dict:
+    def _set_log_level(self, session: Session, request: jsonrpc.Request) -> dict[str, Any]:
         level = request.params.get("level")
         if level not in LOG_LEVELS:
             raise ProtocolError(

@@ -28,7 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -288,7 +288,7 @@ def check_standard(headers: Any, method: str, params: Any, envelope_version: Any
         )
 
 
-def header_annotations(input_schema: dict) -> dict[str, tuple[str, ...]]:
+def header_annotations(input_schema: dict[str, Any]) -> dict[str, tuple[str, ...]]:
     """The ``x-mcp-header`` annotations of a tool's ``inputSchema``, checked.
 
     An annotation is valid when it sits on a property reached from the root through
@@ -460,7 +460,8 @@ def _single(headers: Any, name: str) -> str | None:
     if hasattr(headers, "environ"):
         # A WSGI environ holds one value per header (a server joins repeats with commas), so
         # a plain lookup does what getlist would, without walking every key of the environ.
-        return headers.get(name)
+        value: str | None = headers.get(name)
+        return value
     if hasattr(headers, "getlist"):
         values = list(headers.getlist(name))
     else:
@@ -518,7 +519,7 @@ def _plain(value: Any) -> str:
     return value if isinstance(value, str) else "<the same value as the body>"
 
 
-def _positions(schema: Any):
+def _positions(schema: Any) -> Iterator[tuple[tuple[str, ...] | None, str, Mapping[str, Any]]]:
     """``(properties path or None, JSON pointer, subschema)`` for every subschema; the path
     is None once anything but ``properties`` was crossed."""
     stack: list[tuple[tuple[str, ...] | None, str, Any]] = [((), "", schema)]
@@ -547,7 +548,7 @@ def _escape(key: Any) -> str:
     return str(key).replace("~", "~0").replace("/", "~1")
 
 
-def _type_problem(schema: Mapping) -> str:
+def _type_problem(schema: Mapping[str, Any]) -> str:
     kind = schema.get("type")
     got = f"not {_show(kind)}" if kind is not None else "and it has no 'type' keyword"
     problem = (

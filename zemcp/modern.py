@@ -25,7 +25,7 @@ worker or instance with the same key can serve any round.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from werkzeug.wrappers import Request, Response
 
@@ -37,7 +37,15 @@ from zemcp.elicitation import ClientDisconnected
 from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.request_state import RequestStateError, StateTooLarge
 from zemcp.resources import RESOURCE_NOT_FOUND
-from zemcp.responses import DirectSink, challenge_response, error_response, json_response, new_sink, reply
+from zemcp.responses import (
+    DirectSink,
+    WSGIResponse,
+    challenge_response,
+    error_response,
+    json_response,
+    new_sink,
+    reply,
+)
 from zemcp.server import Busy, Server, Work
 from zemcp.sinks import ReplySink
 from zemcp.subscriptions import ListenLimitReached
@@ -56,7 +64,7 @@ MISSING_CAPABILITY = -32021
 #: -32022 UnsupportedProtocolVersion.
 UNSUPPORTED_VERSION = -32022
 #: HTTP status of each JSON-RPC error code (others: 200 with the error in the body).
-STATUS = {
+STATUS: dict[object, int] = {
     -32700: 400,
     INVALID_REQUEST: 400,
     INVALID_PARAMS: 400,
@@ -92,7 +100,7 @@ def selects(message: jsonrpc.Message, headers: Any) -> bool:
     return version is not None and version not in versions.HANDSHAKE and headers.get("Mcp-Session-Id") is None
 
 
-def retire_codes(message: dict) -> dict:
+def retire_codes(message: dict[str, Any]) -> dict[str, Any]:
     """A JSON-RPC response with the error codes 2026-07-28 retired replaced by their successors:
     resource not found (-32002) is invalid params (-32602) here, ``error.data.uri`` kept."""
     error = message.get("error")
@@ -101,7 +109,7 @@ def retire_codes(message: dict) -> dict:
     return message
 
 
-def status_of(message: dict) -> int:
+def status_of(message: dict[str, Any]) -> int:
     """The HTTP status of a JSON-RPC response in this era (200 unless an error code maps)."""
     error = message.get("error")
     return STATUS.get(error.get("code"), 200) if isinstance(error, dict) else 200
@@ -118,7 +126,7 @@ class ModernEra:
         self.server = server
         self.settings = server.settings
 
-    def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> Response:
+    def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> WSGIResponse:
         """Answer one POSTed message (already parsed) of the stateless era.
 
         With authorization on, ``principal`` is who the request's token names; a
@@ -137,6 +145,7 @@ class ModernEra:
         try:
             outcome = self._handle(request, message, principal)
         except InsufficientScope as exc:
+            assert self.server.auth is not None  # only authorization raises it
             return challenge_response(self.server.auth.challenge_for(exc), message.id)
         except ProtocolError as exc:
             outcome = jsonrpc.error(message.id, exc.code, exc.message, exc.data)
@@ -159,7 +168,7 @@ class ModernEra:
 
     def _handle(
         self, request: Request, message: jsonrpc.Request, principal: Principal | None = None
-    ) -> dict | ReplySink | DirectSink:
+    ) -> dict[str, Any] | ReplySink | DirectSink:
         client = envelope(message)
         try:
             mcp_headers.check_standard(request.headers, message.method, message.params, client.protocol_version)
@@ -170,7 +179,7 @@ class ModernEra:
             self._check_param_headers(request, message)
         return self.dispatch(client, message, request.environ, principal)
 
-    def handle(self, message: jsonrpc.Request, environ: dict) -> dict | ReplySink | DirectSink:
+    def handle(self, message: jsonrpc.Request, environ: dict[str, Any]) -> dict[str, Any] | ReplySink | DirectSink:
         """Serve one request of a transport without a header layer (stdio, where all request
         metadata travels in ``params._meta``): a JSON-RPC response, or the sink of a running
         handler (``environ`` as for :meth:`zemcp.handshake.HandshakeEra.handle`).
@@ -184,8 +193,8 @@ class ModernEra:
         return self.dispatch(client, message, environ)
 
     def dispatch(
-        self, client: ClientView, message: jsonrpc.Request, environ: dict, principal: Principal | None = None
-    ) -> dict | ReplySink | DirectSink:
+        self, client: ClientView, message: jsonrpc.Request, environ: dict[str, Any], principal: Principal | None = None
+    ) -> dict[str, Any] | ReplySink | DirectSink:
         """Serve a request whose envelope, headers and version were checked."""
         method = message.method
         if method == "server/discover":
@@ -202,7 +211,8 @@ class ModernEra:
         return self.result(message.id, method, outcome, self.server.cache_hint(message))
 
     def _check_param_headers(self, request: Request, message: jsonrpc.Request) -> None:
-        tool = self.server.tools.get(message.params.get("name"))
+        # Looked up as given: a name that is no string finds no tool.
+        tool = self.server.tools.get(cast(str, message.params.get("name")))
         if tool is None or not tool.header_annotations:
             return
         try:
@@ -210,7 +220,7 @@ class ModernEra:
         except mcp_headers.HeaderError as exc:
             raise ProtocolError(mcp_headers.HEADER_MISMATCH, exc.message) from None
 
-    def discover(self) -> dict:
+    def discover(self) -> dict[str, Any]:
         """The ``server/discover`` result (MCP 2026-07-28 server/discover), before decoration."""
         result: dict[str, Any] = {
             "supportedVersions": list(versions.ALL),
@@ -220,7 +230,9 @@ class ModernEra:
             result["instructions"] = self.server.instructions
         return result
 
-    def result(self, request_id: jsonrpc.RequestId, method: str, result: dict, cache: CacheHint = NO_CACHE) -> dict:
+    def result(
+        self, request_id: jsonrpc.RequestId, method: str, result: dict[str, Any], cache: CacheHint = NO_CACHE
+    ) -> dict[str, Any]:
         """A JSON-RPC result with what every 2026-07-28 result carries: ``resultType``,
         ``serverInfo`` in ``_meta``, and for a complete result of a cacheable method the
         caching hints (``cache``; an ``input_required`` result carries none)."""
@@ -234,7 +246,7 @@ class ModernEra:
             body = {**body, **cache.fields()}
         return jsonrpc.result(request_id, body)
 
-    def _listen(self, request: jsonrpc.Request) -> ReplySink | dict:
+    def _listen(self, request: jsonrpc.Request) -> ReplySink | dict[str, Any]:
         """``subscriptions/listen``: a stream that starts with the acknowledgement (basic/patterns/subscriptions)."""
         if self.server.subscriptions.max_streams == 0:
             # Turned off: server/discover then declares nothing a listen stream would carry.
@@ -260,7 +272,9 @@ class ModernEra:
 
     # -- multi-round-trip requests -----------------------------------------------------
 
-    def _start(self, client: ClientView, request: jsonrpc.Request, work: Work, environ: dict) -> ReplySink | DirectSink:
+    def _start(
+        self, client: ClientView, request: jsonrpc.Request, work: Work, environ: dict[str, Any]
+    ) -> ReplySink | DirectSink:
         """Start one round of ``work``; its sink tells JSON from stream."""
         params = request.params
         token = params.get("requestState")
@@ -322,7 +336,9 @@ class ModernEra:
         self.server.start(job, sink)
         return sink
 
-    def _finish(self, work: Work, request: jsonrpc.Request, round_: mrtr.Round, response: dict | None) -> dict | None:
+    def _finish(
+        self, work: Work, request: jsonrpc.Request, round_: mrtr.Round, response: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
         """The round's response: an ``InputRequiredResult``, -32021, or the decorated result."""
         if isinstance(round_.ended, mrtr.InputRequired):
             body, state = round_.input_required()

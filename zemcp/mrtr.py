@@ -26,7 +26,7 @@ import hashlib
 import json
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zemcp import jsonrpc
 from zemcp.capabilities import ClientView
@@ -34,6 +34,9 @@ from zemcp.elicitation import ElicitAborted
 from zemcp.inputs import InputRequest
 from zemcp.jsonrpc import INVALID_PARAMS, ProtocolError
 from zemcp.sinks import ReplySink
+
+if TYPE_CHECKING:
+    from zemcp.responses import DirectSink
 
 log = logging.getLogger("zemcp.mrtr")
 
@@ -73,7 +76,7 @@ class ReplayMismatch(RoundEnded):
         )
 
 
-def _kept(method: str, result: dict) -> dict:
+def _kept(method: str, result: dict[str, Any]) -> dict[str, Any]:
     # An elicitation's answer is its action and content; anything else the client put in it
     # would only make the requestState bigger.
     if method == "elicitation/create":
@@ -87,7 +90,7 @@ def question_digest(request: InputRequest) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def parse_state(state: Any) -> tuple[list[list], list[list] | None, dict[str, list]]:
+def parse_state(state: Any) -> tuple[list[list[Any]], list[list[Any]] | None, dict[str, list[Any]]]:
     """The recorded answers, last round's questions and held answers of an opened (plain) state.
 
     Args:
@@ -123,7 +126,7 @@ def parse_state(state: Any) -> tuple[list[list], list[list] | None, dict[str, li
     return state["answers"], state["asked"], state["held"]
 
 
-def check_responses(responses: Any, asked: list[list] | None) -> dict:
+def check_responses(responses: Any, asked: list[list[Any]] | None) -> dict[str, Any]:
     """``params.inputResponses`` checked: an object whose answers to last round's questions are objects.
 
     Keys that answer nothing asked are ignored, as the spec asks.
@@ -183,12 +186,12 @@ class Round:
         self,
         client: ClientView,
         request_id: jsonrpc.RequestId,
-        sink: ReplySink,
+        sink: ReplySink | DirectSink,
         progress_token: jsonrpc.RequestId | None,
-        answers: list[list],
-        asked: list[list] | None,
-        held: dict[str, list],
-        responses: dict,
+        answers: list[list[Any]],
+        asked: list[list[Any]] | None,
+        held: dict[str, list[Any]],
+        responses: dict[str, Any],
         timeout: float,
     ):
         self.client = client
@@ -206,7 +209,7 @@ class Round:
         self._lock = threading.Lock()
         self.ended: RoundEnded | None = None
         self.aborted: ElicitAborted | None = None
-        self.missing_capabilities: dict[str, dict] = {}
+        self.missing_capabilities: dict[str, dict[str, Any]] = {}
 
     def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
         """The answers to ``requests``, recorded or from this request's ``inputResponses``.
@@ -264,12 +267,12 @@ class Round:
             raise self.ended
         return answers
 
-    def notify(self, message: dict) -> None:
+    def notify(self, message: dict[str, Any]) -> None:
         """Queue a notification on the request's stream (raises the abort reason once aborted)."""
         self.raise_if_aborted()
         self.sink.send(message)
 
-    def note_missing(self, required: dict) -> None:
+    def note_missing(self, required: dict[str, Any]) -> None:
         """Record capabilities the handler needed and the request did not declare."""
         for capability, settings in required.items():
             self.missing_capabilities.setdefault(capability, {}).update(settings)
@@ -292,7 +295,7 @@ class Round:
         """Recorded answers the handler did not ask for again before it returned."""
         return max(0, len(self._answers) - self._position)
 
-    def input_required(self) -> tuple[dict, Any]:
+    def input_required(self) -> tuple[dict[str, Any], Any]:
         """The ``InputRequiredResult`` body (without ``requestState``) and the plain state to seal.
 
         Call only after :class:`InputRequired` ended the round.

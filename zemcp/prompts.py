@@ -35,7 +35,7 @@ class PromptArgument:
     description: str | None = None
     required: bool = False
 
-    def definition(self) -> dict:
+    def definition(self) -> dict[str, Any]:
         """The argument as ``prompts/list`` shows it."""
         entry: dict[str, Any] = {"name": self.name}
         if self.description:
@@ -67,7 +67,7 @@ class Prompt:
     context_param: str | None = None
     cache: CacheHint = NO_CACHE
 
-    def definition(self) -> dict:
+    def definition(self) -> dict[str, Any]:
         """The prompt as ``prompts/list`` shows it."""
         entry: dict[str, Any] = {"name": self.name}
         if self.title:
@@ -81,7 +81,7 @@ class Prompt:
         """The names of the arguments, in signature order."""
         return [argument.name for argument in self.arguments]
 
-    def render(self, arguments: Any, ctx: Any = None) -> dict:
+    def render(self, arguments: Any, ctx: Any = None) -> dict[str, Any]:
         """``prompts/get`` for this prompt: ``{"description"?, "messages": [{"role", "content"}]}``.
 
         Args:
@@ -222,7 +222,7 @@ def _arguments(
     return arguments
 
 
-def to_messages(value: Any) -> list[dict]:
+def to_messages(value: Any) -> list[dict[str, Any]]:
     """Shape a prompt handler's return value as ``GetPromptResult.messages``.
 
     Args:
@@ -262,7 +262,7 @@ class PromptRegistry:
         self._prompts: dict[str, Prompt] = {}
         self._cache = NO_CACHE
         # Built at registration, not on every prompts/list: a prompt does not change.
-        self._definitions: list[dict] = []
+        self._definitions: list[dict[str, Any]] = []
 
     def __len__(self) -> int:
         return len(self._prompts)
@@ -303,7 +303,7 @@ class PromptRegistry:
             )
         return prompt
 
-    def list_result(self, params: dict, page_size: int) -> dict:
+    def list_result(self, params: dict[str, Any], page_size: int) -> dict[str, Any]:
         """``prompts/list``: ``{"prompts": [...], "nextCursor"?}``.
 
         Raises:
@@ -312,7 +312,7 @@ class PromptRegistry:
         items = self._definitions
         return pagination.list_result(params, "prompts", items, page_size)
 
-    def get_result(self, params: dict) -> dict:
+    def get_result(self, params: dict[str, Any]) -> dict[str, Any]:
         """``prompts/get {name, arguments?}``: ``{"description"?, "messages": [...]}``.
 
         Raises:

@@ -156,7 +156,7 @@ class Resource:
             raise ValueError(f"resource {self.uri!r}: size must be a non-negative number of bytes, got {self.size!r}")
         self.context_param = _check_callable(self.handler, {}, self.uri)
 
-    def definition(self) -> dict:
+    def definition(self) -> dict[str, Any]:
         """The resource as ``resources/list`` shows it."""
         entry: dict[str, Any] = {"uri": self.uri, "name": self.name}
         _optional(entry, title=self.title, description=self.description, mimeType=self.mime_type, size=self.size)
@@ -201,7 +201,7 @@ class ResourceTemplate:
             self.handler, dict.fromkeys(self.template.variables, ""), self.uri_template
         )
 
-    def definition(self) -> dict:
+    def definition(self) -> dict[str, Any]:
         """The template as ``resources/templates/list`` shows it."""
         entry: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
         _optional(entry, title=self.title, description=self.description, mimeType=self.mime_type)
@@ -220,8 +220,8 @@ class ResourceRegistry:
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, ResourceTemplate] = {}
         # Built at registration, not on every list request: entries do not change.
-        self._resource_definitions: list[dict] = []
-        self._template_definitions: list[dict] = []
+        self._resource_definitions: list[dict[str, Any]] = []
+        self._template_definitions: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._subscriptions: dict[str, set[str]] = {}
 
@@ -291,7 +291,7 @@ class ResourceRegistry:
 
     # -- requests ----------------------------------------------------------------------
 
-    def list_result(self, params: dict, page_size: int) -> dict:
+    def list_result(self, params: dict[str, Any], page_size: int) -> dict[str, Any]:
         """``resources/list``: ``{"resources": [...], "nextCursor"?}``.
 
         Raises:
@@ -300,7 +300,7 @@ class ResourceRegistry:
         items = self._resource_definitions
         return pagination.list_result(params, "resources", items, page_size)
 
-    def templates_result(self, params: dict, page_size: int) -> dict:
+    def templates_result(self, params: dict[str, Any], page_size: int) -> dict[str, Any]:
         """``resources/templates/list``: ``{"resourceTemplates": [...], "nextCursor"?}``.
 
         Raises:
@@ -309,7 +309,7 @@ class ResourceRegistry:
         items = self._template_definitions
         return pagination.list_result(params, "resourceTemplates", items, page_size)
 
-    def find(self, params: dict) -> tuple[Resource | ResourceTemplate, str, dict[str, str]]:
+    def find(self, params: dict[str, Any]) -> tuple[Resource | ResourceTemplate, str, dict[str, str]]:
         """What ``resources/read {uri}`` reads: the resource or template, the URI and the
         template's variables.
 
@@ -321,7 +321,7 @@ class ResourceRegistry:
         target, variables = self._find(uri)
         return target, uri, variables
 
-    def read(self, params: dict, ctx: Any = None) -> dict:
+    def read(self, params: dict[str, Any], ctx: Any = None) -> dict[str, Any]:
         """``resources/read {uri}``: ``{"contents": [{"uri", "mimeType"?, "text" | "blob"}, ...]}``.
 
         Args:
@@ -357,7 +357,7 @@ class ResourceRegistry:
                 f"Internal error: reading resource {uri} failed ({type(exc).__name__}); the server log has the details",
             ) from None
 
-    def subscribe(self, session_id: str, params: dict) -> dict:
+    def subscribe(self, session_id: str, params: dict[str, Any]) -> dict[str, Any]:
         """``resources/subscribe {uri}`` for a session: ``{}``.
 
         Raises:
@@ -377,7 +377,7 @@ class ResourceRegistry:
             uris.add(uri)
         return {}
 
-    def unsubscribe(self, session_id: str, params: dict) -> dict:
+    def unsubscribe(self, session_id: str, params: dict[str, Any]) -> dict[str, Any]:
         """``resources/unsubscribe {uri}`` for a session: ``{}``, also when it was not subscribed.
 
         Raises:
@@ -413,7 +413,7 @@ class ResourceRegistry:
         raise ResourceNotFound(uri)
 
 
-def to_contents(value: Any, uri: str, mime_type: str | None) -> list[dict]:
+def to_contents(value: Any, uri: str, mime_type: str | None) -> list[dict[str, Any]]:
     """Shape a read handler's return value as ``ReadResourceResult.contents``.
 
     Args:
@@ -446,7 +446,7 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[dict]:
     return contents
 
 
-def _uri_param(params: dict, method: str) -> str:
+def _uri_param(params: dict[str, Any], method: str) -> str:
     uri = params.get("uri")
     if not isinstance(uri, str) or not uri:
         raise ProtocolError(INVALID_PARAMS, f"Invalid params: {method} needs params.uri (a non-empty string)")
@@ -482,5 +482,5 @@ def _check_callable(handler: Callable[..., Any], kwargs: dict[str, str], uri: st
     return context
 
 
-def _optional(entry: dict, **members: Any) -> None:
+def _optional(entry: dict[str, Any], **members: Any) -> None:
     entry.update({key: value for key, value in members.items() if value is not None})

@@ -15,12 +15,15 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from zemcp.server import Server
 from zemcp.transport import McpApp
+
+if TYPE_CHECKING:
+    from gunicorn.app.base import BaseApplication
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -64,6 +67,8 @@ def _import(location: str) -> Any:
         # The file's directory is importable, as it is for `python file.py`: its own imports work.
         sys.path.insert(0, str(path.resolve().parent))
         spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None:
+            raise TargetError(f"cannot import {location}: not a Python source file")
         module = importlib.util.module_from_spec(spec)
         sys.modules[path.stem] = module
         try:
@@ -91,7 +96,8 @@ def _find(module: Any, location: str) -> McpApp | Server:
     for kind in (McpApp, Server):
         names = found[kind]
         if len(names) == 1:
-            return getattr(module, names[0])
+            value: McpApp | Server = getattr(module, names[0])
+            return value
         if len(names) > 1:
             raise TargetError(
                 f"{location} holds several {kind.__name__}s ({', '.join(names)}); name one: {location}:{names[0]}"
@@ -102,7 +108,7 @@ def _find(module: Any, location: str) -> McpApp | Server:
     )
 
 
-def _gunicorn_application(target: str, options: dict[str, Any], preload: bool):
+def _gunicorn_application(target: str, options: dict[str, Any], preload: bool) -> BaseApplication:
     # Imported here: the stdio transport needs none of gunicorn.
     from gunicorn.app.base import BaseApplication
 
@@ -119,14 +125,17 @@ def _gunicorn_application(target: str, options: dict[str, Any], preload: bool):
             for name, value in options.items():
                 self.cfg.set(name, value)
 
-        def load(self) -> McpApp:
-            return load_target(target)[0]
+        #: The app loaded in the master (with preload), which load() then returns.
+        preloaded: McpApp | None = None
+
+        # gunicorn's stubs type the WSGI callable with a narrower start_response than PEP 3333's.
+        def load(self) -> McpApp:  # type: ignore[override]
+            return self.preloaded if self.preloaded is not None else load_target(target)[0]
 
     app = Application()
     if preload:
         # Load in the master: a target that cannot be served fails at once, with its reason.
-        loaded = app.load()
-        app.load = lambda: loaded
+        app.preloaded = app.load()
     return app
 
 

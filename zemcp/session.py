@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from zemcp import jsonrpc
     from zemcp.correlation import CorrelationTable
     from zemcp.inputs import InputRequest
+    from zemcp.responses import DirectSink
 
 log = logging.getLogger("zemcp.session")
 
@@ -81,8 +82,8 @@ class Session(ClientView):
     def __init__(
         self,
         protocol_version: str,
-        client_info: dict,
-        capabilities: dict,
+        client_info: dict[str, Any],
+        capabilities: dict[str, Any],
         instance: str = "local",
         principal: str | None = None,
     ):
@@ -215,7 +216,7 @@ class Call:
         self,
         session: Session,
         request_id: RequestId,
-        sink: ReplySink,
+        sink: ReplySink | DirectSink,
         progress_token: RequestId | None = None,
         table: CorrelationTable | None = None,
         timeout: float = 600.0,
@@ -255,12 +256,12 @@ class Call:
         remaining = max(0.0, limit - (time.monotonic() - start))
         return self._table.ask_all(self, [(r.method, r.params) for r in requests], remaining)
 
-    def notify(self, message: dict) -> None:
+    def notify(self, message: dict[str, Any]) -> None:
         """Queue a notification on the call's stream (raises the abort reason once aborted)."""
         self.raise_if_aborted()
         self.sink.send(message)
 
-    def note_missing(self, required: dict) -> None:
+    def note_missing(self, required: dict[str, Any]) -> None:
         """Nothing to do: the handshake era has no error for a missing capability; the handler
         gets ``ElicitUnsupported`` or ``CapabilityMissing`` and decides."""
 
@@ -307,7 +308,11 @@ class SessionRegistry:
         self._sweeper: threading.Thread | None = None
 
     def create(
-        self, protocol_version: str, client_info: dict, capabilities: dict, principal: str | None = None
+        self,
+        protocol_version: str,
+        client_info: dict[str, Any],
+        capabilities: dict[str, Any],
+        principal: str | None = None,
     ) -> Session:
         """Create and register a session (bound to ``principal``, a principal key, when given).
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from zemcp import jsonrpc, versions
 from zemcp.handshake import HandshakeEra
@@ -30,6 +30,9 @@ from zemcp.server import Busy, Server
 from zemcp.session import Session, SessionLimitReached, SessionNotFound
 from zemcp.sinks import KEEPALIVE, ReplySink
 from zemcp.subscriptions import ListenLimitReached
+
+if TYPE_CHECKING:
+    from zemcp.responses import DirectSink
 
 log = logging.getLogger("zemcp.stdio")
 
@@ -72,7 +75,7 @@ class StdioTransport:
         finally:
             self._close()
 
-    def write(self, message: dict) -> None:
+    def write(self, message: dict[str, Any]) -> None:
         """Write one message as one line (compact JSON never holds a newline)."""
         data = jsonrpc.encode(message) + b"\n"
         with self._write_lock:
@@ -175,15 +178,17 @@ class StdioTransport:
         if isinstance(outcome, dict):
             outcome = retire_codes(outcome)
         else:
-            self._running[message.id] = outcome
+            self._running[message.id] = cast(ReplySink, outcome)  # see _answer
         self._answer(outcome, message.id)
 
     # -- writing ----------------------------------------------------------------------
 
-    def _answer(self, outcome: dict | ReplySink, request_id: Any = None) -> None:
+    def _answer(self, outcome: dict[str, Any] | ReplySink | DirectSink, request_id: Any = None) -> None:
         if isinstance(outcome, dict):
             self.write(outcome)
             return
+        # ENVIRON has no gunicorn socket: new_sink gives a ReplySink, never a DirectSink.
+        outcome = cast(ReplySink, outcome)
         pump = threading.Thread(target=self._pump, args=(outcome, request_id), name="zemcp-stdio-pump", daemon=True)
         self._pumps = [p for p in self._pumps if p.is_alive()] + [pump]
         pump.start()
@@ -193,7 +198,7 @@ class StdioTransport:
         try:
             for item in sink.frames(PUMP_TICK):
                 if item is not KEEPALIVE:
-                    self.write(item)
+                    self.write(cast("dict[str, Any]", item))
         except (BrokenPipeError, ValueError):
             log.info("stdout is closed; the client went away")
         finally:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from zemcp import jsonrpc
@@ -58,7 +59,7 @@ class Listener:
         self.uris = uris
         self.sink = sink
 
-    def send(self, method: str, params: dict | None = None) -> None:
+    def send(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Queue a notification tagged with the subscription id."""
         self.sink.send(
             jsonrpc.notification(method, {**(params or {}), "_meta": {SUBSCRIPTION_ID: self.subscription_id}})
@@ -77,7 +78,9 @@ class SubscriptionHub:
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
 
-    def honoured(self, requested: Any, supported: dict[str, bool]) -> tuple[dict, frozenset[str], frozenset[str]]:
+    def honoured(
+        self, requested: Any, supported: dict[str, bool]
+    ) -> tuple[dict[str, Any], frozenset[str], frozenset[str]]:
         """The part of a listen request's ``notifications`` filter this server honours.
 
         Args:
@@ -116,7 +119,11 @@ class SubscriptionHub:
         return acknowledged, frozenset(kinds), frozenset(uris)
 
     def open(
-        self, subscription_id: jsonrpc.RequestId, acknowledged: dict, kinds: frozenset[str], uris: frozenset[str]
+        self,
+        subscription_id: jsonrpc.RequestId,
+        acknowledged: dict[str, Any],
+        kinds: frozenset[str],
+        uris: frozenset[str],
     ) -> ReplySink:
         """Open a stream: its sink already holds the acknowledgement.
 
@@ -146,7 +153,7 @@ class SubscriptionHub:
         """Announce ``notifications/resources/updated`` for ``uri``; returns how many streams were told."""
         return self._fan_out(lambda listener: uri in listener.uris, "notifications/resources/updated", {"uri": uri})
 
-    def close_all(self, result: dict) -> int:
+    def close_all(self, result: dict[str, Any]) -> int:
         """End every stream with ``result`` for its listen request (a graceful server-side end)."""
         with self._lock:
             listeners, self._listeners = self._listeners, []
@@ -164,7 +171,7 @@ class SubscriptionHub:
         with self._lock:
             return len(self._listeners)
 
-    def _fan_out(self, wants, method: str, params: dict | None) -> int:
+    def _fan_out(self, wants: Callable[[Listener], bool], method: str, params: dict[str, Any] | None) -> int:
         with self._lock:
             targets = [listener for listener in self._listeners if wants(listener)]
         for listener in targets:

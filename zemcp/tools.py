@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
@@ -99,12 +99,12 @@ class Tool:
         name: str | None,
         handler: Callable[..., Any],
         description: str | None = None,
-        input_schema: dict | None = None,
+        input_schema: dict[str, Any] | None = None,
         title: str | None = None,
         *,
-        output_schema: dict | None = None,
+        output_schema: dict[str, Any] | None = None,
         structured_output: bool = False,
-        annotations: dict | None = None,
+        annotations: dict[str, Any] | None = None,
         cache: CacheHint = NO_CACHE,
         elicit_missing: bool | list[str] | tuple[str, ...] = False,
         elicit_message: str | None = None,
@@ -158,7 +158,7 @@ class Tool:
             raise ValueError(f"tool {self.name!r}: elicit_message must be a non-empty string, got {elicit_message!r}")
         self.elicit_message = elicit_message
 
-    def definition(self) -> dict:
+    def definition(self) -> dict[str, Any]:
         """The tool as ``tools/list`` shows it."""
         tool: dict[str, Any] = {"name": self.name}
         if self.title:
@@ -171,7 +171,7 @@ class Tool:
             tool["annotations"] = self.annotations
         return tool
 
-    def check_arguments(self, arguments: dict) -> str | None:
+    def check_arguments(self, arguments: dict[str, Any]) -> str | None:
         """Validate arguments against the input schema.
 
         Returns:
@@ -184,7 +184,7 @@ class Tool:
             return None
         return f"invalid arguments for tool {self.name!r}: {_describe(error, 'argument')}"
 
-    def missing(self, arguments: dict) -> list[str]:
+    def missing(self, arguments: dict[str, Any]) -> list[str]:
         """The :attr:`elicited` arguments this call lacks, in schema order.
 
         An argument is missing when it is absent or a blank string (empty or only
@@ -196,7 +196,7 @@ class Tool:
             if name not in arguments or (isinstance(arguments[name], str) and not arguments[name].strip())
         ]
 
-    def check_partial(self, arguments: dict, missing: list[str]) -> str | None:
+    def check_partial(self, arguments: dict[str, Any], missing: list[str]) -> str | None:
         """Validate the arguments a call gave besides the ``missing`` ones it will be asked for.
 
         Returns:
@@ -224,7 +224,7 @@ class Tool:
         labels = ", ".join(self._fields[name][0].get("title", name) for name in missing)
         return f"{self.title or self.name} needs: {labels}"
 
-    def ask_missing(self, arguments: dict, missing: list[str], ctx: Context) -> dict:
+    def ask_missing(self, arguments: dict[str, Any], missing: list[str], ctx: Context) -> dict[str, Any]:
         """Ask the user for the ``missing`` arguments in one form, and merge the answer.
 
         The form (MCP client/elicitation, form mode) has one required field per missing
@@ -269,7 +269,7 @@ class Tool:
             raise ToolError(f"Error: elicit: {exc}") from None
         return merged
 
-    def run(self, arguments: dict, ctx: Context, missing: list[str] | tuple[str, ...] = ()) -> dict:
+    def run(self, arguments: dict[str, Any], ctx: Context, missing: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
         """Call the handler with arguments that passed :meth:`check_arguments` (or, with
         ``missing``, :meth:`check_partial`) and shape its outcome as a ``CallToolResult``.
 
@@ -317,7 +317,7 @@ class Tool:
             log.error("tool %r returned a value that cannot be sent: %s", self.name, exc)
             return error_result(f"tool {self.name!r} returned a value that cannot be sent: {exc}")
 
-    def _structured_result(self, value: Any) -> dict:
+    def _structured_result(self, value: Any) -> dict[str, Any]:
         if isinstance(value, dict) and "structuredContent" in value:
             result = {"isError": False, **value}
         else:
@@ -327,7 +327,9 @@ class Tool:
                 "structuredContent": structured,
                 "isError": False,
             }
-        error = _first_error(self._output_validator, result["structuredContent"])
+        validator = self._output_validator
+        assert validator is not None  # a structured result is made only with an output schema
+        error = _first_error(validator, result["structuredContent"])
         if error is not None:
             # The handler broke its own contract: a bug on the server side, not the caller's.
             problem = _describe(error, "field")
@@ -336,12 +338,12 @@ class Tool:
         return result
 
 
-def error_result(text: str) -> dict:
+def error_result(text: str) -> dict[str, Any]:
     """An ``isError`` result with one text item."""
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def to_result(value: Any) -> dict:
+def to_result(value: Any) -> dict[str, Any]:
     """Shape a handler's return value as a ``CallToolResult``.
 
     ``str`` becomes one text item; a list of content items (dicts with ``type``) is taken as
@@ -366,7 +368,7 @@ def to_result(value: Any) -> dict:
     }
 
 
-def _check_result(result: dict) -> None:
+def _check_result(result: dict[str, Any]) -> None:
     # A malformed CallToolResult would reach the client as a protocol violation.
     content = result["content"]
     if not isinstance(content, list) or not all(
@@ -382,7 +384,7 @@ class ToolRegistry:
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
-        self._definitions: list[dict] = []
+        self._definitions: list[dict[str, Any]] = []
         self._cache = NO_CACHE
 
     def __len__(self) -> int:
@@ -406,7 +408,7 @@ class ToolRegistry:
         """The caching hint of ``tools/list``: the most cautious of the tools' hints."""
         return self._cache
 
-    def definitions(self) -> list[dict]:
+    def definitions(self) -> list[dict[str, Any]]:
         """Every tool as ``tools/list`` shows it, in registration order (do not modify)."""
         return self._definitions
 
@@ -417,7 +419,9 @@ def _check_object_schema(tool: str, which: str, schema: Any) -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
 
 
-def _elicited_fields(tool: str, input_schema: dict, elicit_missing: Any) -> dict[str, tuple[dict, dict]]:
+def _elicited_fields(
+    tool: str, input_schema: dict[str, Any], elicit_missing: Any
+) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """The form field of each argument to ask for when missing: ``{name: (legacy, titled)}``.
 
     Each field is checked against the elicitation schema subset of both kinds of version
@@ -462,10 +466,13 @@ def _elicited_fields(tool: str, input_schema: dict, elicit_missing: Any) -> dict
             f"tool {tool!r}: elicit_missing must be True, False or a non-empty list of distinct argument "
             f"names, got {elicit_missing!r}"
         )
-    return {
-        name: (schemas.form_field(properties[name], False), schemas.form_field(properties[name], True))
-        for name in names
-    }
+    return {name: (_form_field(properties[name], False), _form_field(properties[name], True)) for name in names}
+
+
+def _form_field(prop: Any, titled_one_of: bool) -> dict[str, Any]:
+    field = schemas.form_field(prop, titled_one_of)
+    assert field is not None  # only properties that _askable accepted get here
+    return field
 
 
 def _askable(prop: Any) -> bool:
@@ -482,7 +489,7 @@ def _askable(prop: Any) -> bool:
     return True
 
 
-def _check_annotations(tool: str, annotations: dict | None) -> dict:
+def _check_annotations(tool: str, annotations: dict[str, Any] | None) -> dict[str, Any]:
     if annotations is None:
         return {}
     for key, value in annotations.items():
@@ -499,7 +506,7 @@ def _first_error(validator: jsonschema.Draft202012Validator, instance: Any) -> V
     # The common case, valid arguments, needs no ranking of errors.
     if validator.is_valid(instance):
         return None
-    error = best_match(validator.iter_errors(instance))
+    error: ValidationError | None = best_match(validator.iter_errors(instance))
     while error is not None and error.validator in ("anyOf", "oneOf") and error.context:
         # For ``X | None`` the null branch only says the value is not null; X's error says why.
         telling = [e for e in error.context if e.schema != {"type": "null"}]
@@ -513,12 +520,14 @@ def _describe(error: ValidationError, noun: str) -> str:
     """A validation error as text whose subject is the top-level ``noun`` at fault."""
     path = list(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        known = error.schema.get("properties", {})
-        patterns = error.schema.get("patternProperties", {})
+        # The schema holding additionalProperties is an object schema.
+        schema = cast(Mapping[str, Any], error.schema)
+        known = schema.get("properties", {})
+        patterns = schema.get("patternProperties", {})
         extra = [k for k in error.instance if k not in known and not any(re.search(p, k) for p in patterns)]
         problem = f"unexpected {_plural('field' if path else noun, extra)} {', '.join(map(repr, extra))}"
     elif error.validator == "required" and isinstance(error.instance, dict):
-        missing = [k for k in error.validator_value if k not in error.instance]
+        missing = [k for k in cast(list[str], error.validator_value) if k not in error.instance]
         problem = f"missing required {_plural('field' if path else noun, missing)} {', '.join(map(repr, missing))}"
     else:
         problem = error.message
@@ -530,5 +539,5 @@ def _describe(error: ValidationError, noun: str) -> str:
     return f"{where}: {problem}"
 
 
-def _plural(noun: str, items: list) -> str:
+def _plural(noun: str, items: list[Any]) -> str:
     return noun if len(items) == 1 else f"{noun}s"

@@ -19,6 +19,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from werkzeug.exceptions import ClientDisconnected, HTTPException
@@ -30,8 +31,11 @@ from zemcp.config import Settings, is_loopback_host
 from zemcp.handshake import SESSION_HEADER, HandshakeEra
 from zemcp.jsonrpc import INVALID_REQUEST, ProtocolError
 from zemcp.modern import ModernEra
-from zemcp.responses import challenge_response, error_response, json_response
+from zemcp.responses import WSGIResponse, challenge_response, error_response, json_response
 from zemcp.server import Server
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse
 
 log = logging.getLogger("zemcp.transport")
 
@@ -89,7 +93,7 @@ class McpApp:
                 self.auth.resource,
             )
 
-    def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         """The WSGI entry point (PEP 3333): answer one HTTP request."""
         if not self._threading_checked:
             self._threading_checked = True
@@ -110,7 +114,7 @@ class McpApp:
             response = error_response(exc.code or 400, INVALID_REQUEST, f"{exc.name}: {exc.description}")
         return response(environ, start_response)
 
-    def dispatch(self, request: Request) -> Response:
+    def dispatch(self, request: Request) -> WSGIResponse:
         """Answer one HTTP request; the checks run in the order of ``docs/transport.md``."""
         refusal = self._check_origin_and_host(request)
         if refusal is not None:
@@ -177,6 +181,7 @@ class McpApp:
                 "Method Not Allowed: the resource metadata is read with GET",
                 headers={"Allow": "GET, HEAD, OPTIONS"},
             )
+        assert self.auth is not None  # dispatch serves the metadata only with authorization on
         return json_response(
             200,
             self.auth.metadata(self.server.declared_scopes()),
@@ -220,7 +225,7 @@ class McpApp:
         parts = urlsplit(normalized)
         return parts.scheme in ("http", "https") and parts.hostname is not None and is_loopback_host(parts.hostname)
 
-    def _post(self, request: Request, principal: Principal | None) -> Response:
+    def _post(self, request: Request, principal: Principal | None) -> WSGIResponse:
         if request.mimetype != "application/json":
             got = repr(request.mimetype) if request.mimetype else "none"
             return error_response(
@@ -277,7 +282,7 @@ class McpApp:
         try:
             if length is not None:
                 # The common case: one read of the declared length (PEP 3333), no stream wrapper.
-                body = request.environ["wsgi.input"].read(length)
+                body: bytes = request.environ["wsgi.input"].read(length)
                 if len(body) < length:
                     raise ClientDisconnected()
                 return body
