@@ -5,4 +5,4 @@ Run: ``gunicorn -c gunicorn.conf.py wsgi:app``. The settings and hooks live in t
 python:zemcp.gunicorn_conf`` behave the same without this file.
 """
 
-from zemcp.gunicorn_conf import *  # noqa: F401,F403 (gunicorn reads the names of this module)
+from zemcp.gunicorn_conf import *  # noqa: F403 (gunicorn reads the names of this module)

@@ -74,12 +74,27 @@ def wait_for_port(port: int, seconds: float, server: subprocess.Popen) -> None:
 
 # -- the canned-JSON ceiling (served by gunicorn as ``benchmarks.calls:canned_app``) --------
 
-CANNED_BODY = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {
-    "content": [{"type": "text", "text": "help  list the commands\nserver status  version, pid, uptime\n"
-                                         "session show  this session\nsession list  sessions of this process"}],
-    "isError": False}}).encode()
-CANNED_HEADERS = [("Content-Type", "application/json"), ("Content-Length", str(len(CANNED_BODY))),
-                  ("Mcp-Session-Id", "canned")]
+CANNED_BODY = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {
+            "content": [
+                {
+                    "type": "text",
+                    "text": "help  list the commands\nserver status  version, pid, uptime\n"
+                    "session show  this session\nsession list  sessions of this process",
+                }
+            ],
+            "isError": False,
+        },
+    }
+).encode()
+CANNED_HEADERS = [
+    ("Content-Type", "application/json"),
+    ("Content-Length", str(len(CANNED_BODY))),
+    ("Mcp-Session-Id", "canned"),
+]
 
 
 def canned_app(environ, start_response):
@@ -102,23 +117,36 @@ class Client:
         self.calls = requests.Session()
         self.answers = requests.Session()
         self.next_id = 0
-        r = self.post(self.calls, {"method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "bench", "version": "1"}}})
+        r = self.post(
+            self.calls,
+            {
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"elicitation": {}},
+                    "clientInfo": {"name": "bench", "version": "1"},
+                },
+            },
+        )
         self.headers = {**HEADERS, "Mcp-Session-Id": r.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-06-18"}
 
     def post(self, session: requests.Session, message: dict, **kw) -> requests.Response:
         self.next_id += 1
         body = {"jsonrpc": "2.0", "id": self.next_id, **message}
-        return session.post(self.url, data=json.dumps(body), headers=getattr(self, "headers", HEADERS),
-                            timeout=REQUEST_TIMEOUT, **kw)
+        return session.post(
+            self.url, data=json.dumps(body), headers=getattr(self, "headers", HEADERS), timeout=REQUEST_TIMEOUT, **kw
+        )
 
     def plain(self) -> None:
-        r = self.post(self.calls, {"method": "tools/call", "params": {"name": "ze_execute", "arguments": {"command": "help"}}})
+        r = self.post(
+            self.calls, {"method": "tools/call", "params": {"name": "ze_execute", "arguments": {"command": "help"}}}
+        )
         assert r.status_code == 200 and r.json()["result"]["isError"] is False, r.text
 
     def eliciting(self) -> None:
-        r = self.post(self.calls, {"method": "tools/call", "params": {"name": "ze_execute", "arguments": {}}}, stream=True)
+        r = self.post(
+            self.calls, {"method": "tools/call", "params": {"name": "ze_execute", "arguments": {}}}, stream=True
+        )
         lines = r.iter_lines()
         for line in lines:
             if line.startswith(b"data: "):
@@ -137,9 +165,11 @@ class ModernClient:
     """A 2026-07-28 client: no session, the envelope in every request's ``_meta``, one kept-alive connection."""
 
     HEADERS = {**HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "ze_execute"}
-    META = {"io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-            "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}
+    META = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+    }
 
     def __init__(self, url: str):
         self.url = url
@@ -148,8 +178,12 @@ class ModernClient:
 
     def call(self, params: dict) -> dict:
         self.next_id += 1
-        body = {"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                "params": {"name": "ze_execute", **params, "_meta": self.META}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": self.next_id,
+            "method": "tools/call",
+            "params": {"name": "ze_execute", **params, "_meta": self.META},
+        }
         r = self.http.post(self.url, data=json.dumps(body), headers=self.HEADERS, timeout=REQUEST_TIMEOUT)
         assert r.status_code == 200 and r.headers["Content-Type"].startswith("application/json"), r.text
         return r.json()["result"]
@@ -161,9 +195,15 @@ class ModernClient:
     def eliciting(self) -> None:
         first = self.call({"arguments": {}})
         assert first["resultType"] == "input_required", first
-        result = self.call({"arguments": {}, "requestState": first["requestState"],
-                            "inputResponses": {key: {"action": "accept", "content": {"command": "help"}}
-                                               for key in first["inputRequests"]}})
+        result = self.call(
+            {
+                "arguments": {},
+                "requestState": first["requestState"],
+                "inputResponses": {
+                    key: {"action": "accept", "content": {"command": "help"}} for key in first["inputRequests"]
+                },
+            }
+        )
         assert result["resultType"] == "complete" and result["isError"] is False, result
 
 
@@ -180,15 +220,29 @@ class RoundTripClient:
         self.calls = http.client.HTTPConnection(parts.hostname, parts.port, timeout=REQUEST_TIMEOUT)
         self.answers = http.client.HTTPConnection(parts.hostname, parts.port, timeout=REQUEST_TIMEOUT)
         self.next_id = 0
-        r = self.post(self.calls, {"method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "bench", "version": "1"}}}, HEADERS)
+        r = self.post(
+            self.calls,
+            {
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"elicitation": {}},
+                    "clientInfo": {"name": "bench", "version": "1"},
+                },
+            },
+            HEADERS,
+        )
         r.read()
-        self.headers = {**HEADERS, "Mcp-Session-Id": r.getheader("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-06-18"}
+        self.headers = {
+            **HEADERS,
+            "Mcp-Session-Id": r.getheader("Mcp-Session-Id"),
+            "MCP-Protocol-Version": "2025-06-18",
+        }
         self.post(self.calls, {"method": "notifications/initialized"}, self.headers, with_id=False).read()
 
-    def post(self, connection: http.client.HTTPConnection, message: dict, headers: dict,
-             with_id: bool = True) -> http.client.HTTPResponse:
+    def post(
+        self, connection: http.client.HTTPConnection, message: dict, headers: dict, with_id: bool = True
+    ) -> http.client.HTTPResponse:
         body = {"jsonrpc": "2.0", **message}
         if with_id:
             self.next_id += 1
@@ -197,8 +251,9 @@ class RoundTripClient:
         return connection.getresponse()
 
     def eliciting(self) -> None:
-        r = self.post(self.calls, {"method": "tools/call", "params": {"name": "ze_execute", "arguments": {}}},
-                      self.headers)
+        r = self.post(
+            self.calls, {"method": "tools/call", "params": {"name": "ze_execute", "arguments": {}}}, self.headers
+        )
         ask = _next_event(r)
         answer = {"id": ask["id"], "result": {"action": "accept", "content": {"command": "help"}}}
         a = self.post(self.answers, answer, self.headers, with_id=False)
@@ -263,16 +318,20 @@ def run(label: str, make: Callable[[], Callable[[], None]], clients: int, second
         raise RuntimeError(f"{label}: {len(errors)} client(s) failed, first: {errors[:1]!r}")
     q = statistics.quantiles(latencies, n=100)
     figure = Figure(label, len(latencies) / elapsed, q[49], q[98], len(latencies))
-    print(f"{label:>34}: {figure.rate:8.0f} calls/s  p50 {figure.p50 * 1000:6.2f} ms  p99 {figure.p99 * 1000:6.2f} ms"
-          f"  ({figure.calls} calls, {clients} clients)", flush=True)
+    print(
+        f"{label:>34}: {figure.rate:8.0f} calls/s  p50 {figure.p50 * 1000:6.2f} ms  p99 {figure.p99 * 1000:6.2f} ms"
+        f"  ({figure.calls} calls, {clients} clients)",
+        flush=True,
+    )
     return figure
 
 
 def start_server(argv: list[str], port: int) -> subprocess.Popen:
     """Run ``python -m <argv>`` from the repository in its own process group; returns once it listens on ``port``."""
     env = {**os.environ, "ZEMCP_BIND": f"127.0.0.1:{port}"}
-    server = subprocess.Popen([sys.executable, "-m", *argv], cwd=ROOT, env=env, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", *argv], cwd=ROOT, env=env, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         wait_for_port(port, START_TIMEOUT, server)
     except BaseException:
@@ -288,8 +347,10 @@ def start_gunicorn(app: str, port: int) -> subprocess.Popen:
 
 def start_sdk_server(port: int) -> subprocess.Popen:
     """The official SDK's server of benchmarks/sdk_server.py under uvicorn, on ``port``."""
-    return start_server(["uvicorn", "benchmarks.sdk_server:app", "--host", "127.0.0.1", "--port", str(port),
-                         "--log-level", "warning"], port)
+    return start_server(
+        ["uvicorn", "benchmarks.sdk_server:app", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        port,
+    )
 
 
 def stop_gunicorn(server: subprocess.Popen) -> None:
@@ -325,11 +386,13 @@ def main() -> None:
         plain = run("handshake plain tools/call", lambda: Client(url).plain, args.clients, args.seconds)
         eliciting = run("handshake eliciting tools/call", lambda: Client(url).eliciting, args.clients, args.seconds)
         modern_plain = run("2026-07-28 plain tools/call", lambda: ModernClient(url).plain, args.clients, args.seconds)
-        modern_eliciting = run("2026-07-28 eliciting (2 rounds)", lambda: ModernClient(url).eliciting, args.clients,
-                               args.seconds)
+        modern_eliciting = run(
+            "2026-07-28 eliciting (2 rounds)", lambda: ModernClient(url).eliciting, args.clients, args.seconds
+        )
         round_trip = run("zemcp elicitation round trip", lambda: RoundTripClient(url).eliciting, 1, args.seconds)
-        sdk_round_trip = run("SDK server elicitation round trip", lambda: RoundTripClient(sdk_url).eliciting, 1,
-                             args.seconds)
+        sdk_round_trip = run(
+            "SDK server elicitation round trip", lambda: RoundTripClient(sdk_url).eliciting, 1, args.seconds
+        )
     finally:
         for server in servers:
             stop_gunicorn(server)
@@ -345,8 +408,9 @@ def main() -> None:
         rows.append((f"{figure.label} / canned-JSON ceiling", figure.rate / ceiling.rate))
     for label, ratio in rows:
         print(f"{label:>58}: {ratio:5.2f}")
-    print(f"{'elicitation round trip p50, zemcp / official SDK server':>58}: "
-          f"{round_trip.p50 / sdk_round_trip.p50:5.2f}")
+    print(
+        f"{'elicitation round trip p50, zemcp / official SDK server':>58}: {round_trip.p50 / sdk_round_trip.p50:5.2f}"
+    )
 
 
 if __name__ == "__main__":

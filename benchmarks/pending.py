@@ -32,7 +32,7 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.calls import free_port, stop_gunicorn, wait_for_port  # noqa: E402
+from benchmarks.calls import free_port, stop_gunicorn, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -65,20 +65,40 @@ class Session:
     def __init__(self, url: str, name: str):
         self.url = url
         self.http = requests.Session()
-        init = self.http.post(url, headers=HEADERS, timeout=TIMEOUT, json={
-            "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
-                "clientInfo": {"name": name, "version": "1"}}})
+        init = self.http.post(
+            url,
+            headers=HEADERS,
+            timeout=TIMEOUT,
+            json={
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"elicitation": {}},
+                    "clientInfo": {"name": name, "version": "1"},
+                },
+            },
+        )
         init.raise_for_status()
         self.headers = {**HEADERS, "Mcp-Session-Id": init.headers["Mcp-Session-Id"]}
-        self.http.post(url, headers=self.headers, timeout=TIMEOUT,
-                       json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.http.post(
+            url, headers=self.headers, timeout=TIMEOUT, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+        )
         self.ids = iter(range(1, 1 << 30))
 
     def call(self, arguments: dict) -> dict:
-        r = self.http.post(self.url, headers=self.headers, timeout=TIMEOUT, json={
-            "jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call",
-            "params": {"name": "ze_execute", "arguments": arguments}})
+        r = self.http.post(
+            self.url,
+            headers=self.headers,
+            timeout=TIMEOUT,
+            json={
+                "jsonrpc": "2.0",
+                "id": next(self.ids),
+                "method": "tools/call",
+                "params": {"name": "ze_execute", "arguments": arguments},
+            },
+        )
         r.raise_for_status()
         return r.json()
 
@@ -89,11 +109,14 @@ class Session:
 
 def open_eliciting(port: int, session: Session, request_id: int) -> tuple[socket.socket, str, bytes]:
     """Send an eliciting call on a raw connection; returns the socket, the elicitation id and unread bytes."""
-    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                       "params": {"name": "ze_execute", "arguments": {}}}).encode()
-    head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-            f"Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session.headers['Mcp-Session-Id']}\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    body = json.dumps(
+        {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": "ze_execute", "arguments": {}}}
+    ).encode()
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session.headers['Mcp-Session-Id']}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
     sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
     sock.sendall(head + body)
     data = b""
@@ -137,11 +160,22 @@ def main() -> None:
     args = parser.parse_args()
     threads = threads_for(args.pending)
     port = free_port()
-    env = {**os.environ, "ZEMCP_BIND": f"127.0.0.1:{port}", "ZEMCP_THREADS": str(threads),
-           "ZEMCP_MAX_SESSIONS": str(args.pending // PER_SESSION + 10), "ZEMCP_KEEPALIVE_INTERVAL": "15"}
+    env = {
+        **os.environ,
+        "ZEMCP_BIND": f"127.0.0.1:{port}",
+        "ZEMCP_THREADS": str(threads),
+        "ZEMCP_MAX_SESSIONS": str(args.pending // PER_SESSION + 10),
+        "ZEMCP_KEEPALIVE_INTERVAL": "15",
+    }
     import subprocess
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"], cwd=ROOT,
-                              env=env, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     held: list[tuple[socket.socket, str, bytes, Session, int]] = []
     try:
         wait_for_port(port, 20, server)
@@ -162,25 +196,42 @@ def main() -> None:
         threads_busy, rss_busy = worker_figures(pid)
         p50_busy = plain_latency(probe)
         started = time.monotonic()
-        for sock, elicitation_id, data, session, request_id in held:
-            answer = session.http.post(url, headers=session.headers, timeout=TIMEOUT, json={
-                "jsonrpc": "2.0", "id": elicitation_id,
-                "result": {"action": "accept", "content": {"command": "session show"}}})
+        for _sock, elicitation_id, _data, session, _request_id in held:
+            answer = session.http.post(
+                url,
+                headers=session.headers,
+                timeout=TIMEOUT,
+                json={
+                    "jsonrpc": "2.0",
+                    "id": elicitation_id,
+                    "result": {"action": "accept", "content": {"command": "session show"}},
+                },
+            )
             if answer.status_code != 202:
                 raise RuntimeError(f"answer refused: {answer.status_code} {answer.text}")
         wrong = 0
         for sock, elicitation_id, data, session, request_id in held:
             text = read_result(sock, data, request_id)
-            wrong += f"client: s{held.index((sock, elicitation_id, data, session, request_id)) // PER_SESSION} " not in text
+            wrong += (
+                f"client: s{held.index((sock, elicitation_id, data, session, request_id)) // PER_SESSION} " not in text
+            )
         answered = time.monotonic() - started
         pending = len(held)
         print(f"pending elicitations: {pending} in one worker, ZEMCP_THREADS={threads} (pending budget by the formula)")
-        print(f"  idle:    {threads_idle:5d} threads  {rss_idle / 1024:8.1f} MiB RSS  plain call p50 {p50_idle:6.2f} ms")
-        print(f"  pending: {threads_busy:5d} threads  {rss_busy / 1024:8.1f} MiB RSS  plain call p50 {p50_busy:6.2f} ms")
-        print(f"  per pending elicitation: {(threads_busy - threads_idle) / pending:.2f} threads, "
-              f"{(rss_busy - rss_idle) / pending:.1f} KiB")
-        print(f"  opened in {opened:.1f} s, all answered and completed in {answered:.1f} s, "
-              f"{wrong} completed with another call's answer")
+        print(
+            f"  idle:    {threads_idle:5d} threads  {rss_idle / 1024:8.1f} MiB RSS  plain call p50 {p50_idle:6.2f} ms"
+        )
+        print(
+            f"  pending: {threads_busy:5d} threads  {rss_busy / 1024:8.1f} MiB RSS  plain call p50 {p50_busy:6.2f} ms"
+        )
+        print(
+            f"  per pending elicitation: {(threads_busy - threads_idle) / pending:.2f} threads, "
+            f"{(rss_busy - rss_idle) / pending:.1f} KiB"
+        )
+        print(
+            f"  opened in {opened:.1f} s, all answered and completed in {answered:.1f} s, "
+            f"{wrong} completed with another call's answer"
+        )
     finally:
         for sock, *_ in held:
             sock.close()

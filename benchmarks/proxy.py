@@ -95,14 +95,31 @@ def open_sessions(url: str, count: int) -> list[str]:
     ids = []
     with requests.Session() as http:
         for _ in range(count):
-            init = http.post(url, headers=HEADERS, timeout=10, data=json.dumps({
-                "jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-                           "clientInfo": {"name": "bench-proxy", "version": "1"}}}))
+            init = http.post(
+                url,
+                headers=HEADERS,
+                timeout=10,
+                data=json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "initialize",
+                        "params": {
+                            "protocolVersion": PROTOCOL_VERSION,
+                            "capabilities": {},
+                            "clientInfo": {"name": "bench-proxy", "version": "1"},
+                        },
+                    }
+                ),
+            )
             init.raise_for_status()
             session = init.headers["Mcp-Session-Id"]
-            ready = http.post(url, headers={**HEADERS, "Mcp-Session-Id": session, "MCP-Protocol-Version": PROTOCOL_VERSION},
-                              timeout=10, data=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            ready = http.post(
+                url,
+                headers={**HEADERS, "Mcp-Session-Id": session, "MCP-Protocol-Version": PROTOCOL_VERSION},
+                timeout=10,
+                data=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            )
             ready.raise_for_status()
             ids.append(session)
     return ids
@@ -117,8 +134,12 @@ def wrk(url: str, ids: list[str], seconds: float, connections: int, workdir: Pat
     script = workdir / "calls.lua"
     script.write_text(WRK_SCRIPT.format(IDS="{" + ",".join(f'"{i}"' for i in ids) + "}", VERSION=PROTOCOL_VERSION))
     # One wrk thread: on a small machine wrk competes with the servers for the CPU.
-    done = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "-s", str(script), url],
-                          capture_output=True, text=True, timeout=seconds + 30)
+    done = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "-s", str(script), url],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 30,
+    )
     rate = re.search(r"^Requests/sec:\s+([\d.]+)", done.stdout, re.M)
     bad = re.search(r"^bad responses: (\d+)", done.stdout, re.M)
     if done.returncode != 0 or rate is None or bad is None:
@@ -163,9 +184,11 @@ def main() -> int:
             running.append(three_proxy)
 
             rates = {}
-            for label, url in (("one instance, direct", instances[0].url),
-                               ("one instance behind HAProxy", one_proxy.url),
-                               ("three instances behind HAProxy", three_proxy.url)):
+            for label, url in (
+                ("one instance, direct", instances[0].url),
+                ("one instance behind HAProxy", one_proxy.url),
+                ("three instances behind HAProxy", three_proxy.url),
+            ):
                 rates[label] = measure(url, args.sessions, args, workdir)
                 print(f"{label + ':':<32}{rates[label]:8.0f} requests/s", flush=True)
             ratio = rates["three instances behind HAProxy"] / rates["one instance, direct"]

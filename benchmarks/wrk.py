@@ -30,7 +30,7 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.calls import free_port, start_gunicorn, stop_gunicorn  # noqa: E402
+from benchmarks.calls import free_port, start_gunicorn, stop_gunicorn
 
 ACCEPT = "application/json, text/event-stream"
 CALL = {"name": "ze_execute", "arguments": {"command": "help"}}
@@ -44,20 +44,46 @@ def lua(body: dict, headers: dict) -> str:
 
 
 def modern_script() -> str:
-    params = {**CALL, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                                "io.modelcontextprotocol/clientCapabilities": {}}}
-    return lua({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params},
-               {"Content-Type": "application/json", "Accept": ACCEPT, "MCP-Protocol-Version": "2026-07-28",
-                "Mcp-Method": "tools/call", "Mcp-Name": "ze_execute"})
+    params = {
+        **CALL,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+    }
+    return lua(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params},
+        {
+            "Content-Type": "application/json",
+            "Accept": ACCEPT,
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "ze_execute",
+        },
+    )
 
 
 def session_script(url: str) -> str:
-    init = requests.post(url, timeout=10, headers={"Content-Type": "application/json", "Accept": ACCEPT}, json={
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "wrk", "version": "1"}}})
+    init = requests.post(
+        url,
+        timeout=10,
+        headers={"Content-Type": "application/json", "Accept": ACCEPT},
+        json={
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "wrk", "version": "1"},
+            },
+        },
+    )
     init.raise_for_status()
-    return lua({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": CALL},
-               {"Content-Type": "application/json", "Accept": ACCEPT, "Mcp-Session-Id": init.headers["Mcp-Session-Id"]})
+    return lua(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": CALL},
+        {"Content-Type": "application/json", "Accept": ACCEPT, "Mcp-Session-Id": init.headers["Mcp-Session-Id"]},
+    )
 
 
 def run_wrk(url: str, script: str, seconds: int, connections: int, cpu: str | None) -> float:
@@ -66,8 +92,13 @@ def run_wrk(url: str, script: str, seconds: int, connections: int, cpu: str | No
         f.write(script)
     try:
         pin = ["taskset", "-c", cpu] if cpu is not None else []
-        out = subprocess.run([*pin, "wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", f.name, url],
-                             capture_output=True, text=True, timeout=seconds + 30, check=True).stdout
+        out = subprocess.run(
+            [*pin, "wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", f.name, url],
+            capture_output=True,
+            text=True,
+            timeout=seconds + 30,
+            check=True,
+        ).stdout
     finally:
         os.unlink(f.name)
     if "Non-2xx" in out:
@@ -104,17 +135,22 @@ def measure(args: argparse.Namespace, server_cpu: str | None, wrk_cpu: str | Non
             if server_cpu is not None:
                 for server in (zemcp, canned):
                     # The whole process group: the master and its worker.
-                    subprocess.run(["taskset", "-a", "-p", "-c", server_cpu, str(server.pid)], check=True,
-                                   capture_output=True)
+                    subprocess.run(
+                        ["taskset", "-a", "-p", "-c", server_cpu, str(server.pid)], check=True, capture_output=True
+                    )
                     for child in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split():
-                        subprocess.run(["taskset", "-a", "-p", "-c", server_cpu, child], check=True, capture_output=True)
+                        subprocess.run(
+                            ["taskset", "-a", "-p", "-c", server_cpu, child], check=True, capture_output=True
+                        )
             zemcp_url, canned_url = f"http://127.0.0.1:{zemcp_port}/mcp", f"http://127.0.0.1:{canned_port}/mcp"
             modern, session = modern_script(), session_script(zemcp_url)
             run_wrk(zemcp_url, modern, 1, args.connections, wrk_cpu)  # warm up both
             run_wrk(canned_url, modern, 1, args.connections, wrk_cpu)
             ceiling = run_wrk(canned_url, modern, args.seconds, args.connections, wrk_cpu)
-            figures = {"2026-07-28 plain tools/call": run_wrk(zemcp_url, modern, args.seconds, args.connections, wrk_cpu),
-                       "handshake plain tools/call": run_wrk(zemcp_url, session, args.seconds, args.connections, wrk_cpu)}
+            figures = {
+                "2026-07-28 plain tools/call": run_wrk(zemcp_url, modern, args.seconds, args.connections, wrk_cpu),
+                "handshake plain tools/call": run_wrk(zemcp_url, session, args.seconds, args.connections, wrk_cpu),
+            }
         finally:
             stop_gunicorn(canned)
     finally:

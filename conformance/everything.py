@@ -41,8 +41,7 @@ def _png() -> bytes:
 
     header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # width, height, depth 8, RGB, defaults
     scanline = b"\x00\xff\x00\x00"  # filter type "none", then R, G, B
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(scanline))
-            + chunk(b"IEND", b""))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(scanline)) + chunk(b"IEND", b"")
 
 
 def _wav() -> bytes:
@@ -102,8 +101,7 @@ def test_multiple_content_types() -> list[dict]:
     return [
         {"type": "text", "text": "Multiple content types test:"},
         _image(),
-        _text_resource("test://mixed-content-resource", json.dumps({"test": "data", "value": 123}),
-                       "application/json"),
+        _text_resource("test://mixed-content-resource", json.dumps({"test": "data", "value": 123}), "application/json"),
     ]
 
 
@@ -135,8 +133,9 @@ def test_error_handling() -> str:
 
 
 @server.tool
-def test_sampling(prompt: Annotated[str, "The prompt to send to the client's language model"],
-                  ctx: zemcp.Context) -> str:
+def test_sampling(
+    prompt: Annotated[str, "The prompt to send to the client's language model"], ctx: zemcp.Context
+) -> str:
     """Asks the client's language model to answer the prompt and returns the answer."""
     result = ctx.sample(prompt, max_tokens=100)
     content = result.get("content")
@@ -271,13 +270,18 @@ JSON_SCHEMA_2020_12 = {
 
 
 @server.tool(input_schema=JSON_SCHEMA_2020_12)
-def json_schema_2020_12_tool(name: str | None = None, address: dict | None = None,
-                             contactMethod: str | None = None, phone: str | None = None,
-                             email: str | None = None) -> str:
+def json_schema_2020_12_tool(
+    name: str | None = None,
+    address: dict | None = None,
+    contactMethod: str | None = None,
+    phone: str | None = None,
+    email: str | None = None,
+) -> str:
     """Tool with JSON Schema 2020-12 features: $schema, $defs, $anchor, allOf/anyOf, if/then/else
     and additionalProperties false."""
-    return json.dumps({"name": name, "address": address, "contactMethod": contactMethod, "phone": phone,
-                       "email": email})
+    return json.dumps(
+        {"name": name, "address": address, "contactMethod": contactMethod, "phone": phone, "email": email}
+    )
 
 
 @server.tool
@@ -315,8 +319,9 @@ def test_missing_capability(ctx: zemcp.Context) -> str:
 @server.tool
 def test_streaming_elicitation(ctx: zemcp.Context) -> str:
     """Asks the user to confirm; the question travels as an input request, never as a request on the stream."""
-    action, content = _elicited(ctx, "Please confirm to continue",
-                                {"type": "object", "properties": {"confirmed": {"type": "boolean"}}})
+    action, content = _elicited(
+        ctx, "Please confirm to continue", {"type": "object", "properties": {"confirmed": {"type": "boolean"}}}
+    )
     return f"Streaming elicitation: action={action}, content={json.dumps(content)}"
 
 
@@ -394,9 +399,11 @@ def test_input_required_result_multiple_inputs(ctx: zemcp.Context) -> str:
 def test_input_required_result_multi_round(ctx: zemcp.Context) -> str:
     """Asks two questions one after the other: a name, then a favourite colour."""
     name = ctx.elicit("Step 1: What is your name?", NAME_SCHEMA, key="step1")["name"]
-    color = ctx.elicit("Step 2: What is your favorite color?",
-                       {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
-                       key="step2")["color"]
+    color = ctx.elicit(
+        "Step 2: What is your favorite color?",
+        {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+        key="step2",
+    )["color"]
     return f"Multi-round complete for {name} who likes {color}"
 
 
@@ -412,8 +419,11 @@ def test_input_required_result_capabilities(ctx: zemcp.Context) -> str:
     """Asks the client's language model, and the user too when the client can elicit."""
     asks: list[zemcp.Ask] = [zemcp.Sample("Sample request", max_tokens=50, key="sample_input")]
     if ctx.client_supports_elicit():
-        asks.append(zemcp.Elicit("Elicit request", {"type": "object", "properties": {"value": {"type": "string"}}},
-                                 key="elicit_input"))
+        asks.append(
+            zemcp.Elicit(
+                "Elicit request", {"type": "object", "properties": {"value": {"type": "string"}}}, key="elicit_input"
+            )
+        )
     ctx.ask_all(*asks)
     return f"capabilities-ok: received {', '.join(ask.key for ask in asks)}"
 
@@ -455,8 +465,7 @@ def test_simple_prompt() -> str:
 
 
 @server.prompt
-def test_prompt_with_arguments(arg1: Annotated[str, "First argument"],
-                               arg2: Annotated[str, "Second argument"]) -> str:
+def test_prompt_with_arguments(arg1: Annotated[str, "First argument"], arg2: Annotated[str, "Second argument"]) -> str:
     """A prompt with two required arguments."""
     return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
 
@@ -479,9 +488,11 @@ def test_prompt_with_image() -> list:
 @server.prompt
 def test_input_required_result_prompt(ctx: zemcp.Context) -> str:
     """A prompt that asks the user which context to use."""
-    answer = ctx.elicit("What context should the prompt use?",
-                        {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]},
-                        key="user_context")
+    answer = ctx.elicit(
+        "What context should the prompt use?",
+        {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]},
+        key="user_context",
+    )
     return f"Prompt with context: {answer['context']}"
 
 

@@ -92,10 +92,17 @@ class SuiteRun:
 RUNS = (
     SuiteRun("2025-06-18", "conformance-stable", ("--suite", "all", "--spec-version", "2025-06-18")),
     SuiteRun("2025-11-25", "conformance-stable", ("--suite", "all", "--spec-version", "2025-11-25")),
-    SuiteRun("session-lifecycle", "conformance-alpha",
-             ("--scenario", "server-session-lifecycle", "--timeout", str(SCENARIO_TIMEOUT_MS))),
-    SuiteRun("2026-07-28", "conformance-alpha",
-             ("--requirements", "2026-07-28", "--timeout", str(SCENARIO_TIMEOUT_MS)), requirements="2026-07-28"),
+    SuiteRun(
+        "session-lifecycle",
+        "conformance-alpha",
+        ("--scenario", "server-session-lifecycle", "--timeout", str(SCENARIO_TIMEOUT_MS)),
+    ),
+    SuiteRun(
+        "2026-07-28",
+        "conformance-alpha",
+        ("--requirements", "2026-07-28", "--timeout", str(SCENARIO_TIMEOUT_MS)),
+        requirements="2026-07-28",
+    ),
 )
 
 
@@ -133,24 +140,36 @@ class HarnessError(Exception):
 def main(argv: list[str] | None = None) -> int:
     """Serve the app, run every suite against it, print the summary; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--node-modules", required=True, type=Path,
-                        help="node_modules folder with the conformance-stable and conformance-alpha installs")
-    parser.add_argument("--app", default="conformance.everything:app",
-                        help="WSGI app to serve, as gunicorn names it (default: %(default)s)")
-    parser.add_argument("--output-dir", type=Path,
-                        help="where the per-scenario checks.json files go (default: a new temporary folder)")
+    parser.add_argument(
+        "--node-modules",
+        required=True,
+        type=Path,
+        help="node_modules folder with the conformance-stable and conformance-alpha installs",
+    )
+    parser.add_argument(
+        "--app",
+        default="conformance.everything:app",
+        help="WSGI app to serve, as gunicorn names it (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--output-dir", type=Path, help="where the per-scenario checks.json files go (default: a new temporary folder)"
+    )
     args = parser.parse_args(argv)
     try:
         check_node()
         suites = {run.package: find_suite(args.node_modules, run.package) for run in RUNS}
-        requirements = {run.label: load_requirements(suites[run.package][0], run.requirements)
-                        for run in RUNS if run.requirements is not None}
+        requirements = {
+            run.label: load_requirements(suites[run.package][0], run.requirements)
+            for run in RUNS
+            if run.requirements is not None
+        }
         if args.output_dir is not None:
             # The summary counts every result folder under a run's folder; old ones would count twice.
             stale = [run.label for run in RUNS if (args.output_dir / run.label).exists()]
             if stale:
-                raise HarnessError(f"{args.output_dir} already holds results ({', '.join(stale)}); "
-                                   f"give an empty or new folder")
+                raise HarnessError(
+                    f"{args.output_dir} already holds results ({', '.join(stale)}); give an empty or new folder"
+                )
     except HarnessError as exc:
         print(f"conformance: {exc}", file=sys.stderr)
         return 2
@@ -181,8 +200,9 @@ def main(argv: list[str] | None = None) -> int:
 def check_node() -> None:
     """Check that the ``node`` on PATH is recent enough for the suite."""
     try:
-        version = subprocess.run(["node", "--version"], capture_output=True, text=True, check=True,
-                                 timeout=30).stdout.strip()
+        version = subprocess.run(
+            ["node", "--version"], capture_output=True, text=True, check=True, timeout=30
+        ).stdout.strip()
     except FileNotFoundError:
         raise HarnessError(f"no 'node' on PATH; the suite needs Node {MIN_NODE_MAJOR} or later") from None
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
@@ -214,8 +234,9 @@ def load_requirements(entry: Path, revision: str) -> Requirements:
         revision: the requirement set's revision.
     """
     if yaml is None:
-        raise HarnessError("the --requirements run needs PyYAML to read the suite's requirement file "
-                           "(pip install pyyaml)")
+        raise HarnessError(
+            "the --requirements run needs PyYAML to read the suite's requirement file (pip install pyyaml)"
+        )
     package_dir = next((folder for folder in entry.parents if (folder / "package.json").is_file()), entry.parent)
     path = package_dir / "requirements" / f"{revision}.yaml"
     try:
@@ -228,11 +249,13 @@ def load_requirements(entry: Path, revision: str) -> Requirements:
         raise HarnessError(f"{path} is not a requirement file (no mapping at its top)")
     scored = data.get("server")
     entries = data.get("not_scored") or []
-    if not (isinstance(scored, list) and all(isinstance(name, str) for name in scored)
-            and isinstance(entries, list)):
+    if not (isinstance(scored, list) and all(isinstance(name, str) for name in scored) and isinstance(entries, list)):
         raise HarnessError(f"{path} has no list of server scenarios")
-    not_scored = {e["scenario"]: str(e.get("reason", "not scored")) for e in entries
-                  if isinstance(e, dict) and e.get("leg") == "server" and isinstance(e.get("scenario"), str)}
+    not_scored = {
+        e["scenario"]: str(e.get("reason", "not scored"))
+        for e in entries
+        if isinstance(e, dict) and e.get("leg") == "server" and isinstance(e.get("scenario"), str)
+    }
     return Requirements(revision, tuple(scored), not_scored)
 
 
@@ -249,8 +272,15 @@ def start_server(app: str, port: int, log_path: Path) -> subprocess.Popen:
     command = [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"), "--chdir", str(ROOT), app]
     print(f"conformance: serving {app} on 127.0.0.1:{port} (log: {log_path})", flush=True)
     with open(log_path, "wb") as log:
-        return subprocess.Popen(command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def wait_until_serving(server: subprocess.Popen, port: int, log_path: Path) -> None:
@@ -262,8 +292,7 @@ def wait_until_serving(server: subprocess.Popen, port: int, log_path: Path) -> N
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise HarnessError(f"gunicorn exited with status {server.returncode} before serving:\n"
-                               f"{tail(log_path)}")
+            raise HarnessError(f"gunicorn exited with status {server.returncode} before serving:\n{tail(log_path)}")
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
         try:
             # Any status will do (a GET without a session is refused): the app is running.
@@ -274,8 +303,7 @@ def wait_until_serving(server: subprocess.Popen, port: int, log_path: Path) -> N
             time.sleep(0.1)
         finally:
             connection.close()
-    raise HarnessError(f"gunicorn did not serve on 127.0.0.1:{port} within {STARTUP_TIMEOUT:.0f} s:\n"
-                       f"{tail(log_path)}")
+    raise HarnessError(f"gunicorn did not serve on 127.0.0.1:{port} within {STARTUP_TIMEOUT:.0f} s:\n{tail(log_path)}")
 
 
 def run_suite(entry: Path, url: str, run: SuiteRun, output: Path) -> int | None:
@@ -330,13 +358,13 @@ def collect(output: Path) -> list[ScenarioResult]:
             elif status == "WARNING":
                 result.warnings += 1
                 result.warning_texts.append(
-                    f"{check.get('name')}: {check.get('errorMessage') or check.get('description')}")
+                    f"{check.get('name')}: {check.get('errorMessage') or check.get('description')}"
+                )
         results.append(result)
     return results
 
 
-def report(output: Path, statuses: dict[str, int | None], requirements: dict[str, Requirements],
-           log_path: Path) -> int:
+def report(output: Path, statuses: dict[str, int | None], requirements: dict[str, Requirements], log_path: Path) -> int:
     """Print one line per scenario and the totals; 1 if anything failed, else 0."""
     print(f"\n=== CONFORMANCE SUMMARY (checks.json under {output}) ===", flush=True)
     total_passed = total_failed = total_warnings = 0
@@ -367,8 +395,9 @@ def report(output: Path, statuses: dict[str, int | None], requirements: dict[str
     return 1 if total_failed else 0
 
 
-def report_requirements(results: list[ScenarioResult], requirements: Requirements, label: str,
-                        outcome: str) -> tuple[int, int, int]:
+def report_requirements(
+    results: list[ScenarioResult], requirements: Requirements, label: str, outcome: str
+) -> tuple[int, int, int]:
     """Print a ``--requirements`` run: the scored scenarios, then the others.
 
     A warning in a scored scenario counts as a failed check, and a scored scenario without
@@ -379,28 +408,38 @@ def report_requirements(results: list[ScenarioResult], requirements: Requirement
         ``(passed, failed, warnings)`` over the scored scenarios, warnings included in failed.
     """
     by_name = {r.scenario: r for r in results}
-    scored = [by_name.get(name) or ScenarioResult(name, failed=1, failures=["the scenario did not run"])
-              for name in requirements.scored]
+    scored = [
+        by_name.get(name) or ScenarioResult(name, failed=1, failures=["the scenario did not run"])
+        for name in requirements.scored
+    ]
     # The requirement file's order, then anything the file does not name.
     order = list(requirements.not_scored)
-    others = sorted((r for r in results if r.scenario not in requirements.scored),
-                    key=lambda r: order.index(r.scenario) if r.scenario in order else len(order))
+    others = sorted(
+        (r for r in results if r.scenario not in requirements.scored),
+        key=lambda r: order.index(r.scenario) if r.scenario in order else len(order),
+    )
     passed = sum(r.passed for r in scored)
     warnings = sum(r.warnings for r in scored)
     failed = sum(r.failed for r in scored) + warnings
-    print(f"\n[{label}] {len(scored)} scored scenarios: {passed} passed, {failed - warnings} failed, "
-          f"{warnings} warnings (warnings fail the run); {outcome}")
+    print(
+        f"\n[{label}] {len(scored)} scored scenarios: {passed} passed, {failed - warnings} failed, "
+        f"{warnings} warnings (warnings fail the run); {outcome}"
+    )
     for r in scored:
         print_scenario(r, warnings_fail=True)
     if others:
         failing = sum(1 for r in others if r.failed or r.warnings)
-        print(f"\n[{label}] {len(others)} scenarios run but not scored, {failing} with failures or warnings "
-              f"(they do not fail the run):")
+        print(
+            f"\n[{label}] {len(others)} scenarios run but not scored, {failing} with failures or warnings "
+            f"(they do not fail the run):"
+        )
         for r in others:
             reason = requirements.not_scored.get(r.scenario, "not in the requirement set")
             print_scenario(r, note=f"not scored ({NOT_SCORED_REASONS.get(reason, reason)})", warnings_fail=True)
-        print(f"Not scored: {sum(r.passed for r in others)} passed, {sum(r.failed for r in others)} failed, "
-              f"{sum(r.warnings for r in others)} warnings")
+        print(
+            f"Not scored: {sum(r.passed for r in others)} passed, {sum(r.failed for r in others)} failed, "
+            f"{sum(r.warnings for r in others)} warnings"
+        )
     return passed, failed, warnings
 
 

@@ -54,7 +54,9 @@ def render(template: str, values: dict[str, str], instances: list[tuple[str, str
     seen: set[str] = set()
     for name, address in instances:
         if not INSTANCE_NAME.match(name):
-            raise RenderError(f"instance name {name!r} must be 1-40 characters of A-Z, a-z, 0-9, '_' and '-' (as ZEMCP_INSTANCE)")
+            raise RenderError(
+                f"instance name {name!r} must be 1-40 characters of A-Z, a-z, 0-9, '_' and '-' (as ZEMCP_INSTANCE)"
+            )
         if not ADDRESS.match(address):
             raise RenderError(f"address {address!r} of instance {name!r} must be HOST:PORT")
         if name in seen:
@@ -63,7 +65,9 @@ def render(template: str, values: dict[str, str], instances: list[tuple[str, str
     used = set(PLACEHOLDER.findall(template))
     missing = sorted(used - PER_INSTANCE - values.keys())
     if missing:
-        raise RenderError("no value for " + ", ".join("{{%s}}" % m for m in missing) + "; give it with --set NAME=VALUE")
+        raise RenderError(
+            "no value for " + ", ".join("{{%s}}" % m for m in missing) + "; give it with --set NAME=VALUE"
+        )
     unused = sorted(values.keys() - used)
     if unused:
         raise RenderError("the template has no placeholder " + ", ".join("{{%s}}" % u for u in unused))
@@ -91,10 +95,24 @@ def main(argv: list[str] | None = None) -> int:
     """Command line entry point; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("template", type=Path, help="deploy/haproxy.cfg or deploy/nginx.conf")
-    parser.add_argument("--set", dest="values", action="append", default=[], metavar="NAME=VALUE",
-                        type=lambda t: _pair(t, "--set"), help="value of the placeholder {{NAME}}")
-    parser.add_argument("--instance", dest="instances", action="append", default=[], metavar="NAME=HOST:PORT",
-                        type=lambda t: _pair(t, "--instance"), help="one zemcp instance (repeat for each)")
+    parser.add_argument(
+        "--set",
+        dest="values",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        type=lambda t: _pair(t, "--set"),
+        help="value of the placeholder {{NAME}}",
+    )
+    parser.add_argument(
+        "--instance",
+        dest="instances",
+        action="append",
+        default=[],
+        metavar="NAME=HOST:PORT",
+        type=lambda t: _pair(t, "--instance"),
+        help="one zemcp instance (repeat for each)",
+    )
     parser.add_argument("--output", "-o", type=Path, help="write here instead of standard output")
     args = parser.parse_args(argv)
     try:

@@ -12,6 +12,9 @@ server = zemcp.Server("hello", "1.0")
 def greet(ctx: zemcp.Context, name: str = "") -> str:
     """Say hello; asks for the name when it is left out."""
     if not name and ctx.client_supports_elicit():
-        name = ctx.elicit("Whom should I greet?", {"type": "object", "properties": {
-            "name": {"type": "string", "title": "Name"}}, "required": ["name"]}, key="name")["name"]
+        name = ctx.elicit(
+            "Whom should I greet?",
+            {"type": "object", "properties": {"name": {"type": "string", "title": "Name"}}, "required": ["name"]},
+            key="name",
+        )["name"]
     return f"Hello, {name or 'world'}!"

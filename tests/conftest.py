@@ -97,7 +97,7 @@ class SseStream:
         while True:
             newline = self._buffer.find(b"\n")
             if newline >= 0:
-                line, self._buffer = self._buffer[:newline], self._buffer[newline + 1:]
+                line, self._buffer = self._buffer[:newline], self._buffer[newline + 1 :]
                 return line.rstrip(b"\r")
             try:
                 chunk = next(self._chunks)
@@ -217,15 +217,28 @@ class McpClient:
             headers[key] = value
         return headers
 
-    def post(self, message: Any = None, *, data: Any = None, headers: dict | None = None, session: bool = True,
-             version: bool = True, timeout: float = READ_TIMEOUT) -> requests.Response:
+    def post(
+        self,
+        message: Any = None,
+        *,
+        data: Any = None,
+        headers: dict | None = None,
+        session: bool = True,
+        version: bool = True,
+        timeout: float = READ_TIMEOUT,
+    ) -> requests.Response:
         """POST one message (JSON-encoded) or raw ``data``; the response is read in full."""
         body = data if data is not None else json.dumps(message)
-        return self.http.post(self.url, data=body, headers=self.headers(headers, session=session, version=version),
-                              timeout=(CONNECT_TIMEOUT, timeout))
+        return self.http.post(
+            self.url,
+            data=body,
+            headers=self.headers(headers, session=session, version=version),
+            timeout=(CONNECT_TIMEOUT, timeout),
+        )
 
-    def open_stream(self, message: dict, *, headers: dict | None = None,
-                    timeout: float = READ_TIMEOUT) -> tuple[requests.Response, SseStream | None]:
+    def open_stream(
+        self, message: dict, *, headers: dict | None = None, timeout: float = READ_TIMEOUT
+    ) -> tuple[requests.Response, SseStream | None]:
         """POST ``message`` on a connection of its own with ``stream=True``.
 
         Returns:
@@ -233,8 +246,13 @@ class McpClient:
             the end of the test if still open).
         """
         http = requests.Session()
-        response = http.post(self.url, data=json.dumps(message), headers=self.headers(headers),
-                             timeout=(CONNECT_TIMEOUT, timeout), stream=True)
+        response = http.post(
+            self.url,
+            data=json.dumps(message),
+            headers=self.headers(headers),
+            timeout=(CONNECT_TIMEOUT, timeout),
+            stream=True,
+        )
         if response.headers.get("Content-Type", "").startswith("text/event-stream"):
             stream = SseStream(response, http)
             self._streams.append(stream)
@@ -245,9 +263,15 @@ class McpClient:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def initialize(self, *, elicitation: bool = True, protocol_version: str = CLIENT_VERSION,
-                   capabilities: dict | None = None, headers: dict | None = None,
-                   initialized: bool = True) -> requests.Response:
+    def initialize(
+        self,
+        *,
+        elicitation: bool = True,
+        protocol_version: str = CLIENT_VERSION,
+        capabilities: dict | None = None,
+        headers: dict | None = None,
+        initialized: bool = True,
+    ) -> requests.Response:
         """Send initialize; on 200 keep the session id and negotiated version.
 
         Args:
@@ -259,9 +283,14 @@ class McpClient:
         if capabilities is None:
             capabilities = {"elicitation": {}} if elicitation else {}
         message = {
-            "jsonrpc": "2.0", "id": self.new_id(), "method": "initialize",
-            "params": {"protocolVersion": protocol_version, "capabilities": capabilities,
-                       "clientInfo": {"name": self.name, "version": self.version}},
+            "jsonrpc": "2.0",
+            "id": self.new_id(),
+            "method": "initialize",
+            "params": {
+                "protocolVersion": protocol_version,
+                "capabilities": capabilities,
+                "clientInfo": {"name": self.name, "version": self.version},
+            },
         }
         response = self.post(message, headers=headers, version=False)
         self.init_response = response
@@ -291,15 +320,20 @@ class McpClient:
 
     def delete(self, session_id: str | None = None) -> requests.Response:
         """DELETE the session (this client's unless ``session_id`` is given)."""
-        return self.http.delete(self.url, headers={"Mcp-Session-Id": session_id or self.session_id},
-                                timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
+        return self.http.delete(
+            self.url, headers={"Mcp-Session-Id": session_id or self.session_id}, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
+        )
 
     # -- tools ----------------------------------------------------------------------------
 
     def call_message(self, arguments: dict | None = None, name: str = "ze_execute") -> dict:
         """A tools/call message with a fresh id."""
-        return {"jsonrpc": "2.0", "id": self.new_id(), "method": "tools/call",
-                "params": {"name": name, "arguments": arguments if arguments is not None else {}}}
+        return {
+            "jsonrpc": "2.0",
+            "id": self.new_id(),
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments if arguments is not None else {}},
+        }
 
     def execute(self, command: str) -> dict:
         """Run one ze_execute command that must answer plain JSON; returns the CallToolResult."""
@@ -323,13 +357,16 @@ class McpClient:
         call = self.call_message({})
         response, stream = self.open_stream(call, timeout=timeout)
         assert response.status_code == 200, (response.status_code, response.text)
-        assert stream is not None, f"expected text/event-stream, got {response.headers.get('Content-Type')}: {response.text}"
+        assert stream is not None, (
+            f"expected text/event-stream, got {response.headers.get('Content-Type')}: {response.text}"
+        )
         first = stream.next_message()
         assert first is not None and first.get("method") == "elicitation/create", first
         return call, response, stream, first
 
-    def answer(self, request_id: Any, result: dict | None = None, *, error: dict | None = None,
-               session_id: str | None = None) -> requests.Response:
+    def answer(
+        self, request_id: Any, result: dict | None = None, *, error: dict | None = None, session_id: str | None = None
+    ) -> requests.Response:
         """POST the client's response to a server request (on the plain connection)."""
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if error is not None:
@@ -378,7 +415,8 @@ class McpClient:
             if status["pending"] == expected or time.monotonic() > end:
                 assert status["pending"] == expected, (
                     f"pending elicitations stayed at {status['pending']} for {deadline} s, expected {expected}:\n"
-                    f"{status['text']}")
+                    f"{status['text']}"
+                )
                 return status
             time.sleep(0.1)
 
@@ -403,7 +441,7 @@ TAG_HEADER = "X-Zemcp-Test-Tag"
 def sse_messages(text: str) -> list[dict]:
     """The JSON-RPC messages of a whole ``text/event-stream`` body (comments skipped)."""
     messages, data = [], []
-    for line in text.splitlines() + [""]:
+    for line in [*text.splitlines(), ""]:
         if line == "":
             if data:
                 messages.append(json.loads("\n".join(data)))
@@ -429,8 +467,9 @@ class ModernClient:
         capabilities: the ``clientCapabilities`` sent with every request.
     """
 
-    def __init__(self, url: str, name: str = "zemcp-modern-tests", version: str = "1.0",
-                 capabilities: dict | None = None):
+    def __init__(
+        self, url: str, name: str = "zemcp-modern-tests", version: str = "1.0", capabilities: dict | None = None
+    ):
         self.url = url
         self.name = name
         self.version = version
@@ -445,18 +484,30 @@ class ModernClient:
 
     def meta(self) -> dict:
         """The per-request envelope for ``params._meta``."""
-        return {META_VERSION: MODERN_VERSION, META_CAPABILITIES: self.capabilities,
-                META_CLIENT_INFO: {"name": self.name, "version": self.version}}
+        return {
+            META_VERSION: MODERN_VERSION,
+            META_CAPABILITIES: self.capabilities,
+            META_CLIENT_INFO: {"name": self.name, "version": self.version},
+        }
 
     def message(self, method: str, params: dict | None = None) -> dict:
         """A request with a fresh id whose params carry the envelope."""
-        return {"jsonrpc": "2.0", "id": self.new_id(), "method": method,
-                "params": {**(params or {}), "_meta": self.meta()}}
+        return {
+            "jsonrpc": "2.0",
+            "id": self.new_id(),
+            "method": method,
+            "params": {**(params or {}), "_meta": self.meta()},
+        }
 
     def headers(self, message: dict, extra: dict | None = None) -> dict:
         """The headers of a POST of ``message`` (standard MCP headers from its body), plus ``extra``."""
-        headers = {"Content-Type": "application/json", "Accept": ACCEPT, "Connection": "close",
-                   "MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": message["method"]}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": ACCEPT,
+            "Connection": "close",
+            "MCP-Protocol-Version": MODERN_VERSION,
+            "Mcp-Method": message["method"],
+        }
         params = message.get("params") or {}
         if message["method"] in ("tools/call", "prompts/get"):
             headers["Mcp-Name"] = params["name"]
@@ -468,8 +519,12 @@ class ModernClient:
     def post(self, message: dict, *, headers: dict | None = None, timeout: float = READ_TIMEOUT) -> requests.Response:
         """POST ``message`` on a fresh connection; the response is read in full."""
         with requests.Session() as http:
-            response = http.post(self.url, data=json.dumps(message), headers=self.headers(message, headers),
-                                 timeout=(CONNECT_TIMEOUT, timeout))
+            response = http.post(
+                self.url,
+                data=json.dumps(message),
+                headers=self.headers(message, headers),
+                timeout=(CONNECT_TIMEOUT, timeout),
+            )
             _ = response.content
         return response
 
@@ -486,8 +541,15 @@ class ModernClient:
         assert len(replies) == 1, f"expected one response to id {request_id!r}, got {messages}"
         return replies[0]
 
-    def call(self, arguments: dict | None = None, *, name: str = "ze_execute", input_responses: dict | None = None,
-             request_state: Any = None, headers: dict | None = None) -> tuple[requests.Response, dict]:
+    def call(
+        self,
+        arguments: dict | None = None,
+        *,
+        name: str = "ze_execute",
+        input_responses: dict | None = None,
+        request_state: Any = None,
+        headers: dict | None = None,
+    ) -> tuple[requests.Response, dict]:
         """One tools/call round; returns the HTTP response and the JSON-RPC response."""
         params: dict[str, Any] = {"name": name, "arguments": arguments if arguments is not None else {}}
         if input_responses is not None:
@@ -517,8 +579,12 @@ class ModernClient:
 
     def answer_command(self, first: dict, command: str, *, headers: dict | None = None) -> dict:
         """Round 2: the retry answering round 1's question with ``command``; returns its result."""
-        return self.call_result({}, input_responses={"command": {"action": "accept", "content": {"command": command}}},
-                                request_state=first["requestState"], headers=headers)
+        return self.call_result(
+            {},
+            input_responses={"command": {"action": "accept", "content": {"command": command}}},
+            request_state=first["requestState"],
+            headers=headers,
+        )
 
     def run_eliciting(self, command: str) -> str:
         """Both rounds of an eliciting ze_execute answered with ``command``; the completed call's text."""
@@ -545,8 +611,14 @@ class GunicornServer:
     WSGI app gunicorn loads (the reference server by default).
     """
 
-    def __init__(self, settings: dict[str, Any], log_dir: Path, gunicorn_args: tuple[str, ...] = (),
-                 config: bool = True, app: str = "wsgi:app"):
+    def __init__(
+        self,
+        settings: dict[str, Any],
+        log_dir: Path,
+        gunicorn_args: tuple[str, ...] = (),
+        config: bool = True,
+        app: str = "wsgi:app",
+    ):
         self.port = free_port()
         self.base = f"http://{HOST}:{self.port}"
         self.url = f"{self.base}/mcp"
@@ -562,12 +634,24 @@ class GunicornServer:
         self._log = os.fdopen(fd, "wb")
         self._clients: list[McpClient] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn",
-             # Without -c, gunicorn would still read ./gunicorn.conf.py: name an empty file instead.
-             *(("-c", "gunicorn.conf.py") if config else ("-c", os.devnull, "--bind", self.env["ZEMCP_BIND"],
-                                                          "--access-logfile", "-")),
-             *gunicorn_args, app],
-            cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                # Without -c, gunicorn would still read ./gunicorn.conf.py: name an empty file instead.
+                *(
+                    ("-c", "gunicorn.conf.py")
+                    if config
+                    else ("-c", os.devnull, "--bind", self.env["ZEMCP_BIND"], "--access-logfile", "-")
+                ),
+                *gunicorn_args,
+                app,
+            ],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         try:
@@ -586,7 +670,9 @@ class GunicornServer:
                     return
             except OSError:
                 time.sleep(0.05)
-        pytest.fail(f"gunicorn did not accept connections on {HOST}:{self.port} within {START_TIMEOUT} s:\n{self.log()}")
+        pytest.fail(
+            f"gunicorn did not accept connections on {HOST}:{self.port} within {START_TIMEOUT} s:\n{self.log()}"
+        )
 
     def log(self) -> str:
         """Everything gunicorn wrote so far (it writes to the file directly)."""
@@ -598,8 +684,14 @@ class GunicornServer:
         self._clients.append(client)
         return client
 
-    def session(self, *, elicitation: bool = True, name: str = "zemcp-tests", version: str = "1.0",
-                protocol_version: str = CLIENT_VERSION) -> McpClient:
+    def session(
+        self,
+        *,
+        elicitation: bool = True,
+        name: str = "zemcp-tests",
+        version: str = "1.0",
+        protocol_version: str = CLIENT_VERSION,
+    ) -> McpClient:
         """A client with a live session (initialize must succeed)."""
         client = self.client(name, version)
         response = client.initialize(elicitation=elicitation, protocol_version=protocol_version)
@@ -683,20 +775,22 @@ def client(server: GunicornServer) -> McpClient:
 
 #: gunicorn ``access_log_format`` of traced servers: one line per request, ``|``-separated
 #: ``key=value`` fields; a header that was not there reads ``-``.
-TRACE_FORMAT = "|".join([
-    "zemcp-trace",
-    "pid=%(p)s",
-    "status=%(s)s",
-    "http=%(m)s",
-    "path=%(U)s",
-    "mcp-method=%({mcp-method}i)s",
-    "mcp-name=%({mcp-name}i)s",
-    "version=%({mcp-protocol-version}i)s",
-    "session-in=%({mcp-session-id}i)s",
-    "session-out=%({mcp-session-id}o)s",
-    "content-type=%({content-type}o)s",
-    "tag=%({" + TAG_HEADER.lower() + "}i)s",
-])
+TRACE_FORMAT = "|".join(
+    [
+        "zemcp-trace",
+        "pid=%(p)s",
+        "status=%(s)s",
+        "http=%(m)s",
+        "path=%(U)s",
+        "mcp-method=%({mcp-method}i)s",
+        "mcp-name=%({mcp-name}i)s",
+        "version=%({mcp-protocol-version}i)s",
+        "session-in=%({mcp-session-id}i)s",
+        "session-out=%({mcp-session-id}o)s",
+        "content-type=%({content-type}o)s",
+        "tag=%({" + TAG_HEADER.lower() + "}i)s",
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -738,17 +832,31 @@ def trace_records(server: GunicornServer, since: int = 0) -> list[TraceRecord]:
             continue
         fields = dict(part.split("=", 1) for part in line.split("|")[1:])
         value = {key: (None if text == "-" else text) for key, text in fields.items()}
-        records.append(TraceRecord(
-            pid=int(fields["pid"].strip("<>")), status=int(fields["status"]), http=fields["http"], path=fields["path"],
-            mcp_method=value["mcp-method"], mcp_name=value["mcp-name"], version=value["version"],
-            session_in=value["session-in"], session_out=value["session-out"], content_type=value["content-type"],
-            tag=value["tag"],
-        ))
+        records.append(
+            TraceRecord(
+                pid=int(fields["pid"].strip("<>")),
+                status=int(fields["status"]),
+                http=fields["http"],
+                path=fields["path"],
+                mcp_method=value["mcp-method"],
+                mcp_name=value["mcp-name"],
+                version=value["version"],
+                session_in=value["session-in"],
+                session_out=value["session-out"],
+                content_type=value["content-type"],
+                tag=value["tag"],
+            )
+        )
     return records
 
 
-def wait_trace(server: GunicornServer, since: int, count: int, deadline: float = 5.0,
-               until: Callable[[TraceRecord], bool] | None = None) -> list[TraceRecord]:
+def wait_trace(
+    server: GunicornServer,
+    since: int,
+    count: int,
+    deadline: float = 5.0,
+    until: Callable[[TraceRecord], bool] | None = None,
+) -> list[TraceRecord]:
     """Poll until at least ``count`` records follow ``since`` and, with ``until``, one of them
     satisfies it (bounded by ``deadline`` s); returns them all."""
     end = time.monotonic() + deadline
@@ -756,7 +864,9 @@ def wait_trace(server: GunicornServer, since: int, count: int, deadline: float =
         records = trace_records(server, since)
         done = len(records) >= count and (until is None or any(until(r) for r in records))
         if done or time.monotonic() > end:
-            assert done, f"expected {count} traced requests within {deadline} s (and one matching {until}), got {records}"
+            assert done, (
+                f"expected {count} traced requests within {deadline} s (and one matching {until}), got {records}"
+            )
             return records
         time.sleep(0.05)
 

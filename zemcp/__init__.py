@@ -10,21 +10,6 @@ endpoint: the stateless 2026-07-28 revision and the handshake versions 2024-11-0
 __version__ = "0.1.0"
 
 from zemcp.config import Settings
-from zemcp.elicitation import (
-    ClientDisconnected,
-    ElicitAborted,
-    ElicitCancelled,
-    ElicitDeclined,
-    ElicitError,
-    ElicitMalformed,
-    ElicitSchemaInvalid,
-    ElicitTimeout,
-    ElicitTooMany,
-    ElicitUnsupported,
-    RequestCancelled,
-    SessionEnded,
-)
-from zemcp.server import Server
 from zemcp.context import (
     Ask,
     CannotWait,
@@ -39,7 +24,22 @@ from zemcp.context import (
     Sample,
     URLElicitationRequired,
 )
+from zemcp.elicitation import (
+    ClientDisconnected,
+    ElicitAborted,
+    ElicitCancelled,
+    ElicitDeclined,
+    ElicitError,
+    ElicitMalformed,
+    ElicitSchemaInvalid,
+    ElicitTimeout,
+    ElicitTooMany,
+    ElicitUnsupported,
+    RequestCancelled,
+    SessionEnded,
+)
 from zemcp.headers import McpHeader
+from zemcp.server import Server
 from zemcp.tools import ToolError
 from zemcp.transport import McpApp
 

@@ -49,8 +49,7 @@ log = logging.getLogger("zemcp.auth")
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
 #: Asymmetric JWS algorithms a :class:`JwtVerifier` may accept; ``none`` and the HMAC
 #: family (a secret shared with the resource server) never are.
-JWT_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
-                            "ES256", "ES384", "ES512", "EdDSA"})
+JWT_ALGORITHMS = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"})
 #: [bytes] the largest introspection answer read.
 MAX_INTROSPECTION_BYTES = 64 * 1024
 #: Introspection results kept at most (each for ``cache_seconds`` or until the token expires).
@@ -143,19 +142,28 @@ class JwtVerifier:
         ValueError: an algorithm outside :data:`JWT_ALGORITHMS`.
     """
 
-    def __init__(self, *, jwks_url: str, issuer: str, audience: str, algorithms: Iterable[str] = ("RS256", "ES256"),
-                 leeway: float = 10.0, jwks_lifespan: float = 300.0, jwks_cooldown: float = 30.0,
-                 timeout: float = 5.0):
+    def __init__(
+        self,
+        *,
+        jwks_url: str,
+        issuer: str,
+        audience: str,
+        algorithms: Iterable[str] = ("RS256", "ES256"),
+        leeway: float = 10.0,
+        jwks_lifespan: float = 300.0,
+        jwks_cooldown: float = 30.0,
+        timeout: float = 5.0,
+    ):
         self.algorithms = tuple(algorithms)
         refused = [a for a in self.algorithms if a not in JWT_ALGORITHMS]
         if refused or not self.algorithms:
-            raise ValueError(f"JWT algorithms must be among {', '.join(sorted(JWT_ALGORITHMS))}; got "
-                             f"{', '.join(refused) or 'none'}")
+            raise ValueError(
+                f"JWT algorithms must be among {', '.join(sorted(JWT_ALGORITHMS))}; got {', '.join(refused) or 'none'}"
+            )
         self.issuer = issuer
         self.audience = audience
         self.leeway = leeway
-        self._jwks = jwt.PyJWKClient(jwks_url, lifespan=jwks_lifespan, timeout=timeout,
-                                     cooldown_duration=jwks_cooldown)
+        self._jwks = jwt.PyJWKClient(jwks_url, lifespan=jwks_lifespan, timeout=timeout, cooldown_duration=jwks_cooldown)
 
     def verify(self, token: str) -> Principal:
         """The principal of a valid token.
@@ -171,8 +179,9 @@ class JwtVerifier:
             raise InvalidToken("the access token is not a JWT") from None
         alg = header.get("alg")
         if alg not in self.algorithms:
-            raise InvalidToken(f"the access token's algorithm {alg!r} is not accepted "
-                               f"(accepted: {', '.join(self.algorithms)})")
+            raise InvalidToken(
+                f"the access token's algorithm {alg!r} is not accepted (accepted: {', '.join(self.algorithms)})"
+            )
         try:
             key = self._jwks.get_signing_key_from_jwt(token).key
         except jwt.PyJWKClientConnectionError as exc:
@@ -182,15 +191,24 @@ class JwtVerifier:
             log.warning("the JWKS of the authorization server is unusable: %s", exc)
             raise VerifierUnavailable("the authorization server's keys (JWKS) are unusable") from None
         except jwt.PyJWKClientError:
-            raise InvalidToken("the access token is signed with a key the authorization server does not publish") from None
+            raise InvalidToken(
+                "the access token is signed with a key the authorization server does not publish"
+            ) from None
         except jwt.InvalidTokenError:
             raise InvalidToken("the access token is malformed") from None
         except ValueError as exc:  # the JWKS URL answered something that is not JSON
             log.warning("the JWKS of the authorization server is not JSON: %s", exc)
             raise VerifierUnavailable("the authorization server's keys (JWKS) are unusable") from None
         try:
-            claims = jwt.decode(token, key, algorithms=[alg], audience=self.audience, issuer=self.issuer,
-                                leeway=self.leeway, options={"require": ["exp", "iss", "aud", "sub"]})
+            claims = jwt.decode(
+                token,
+                key,
+                algorithms=[alg],
+                audience=self.audience,
+                issuer=self.issuer,
+                leeway=self.leeway,
+                options={"require": ["exp", "iss", "aud", "sub"]},
+            )
         except jwt.ExpiredSignatureError:
             raise InvalidToken("the access token has expired") from None
         except jwt.InvalidAudienceError:
@@ -224,8 +242,18 @@ class IntrospectionVerifier:
             token's ``exp``); 0 asks on every request. Inactive answers are not kept.
     """
 
-    def __init__(self, *, url: str, client_id: str, client_secret: str, audience: str, issuer: str | None = None,
-                 leeway: float = 10.0, timeout: float = 5.0, cache_seconds: float = 30.0):
+    def __init__(
+        self,
+        *,
+        url: str,
+        client_id: str,
+        client_secret: str,
+        audience: str,
+        issuer: str | None = None,
+        leeway: float = 10.0,
+        timeout: float = 5.0,
+        cache_seconds: float = 30.0,
+    ):
         self.url = url
         self.audience = audience
         self.issuer = issuer
@@ -248,11 +276,17 @@ class IntrospectionVerifier:
         now = time.monotonic()
         with self._lock:
             cached = self._cache.get(digest)
-        if cached is not None and cached[1] > now and (cached[0].expires_at is None or cached[0].expires_at > time.time()):
+        if (
+            cached is not None
+            and cached[1] > now
+            and (cached[0].expires_at is None or cached[0].expires_at > time.time())
+        ):
             return cached[0]
         answer = self._introspect(token)
         if answer.get("active") is not True:
-            raise InvalidToken("the access token is not active (revoked, expired or unknown to the authorization server)")
+            raise InvalidToken(
+                "the access token is not active (revoked, expired or unknown to the authorization server)"
+            )
         exp = answer.get("exp")
         if isinstance(exp, (int, float)) and exp + self.leeway < time.time():
             raise InvalidToken("the access token has expired")
@@ -274,14 +308,20 @@ class IntrospectionVerifier:
                     self._cache[digest] = (principal, now + self.cache_seconds)
         return principal
 
-    def _introspect(self, token: str) -> dict:
+    def _introspect(self, token: str) -> dict[str, Any]:
         client_id, client_secret = self._credentials
         # RFC 6749 2.3.1: the client credentials are form-encoded before the Basic encoding.
         basic = base64.b64encode(f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}".encode()).decode()
         request = urllib.request.Request(
-            self.url, method="POST", data=urlencode({"token": token, "token_type_hint": "access_token"}).encode(),
-            headers={"Accept": "application/json", "Content-Type": "application/x-www-form-urlencoded",
-                     "Authorization": f"Basic {basic}"})
+            self.url,
+            method="POST",
+            data=urlencode({"token": token, "token_type_hint": "access_token"}).encode(),
+            headers={
+                "Accept": "application/json",
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Authorization": f"Basic {basic}",
+            },
+        )
         try:
             with _NO_REDIRECTS.open(request, timeout=self.timeout) as response:
                 status, raw = response.status, response.read(MAX_INTROSPECTION_BYTES)
@@ -318,9 +358,14 @@ def _principal(claims: Mapping[str, Any]) -> Principal:
         scopes = frozenset(s for s in listed if isinstance(s, str)) if isinstance(listed, list) else frozenset()
     client = claims.get("client_id", claims.get("azp"))
     exp = claims.get("exp")
-    return Principal(subject=str(claims["sub"]), client_id=client if isinstance(client, str) else None,
-                     issuer=claims.get("iss") if isinstance(claims.get("iss"), str) else None, scopes=scopes,
-                     expires_at=float(exp) if isinstance(exp, (int, float)) else None, claims=dict(claims))
+    return Principal(
+        subject=str(claims["sub"]),
+        client_id=client if isinstance(client, str) else None,
+        issuer=claims.get("iss") if isinstance(claims.get("iss"), str) else None,
+        scopes=scopes,
+        expires_at=float(exp) if isinstance(exp, (int, float)) else None,
+        claims=dict(claims),
+    )
 
 
 class Challenge(Exception):
@@ -370,11 +415,20 @@ class Authorization:
             authorization server is given.
     """
 
-    def __init__(self, verifier: TokenVerifier, *, resource: str, authorization_servers: Iterable[str],
-                 scopes: Iterable[str] = (), resource_name: str | None = None):
+    def __init__(
+        self,
+        verifier: TokenVerifier,
+        *,
+        resource: str,
+        authorization_servers: Iterable[str],
+        scopes: Iterable[str] = (),
+        resource_name: str | None = None,
+    ):
         parts = urlsplit(resource)
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment or parts.query:
-            raise ValueError(f"the resource must be an absolute http(s) URL without query or fragment, got {resource!r}")
+            raise ValueError(
+                f"the resource must be an absolute http(s) URL without query or fragment, got {resource!r}"
+            )
         self.resource = resource.rstrip("/") if parts.path not in ("", "/") else resource
         self.authorization_servers = list(authorization_servers)
         if not self.authorization_servers:
@@ -389,27 +443,42 @@ class Authorization:
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{self.metadata_path}"
 
     @classmethod
-    def from_settings(cls, settings: "Settings", resource_name: str | None = None) -> "Authorization | None":
+    def from_settings(cls, settings: Settings, resource_name: str | None = None) -> Authorization | None:
         """The authorization ``settings.auth`` asks for, or None when it is ``off``."""
         if settings.auth == "off":
             return None
         resource = settings.auth_resource_url
         if settings.auth == "jwt":
             verifier: TokenVerifier = JwtVerifier(
-                jwks_url=settings.auth_jwks_url, issuer=settings.auth_issuer, audience=resource,
-                algorithms=settings.auth_algorithms, leeway=settings.auth_leeway,
-                jwks_lifespan=settings.auth_jwks_lifespan, jwks_cooldown=settings.auth_jwks_cooldown,
-                timeout=settings.auth_timeout)
+                jwks_url=settings.auth_jwks_url,
+                issuer=settings.auth_issuer,
+                audience=resource,
+                algorithms=settings.auth_algorithms,
+                leeway=settings.auth_leeway,
+                jwks_lifespan=settings.auth_jwks_lifespan,
+                jwks_cooldown=settings.auth_jwks_cooldown,
+                timeout=settings.auth_timeout,
+            )
         else:
             verifier = IntrospectionVerifier(
-                url=settings.auth_introspection_url, client_id=settings.auth_client_id,
-                client_secret=settings.auth_client_secret, audience=resource, issuer=settings.auth_issuer,
-                leeway=settings.auth_leeway, timeout=settings.auth_timeout,
-                cache_seconds=settings.auth_introspection_cache)
-        return cls(verifier, resource=resource, authorization_servers=[settings.auth_issuer],
-                   scopes=settings.auth_scopes, resource_name=resource_name)
+                url=settings.auth_introspection_url,
+                client_id=settings.auth_client_id,
+                client_secret=settings.auth_client_secret,
+                audience=resource,
+                issuer=settings.auth_issuer,
+                leeway=settings.auth_leeway,
+                timeout=settings.auth_timeout,
+                cache_seconds=settings.auth_introspection_cache,
+            )
+        return cls(
+            verifier,
+            resource=resource,
+            authorization_servers=[settings.auth_issuer],
+            scopes=settings.auth_scopes,
+            resource_name=resource_name,
+        )
 
-    def metadata(self, scopes_supported: Iterable[str] = ()) -> dict:
+    def metadata(self, scopes_supported: Iterable[str] = ()) -> dict[str, Any]:
         """The Protected Resource Metadata document (RFC 9728 section 2)."""
         document: dict[str, Any] = {
             "resource": self.resource,
@@ -432,23 +501,35 @@ class Authorization:
             VerifierUnavailable: the token could not be checked now.
         """
         if authorization is None or not authorization.strip():
-            raise self._challenge(401, None, "Unauthorized: this server needs an OAuth access token "
-                                             "(Authorization: Bearer <token>); its metadata names the "
-                                             f"authorization server: {self.metadata_url}")
+            raise self._challenge(
+                401,
+                None,
+                "Unauthorized: this server needs an OAuth access token "
+                "(Authorization: Bearer <token>); its metadata names the "
+                f"authorization server: {self.metadata_url}",
+            )
         scheme, _, token = authorization.strip().partition(" ")
         if scheme.lower() != "bearer":
             # Never echo what was sent: a token without its scheme would come back in the body.
-            raise self._challenge(401, None, "Unauthorized: only the Bearer scheme is accepted; send "
-                                             "Authorization: Bearer <access token>")
+            raise self._challenge(
+                401, None, "Unauthorized: only the Bearer scheme is accepted; send Authorization: Bearer <access token>"
+            )
         token = token.strip()
         if not token or " " in token or "," in token:
-            raise self._challenge(400, "invalid_request", "Bad Request: the Authorization header must be "
-                                                          "'Bearer <token>' with one token, sent once")
+            raise self._challenge(
+                400,
+                "invalid_request",
+                "Bad Request: the Authorization header must be 'Bearer <token>' with one token, sent once",
+            )
         try:
             principal = self.verifier.verify(token)
         except InvalidToken as exc:
-            raise self._challenge(401, "invalid_token", f"Unauthorized: {exc.description}; get a new access token",
-                                  description=exc.description) from None
+            raise self._challenge(
+                401,
+                "invalid_token",
+                f"Unauthorized: {exc.description}; get a new access token",
+                description=exc.description,
+            ) from None
         missing = principal.missing(self.scopes)
         if missing:
             raise self.challenge_for(InsufficientScope([], "this server"), missing)
@@ -460,13 +541,24 @@ class Authorization:
         message names the ``missing`` ones when they are known."""
         scopes = [s for s in dict.fromkeys([*self.scopes, *exc.needed]) if s != OFFLINE_ACCESS]
         lacks = f"; the access token lacks {' '.join(missing)}" if missing else ""
-        return self._challenge(403, "insufficient_scope",
-                               f"Forbidden: {exc.what} needs the scope(s) {' '.join(scopes)}{lacks}; ask the "
-                               "authorization server for a token with them",
-                               description=f"{exc.what} needs the scope(s) {' '.join(scopes)}", scopes=scopes)
+        return self._challenge(
+            403,
+            "insufficient_scope",
+            f"Forbidden: {exc.what} needs the scope(s) {' '.join(scopes)}{lacks}; ask the "
+            "authorization server for a token with them",
+            description=f"{exc.what} needs the scope(s) {' '.join(scopes)}",
+            scopes=scopes,
+        )
 
-    def _challenge(self, status: int, error: str | None, message: str, *, description: str | None = None,
-                   scopes: Iterable[str] | None = None) -> Challenge:
+    def _challenge(
+        self,
+        status: int,
+        error: str | None,
+        message: str,
+        *,
+        description: str | None = None,
+        scopes: Iterable[str] | None = None,
+    ) -> Challenge:
         params = []
         if error is not None:
             params.append(("error", error))
@@ -482,4 +574,4 @@ class Authorization:
 
 def _quoted(value: str) -> str:
     # RFC 6750 forbids '"' and '\' in these values; client-chosen text never gets here, but keep it a token.
-    return "".join(c for c in value if c not in '"\\' and 0x20 <= ord(c) < 0x7f)
+    return "".join(c for c in value if c not in '"\\' and 0x20 <= ord(c) < 0x7F)

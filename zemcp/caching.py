@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 SCOPES = ("public", "private")
 
@@ -37,7 +38,7 @@ class CacheHint:
         if self.scope not in SCOPES:
             raise ValueError(f"cache_scope must be 'public' or 'private', got {self.scope!r}")
 
-    def fields(self) -> dict:
+    def fields(self) -> dict[str, Any]:
         """The result fields: ``{"ttlMs": ..., "cacheScope": ...}``."""
         return {"ttlMs": self.ttl_ms, "cacheScope": self.scope}
 

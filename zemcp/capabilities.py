@@ -10,6 +10,7 @@ requests). Everything era-agnostic asks this interface, never the era.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from zemcp.versions import ELICITATION_MODES, since
 
@@ -31,7 +32,13 @@ class ClientView:
         protocol_version, client_info, capabilities, log_level: as given.
     """
 
-    def __init__(self, protocol_version: str, client_info: dict, capabilities: dict, log_level: str | None = "info"):
+    def __init__(
+        self,
+        protocol_version: str,
+        client_info: dict[str, Any],
+        capabilities: dict[str, Any],
+        log_level: str | None = "info",
+    ):
         self.protocol_version = protocol_version
         self.client_info = client_info
         self.capabilities = capabilities
@@ -63,8 +70,10 @@ def check_size(name: str, value: object, limit: int) -> None:
     """
     size = len(json.dumps(value, separators=(",", ":")))
     if size > limit:
-        raise ValueError(f"{name} is {size} bytes as JSON, more than the {limit} this server accepts "
-                         f"(ZEMCP_MAX_CLIENT_INFO_BYTES); declare only what the client has")
+        raise ValueError(
+            f"{name} is {size} bytes as JSON, more than the {limit} this server accepts "
+            f"(ZEMCP_MAX_CLIENT_INFO_BYTES); declare only what the client has"
+        )
 
 
 def _elicitation_modes(protocol_version: str, declared: object) -> frozenset[str]:

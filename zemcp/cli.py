@@ -31,20 +31,38 @@ def main() -> None:
 
 @main.command()
 @click.option("--url", help=f"The MCP endpoint.  [default: {DEFAULT_URL}]")
-@click.option("--port", type=click.IntRange(1, 65535),
-              help="Shorthand for --url http://127.0.0.1:PORT/mcp.")
+@click.option("--port", type=click.IntRange(1, 65535), help="Shorthand for --url http://127.0.0.1:PORT/mcp.")
 @click.option("--elicit", is_flag=True, help="Declare the elicitation capability at initialize.")
 @click.option("--token", help="Send 'Authorization: Bearer TOKEN' with every request.")
-@click.option("--timeout", type=click.FloatRange(0, min_open=True), default=10.0, show_default=True,
-              help="Seconds to wait for the port to accept connections, and for each HTTP request "
-                   "(its response body included).")
-@click.option("--protocol-version", default=DEFAULT_PROTOCOL_VERSION, show_default=True,
-              help="The MCP protocol version requested at initialize.")
-@click.option("-v", "--verbose", is_flag=True,
-              help="On stderr, report each response's HTTP status and Content-Type (a tools/call "
-                   "answered as a stream shows text/event-stream) and each elicitation answer.")
-def mcp(url: str | None, port: int | None, elicit: bool, token: str | None, timeout: float,
-        protocol_version: str, verbose: bool) -> None:
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds to wait for the port to accept connections, and for each HTTP request (its response body included).",
+)
+@click.option(
+    "--protocol-version",
+    default=DEFAULT_PROTOCOL_VERSION,
+    show_default=True,
+    help="The MCP protocol version requested at initialize.",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="On stderr, report each response's HTTP status and Content-Type (a tools/call "
+    "answered as a stream shows text/event-stream) and each elicitation answer.",
+)
+def mcp(
+    url: str | None,
+    port: int | None,
+    elicit: bool,
+    token: str | None,
+    timeout: float,
+    protocol_version: str,
+    verbose: bool,
+) -> None:
     """Run an MCP session scripted by directives on stdin, one per line.
 
     \b
@@ -66,8 +84,14 @@ def mcp(url: str | None, port: int | None, elicit: bool, token: str | None, time
     if port is not None:
         url = f"http://127.0.0.1:{port}/mcp"
     try:
-        client = McpTestClient(url or DEFAULT_URL, timeout=timeout, elicit=elicit, token=token,
-                               protocol_version=protocol_version, verbose=verbose)
+        client = McpTestClient(
+            url or DEFAULT_URL,
+            timeout=timeout,
+            elicit=elicit,
+            token=token,
+            protocol_version=protocol_version,
+            verbose=verbose,
+        )
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--url") from None
     try:

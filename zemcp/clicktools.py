@@ -28,7 +28,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -46,6 +46,7 @@ _UNSET = getattr(click.core, "UNSET", None)
 
 
 # -- running a command with its output captured -----------------------------------------------
+
 
 @dataclass(frozen=True)
 class ClickResult:
@@ -225,6 +226,7 @@ def _captured() -> Iterator[_Capture]:
 
 # -- input schemas from Click parameters ------------------------------------------------------
 
+
 @dataclass
 class _Binding:
     """One property of the input schema and how its value becomes command-line tokens.
@@ -240,7 +242,7 @@ class _Binding:
     """
 
     name: str
-    schema: dict
+    schema: dict[str, Any]
     required: bool
     render: Callable[[Any], list[str]]
     positional: bool = False
@@ -252,7 +254,7 @@ def _choice_token(choice: Any) -> str:
     return choice.name if isinstance(choice, enum.Enum) else str(choice)
 
 
-def _type_schema(ptype: click.ParamType) -> dict:
+def _type_schema(ptype: click.ParamType[Any]) -> dict[str, Any]:
     """The JSON Schema of one value of a Click type (one item of a multiple or nargs parameter)."""
     if isinstance(ptype, click.Choice):
         return {"type": "string", "enum": [_choice_token(c) for c in ptype.choices]}
@@ -277,7 +279,7 @@ def _type_schema(ptype: click.ParamType) -> dict:
     return {"type": "string"}
 
 
-def _value_schema(param: click.Parameter) -> dict:
+def _value_schema(param: click.Parameter) -> dict[str, Any]:
     """The schema of one occurrence of the parameter: a value, or an array of nargs values."""
     if isinstance(param.type, click.Tuple):
         items = [_type_schema(t) for t in param.type.types]
@@ -358,6 +360,7 @@ def _option_binding(option: click.Option) -> _Binding:
             if not option.multiple:
                 return render_one(value)
             return [token for item in value for token in render_one(item)]
+
     has_default, default = _json_default(option)
     # A prompting option without a default cannot be left out: its prompt would meet end of input.
     required = option.required or (option.prompt is not None and not has_default and not option.is_flag)
@@ -365,15 +368,20 @@ def _option_binding(option: click.Option) -> _Binding:
         schema["default"] = default
     if option.help:
         schema["description"] = option.help
-    return _Binding(option.name, schema, required, render,
-                    fill=option.prompt is not None and has_default and not required)
+    return _Binding(
+        option.name, schema, required, render, fill=option.prompt is not None and has_default and not required
+    )
 
 
 def _switch_binding(name: str, options: list[click.Option]) -> _Binding:
     """Feature switches: flags that set one parameter to their own ``flag_value``."""
     by_value = {_token(o.flag_value): _option_name(o) for o in options}
     schema: dict[str, Any] = {"type": "string", "enum": list(by_value)}
-    chosen = [o for o in options if o.default is True or (o.default not in (None, _UNSET, False) and o.default == o.flag_value)]
+    chosen = [
+        o
+        for o in options
+        if o.default is True or (o.default not in (None, _UNSET, False) and o.default == o.flag_value)
+    ]
     if chosen:
         schema["default"] = _token(chosen[0].flag_value)
     helps = [f"{_option_name(o)}: {o.help}" for o in options if o.help]
@@ -423,11 +431,12 @@ def _bindings(command: click.Command) -> list[_Binding]:
         elif isinstance(p, click.Option):
             bindings.append(_option_binding(p))
         else:
-            bindings.append(_argument_binding(p))
+            # click's parameters are options or arguments.
+            bindings.append(_argument_binding(cast(click.Argument, p)))
     return bindings
 
 
-def _schema(bindings: list[_Binding]) -> dict:
+def _schema(bindings: list[_Binding]) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": {b.name: b.schema for b in bindings}}
     required = [b.name for b in bindings if b.required]
     if required:
@@ -436,7 +445,7 @@ def _schema(bindings: list[_Binding]) -> dict:
     return schema
 
 
-def command_schema(command: click.Command) -> dict:
+def command_schema(command: click.Command) -> dict[str, Any]:
     """The MCP ``inputSchema`` of a Click command.
 
     One property per visible parameter, under its Python name: STRING and other types ->
@@ -459,7 +468,7 @@ def command_schema(command: click.Command) -> dict:
     return _schema(_bindings(command))
 
 
-def _argv(bindings: list[_Binding], arguments: dict) -> list[str]:
+def _argv(bindings: list[_Binding], arguments: dict[str, Any]) -> list[str]:
     """The command-line tokens of validated tool arguments, options first, then ``--`` and arguments."""
     options: list[str] = []
     positional: list[str] = []
@@ -473,6 +482,7 @@ def _argv(bindings: list[_Binding], arguments: dict) -> list[str]:
 
 
 # -- walking a group --------------------------------------------------------------------------
+
 
 def _commands(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
     """``(path of names, command)`` for every visible leaf command under ``command``."""
@@ -496,9 +506,15 @@ def _description(command: click.Command, path: tuple[str, ...]) -> str:
     return text or f"Run the command '{' '.join(path) or command.name}'."
 
 
-def add_click_tools(server: Server, group: click.Command, *, prefix: str | None = None,
-                    elicit_missing: bool | Sequence[str] = False, prog_name: str | None = None,
-                    **tool_options: Any) -> list[str]:
+def add_click_tools(
+    server: Server,
+    group: click.Command,
+    *,
+    prefix: str | None = None,
+    elicit_missing: bool | Sequence[str] = False,
+    prog_name: str | None = None,
+    **tool_options: Any,
+) -> list[str]:
     """Register every command of a Click group as a tool of ``server``.
 
     A command's tool is named after its path of command names joined with ``_``
@@ -532,8 +548,10 @@ def add_click_tools(server: Server, group: click.Command, *, prefix: str | None 
     """
     supports_elicit = "elicit_missing" in inspect.signature(server.tool).parameters
     if elicit_missing and not supports_elicit:
-        log.warning("server.tool has no elicit_missing: calls of Click commands without a required "
-                    "parameter are refused instead of asking the user for it")
+        log.warning(
+            "server.tool has no elicit_missing: calls of Click commands without a required "
+            "parameter are refused instead of asking the user for it"
+        )
     names = []
     for path, command in _commands(group):
         parts = [prefix] if prefix else []
@@ -551,21 +569,23 @@ def add_click_tools(server: Server, group: click.Command, *, prefix: str | None 
                 own = [n for n in elicit_missing if any(b.name == n for b in bindings)]
                 if own:
                     options["elicit_missing"] = own
-        server.tool(name, description=_description(command, path), input_schema=_schema(bindings),
-                    **options)(_tool_handler(group, path, bindings, prog_name))
+        server.tool(name, description=_description(command, path), input_schema=_schema(bindings), **options)(
+            _tool_handler(group, path, bindings, prog_name)
+        )
         names.append(name)
     return names
 
 
-def _askable(schema: dict) -> bool:
+def _askable(schema: dict[str, Any]) -> bool:
     """Whether a form can ask for the property: a primitive, and a string enum only of non-empty strings."""
     if schema.get("type") not in ("string", "number", "integer", "boolean"):
         return False
     return all(isinstance(v, str) and v for v in schema.get("enum", ["x"]))
 
 
-def _tool_handler(root: click.Command, path: tuple[str, ...], bindings: list[_Binding],
-                  prog_name: str | None) -> Callable[..., str]:
+def _tool_handler(
+    root: click.Command, path: tuple[str, ...], bindings: list[_Binding], prog_name: str | None
+) -> Callable[..., str]:
     def run(**arguments: Any) -> str:
         result = invoke(root, [*path, *_argv(bindings, arguments)], prog_name=prog_name)
         if result.failure is not None:
@@ -575,8 +595,9 @@ def _tool_handler(root: click.Command, path: tuple[str, ...], bindings: list[_Bi
     return run
 
 
-def add_click_commands(registry: CommandRegistry, group: click.Command, *, prefix: str | None = None,
-                       prog_name: str | None = None) -> list[str]:
+def add_click_commands(
+    registry: CommandRegistry, group: click.Command, *, prefix: str | None = None, prog_name: str | None = None
+) -> list[str]:
     """Register every command of a Click group as a text command of ``registry``.
 
     A command is registered under its path of command names (``db migrate``), after
@@ -605,7 +626,9 @@ def add_click_commands(registry: CommandRegistry, group: click.Command, *, prefi
     return names
 
 
-def _text_handler(root: click.Command, path: tuple[str, ...], prog_name: str | None) -> Callable[[CommandContext, str], str]:
+def _text_handler(
+    root: click.Command, path: tuple[str, ...], prog_name: str | None
+) -> Callable[[CommandContext, str], str]:
     def run(ctx: CommandContext, args: str) -> str:
         try:
             tokens = shlex.split(args)

@@ -165,7 +165,7 @@ class SseParser:
         events: list[SseEvent] = []
         start = 0
         for end in _LINE_END.finditer(self._text):
-            event = self._line(self._text[start:end.start()])
+            event = self._line(self._text[start : end.start()])
             if event is not None:
                 events.append(event)
             start = end.end()
@@ -214,7 +214,7 @@ class QueueAnswer:
         result: the JSON-RPC ``result`` to send, e.g. ``{"action": "accept", "content": {...}}``.
     """
 
-    result: dict
+    result: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,7 @@ class CallTool:
     """``@<tool> [json object]``, or a plain command line (``ze_execute {"command": line}``)."""
 
     name: str
-    arguments: dict = field(default_factory=dict)
+    arguments: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -263,7 +263,7 @@ def parse_duration(text: str) -> float:
     return total
 
 
-def _json_object(text: str, what: str, lineno: int) -> dict:
+def _json_object(text: str, what: str, lineno: int) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -309,7 +309,7 @@ def parse_directive(line: str, lineno: int = 0) -> Directive | None:
     if word.startswith("@"):
         name = word[1:]
         if not name:
-            raise DirectiveError(lineno, "@ needs a tool name, e.g. @ze_execute {\"command\": \"help\"}")
+            raise DirectiveError(lineno, '@ needs a tool name, e.g. @ze_execute {"command": "help"}')
         return CallTool(name, _json_object(rest, f"@{name}", lineno) if rest else {})
     if word == "wait":
         try:
@@ -323,13 +323,13 @@ class AnswerQueue:
     """The one FIFO of queued elicitation answers for a whole run."""
 
     def __init__(self) -> None:
-        self._answers: deque[dict] = deque()
+        self._answers: deque[dict[str, Any]] = deque()
 
-    def push(self, result: dict) -> None:
+    def push(self, result: dict[str, Any]) -> None:
         """Queue ``result`` (an elicitation ``result`` object) behind the others."""
         self._answers.append(result)
 
-    def pop(self) -> dict | None:
+    def pop(self) -> dict[str, Any] | None:
         """Take the oldest queued answer; None when the queue is empty."""
         return self._answers.popleft() if self._answers else None
 
@@ -360,10 +360,19 @@ class McpTestClient:
         ValueError: ``url`` is not an http(s) URL or ``timeout`` is not positive.
     """
 
-    def __init__(self, url: str, *, timeout: float = 10.0, elicit: bool = False, token: str | None = None,
-                 protocol_version: str = DEFAULT_PROTOCOL_VERSION, verbose: bool = False,
-                 stdout: TextIO | None = None, stderr: TextIO | None = None,
-                 session: requests.Session | None = None):
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 10.0,
+        elicit: bool = False,
+        token: str | None = None,
+        protocol_version: str = DEFAULT_PROTOCOL_VERSION,
+        verbose: bool = False,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+        session: requests.Session | None = None,
+    ):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"the MCP URL must be http(s)://host[:port]/path, got {url!r}")
@@ -385,11 +394,13 @@ class McpTestClient:
         self._http = session if session is not None else requests.Session()
         # Traffic goes to the given URL only: never through a proxy named in the environment.
         self._http.trust_env = False
-        self._http.headers.update({
-            "Content-Type": "application/json",
-            "Accept": "application/json, text/event-stream",
-            "User-Agent": f"{CLIENT_NAME}/{__version__}",
-        })
+        self._http.headers.update(
+            {
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "User-Agent": f"{CLIENT_NAME}/{__version__}",
+            }
+        )
         if token:
             self._http.headers["Authorization"] = f"Bearer {token}"
 
@@ -432,7 +443,7 @@ class McpTestClient:
                     ) from None
             time.sleep(READY_POLL_INTERVAL)
 
-    def initialize(self) -> dict:
+    def initialize(self) -> dict[str, Any]:
         """Send ``initialize`` then ``notifications/initialized``; keep the session id.
 
         Returns:
@@ -440,11 +451,14 @@ class McpTestClient:
         Raises:
             ClientError: the server refused or answered something unusable.
         """
-        result = self.request("initialize", {
-            "protocolVersion": self.protocol_version,
-            "capabilities": {"elicitation": {}} if self.elicit else {},
-            "clientInfo": {"name": CLIENT_NAME, "version": __version__},
-        })
+        result = self.request(
+            "initialize",
+            {
+                "protocolVersion": self.protocol_version,
+                "capabilities": {"elicitation": {}} if self.elicit else {},
+                "clientInfo": {"name": CLIENT_NAME, "version": __version__},
+            },
+        )
         version = result.get("protocolVersion")
         if not isinstance(version, str):
             raise TransportError(f"the initialize result has no protocolVersion string: {json.dumps(result)}")
@@ -468,7 +482,7 @@ class McpTestClient:
             elif isinstance(directive, CallTool):
                 self.call_tool(directive.name, directive.arguments)
 
-    def call_tool(self, name: str, arguments: dict) -> dict:
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Call a tool and print its output.
 
         Output: the ``text`` of each text content item of a successful result on ``stdout``,
@@ -487,8 +501,11 @@ class McpTestClient:
         content = result.get("content")
         if not isinstance(content, list):
             raise TransportError(f"the tools/call result has no content list: {json.dumps(result)}")
-        texts = [item["text"] for item in content
-                 if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str)]
+        texts = [
+            item["text"]
+            for item in content
+            if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str)
+        ]
         skipped = len(content) - len(texts)
         if result.get("isError") is True:
             raise CommandError("\n".join(texts) if texts else "(the error result has no text)")
@@ -505,8 +522,9 @@ class McpTestClient:
             return
         session_id, self.session_id = self.session_id, None
         try:
-            response = self._http.delete(self.url, headers={"Mcp-Session-Id": session_id},
-                                         timeout=self.timeout, allow_redirects=False)
+            response = self._http.delete(
+                self.url, headers={"Mcp-Session-Id": session_id}, timeout=self.timeout, allow_redirects=False
+            )
             response.close()
         except requests.RequestException as exc:
             self._note(f"warning: DELETE of the session failed: {exc}")
@@ -520,7 +538,7 @@ class McpTestClient:
 
     # -- JSON-RPC over HTTP --------------------------------------------------------
 
-    def request(self, method: str, params: dict) -> dict:
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send one JSON-RPC request and return its result.
 
         Server requests and notifications arriving on the response stream first are handled
@@ -557,7 +575,9 @@ class McpTestClient:
                 self._http.headers["Mcp-Session-Id"] = self.session_id
         return result
 
-    def _final_response(self, response: requests.Response, request_id: int, label: str, deadline: float) -> dict:
+    def _final_response(
+        self, response: requests.Response, request_id: int, label: str, deadline: float
+    ) -> dict[str, Any]:
         """The JSON-RPC response to ``request_id`` from a JSON body or an event stream."""
         content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
         upgraded = " (the response was upgraded to a stream)" if content_type == "text/event-stream" else ""
@@ -568,15 +588,16 @@ class McpTestClient:
         if content_type == "text/event-stream":
             return self._read_stream(response, request_id, label, deadline)
         if content_type != "application/json":
-            raise TransportError(f"{label} got Content-Type {content_type or '(none)'!r}; "
-                                 "expected application/json or text/event-stream")
+            raise TransportError(
+                f"{label} got Content-Type {content_type or '(none)'!r}; expected application/json or text/event-stream"
+            )
         body = self._body(response, label, deadline)
         final = _decode(body, label)
         if not self._is_response_to(final, request_id):
             raise TransportError(f"{label}: the JSON body is not the response to id {request_id}: {_describe(body)}")
         return final
 
-    def notify(self, method: str, params: dict | None = None) -> None:
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification; the server must answer 202.
 
         Raises:
@@ -587,7 +608,9 @@ class McpTestClient:
             message["params"] = params
         self._expect_accepted(message, method)
 
-    def _respond(self, request_id: Any, label: str, result: dict | None = None, error: dict | None = None) -> None:
+    def _respond(
+        self, request_id: Any, label: str, result: dict[str, Any] | None = None, error: dict[str, Any] | None = None
+    ) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if error is not None:
             message["error"] = error
@@ -595,21 +618,24 @@ class McpTestClient:
             message["result"] = result
         self._expect_accepted(message, f"the answer to {label}")
 
-    def _expect_accepted(self, message: dict, label: str) -> None:
+    def _expect_accepted(self, message: dict[str, Any], label: str) -> None:
         deadline = time.monotonic() + self.timeout
         response = self._post(message, label)
         try:
             self._verbose(f"http: {label} -> {response.status_code}")
             if response.status_code != 202:
-                raise TransportError(f"{label} got HTTP {response.status_code}, expected 202: "
-                                     f"{_describe(self._body(response, label, deadline))}")
+                raise TransportError(
+                    f"{label} got HTTP {response.status_code}, expected 202: "
+                    f"{_describe(self._body(response, label, deadline))}"
+                )
         finally:
             response.close()
 
-    def _post(self, message: dict, label: str) -> requests.Response:
+    def _post(self, message: dict[str, Any], label: str) -> requests.Response:
         try:
-            return self._http.post(self.url, data=json.dumps(message).encode(), stream=True,
-                                   timeout=self.timeout, allow_redirects=False)
+            return self._http.post(
+                self.url, data=json.dumps(message).encode(), stream=True, timeout=self.timeout, allow_redirects=False
+            )
         except requests.Timeout:
             raise TransportError(f"{label}: no answer from {self.url} within {self.timeout:g} s (--timeout)") from None
         except requests.RequestException as exc:
@@ -638,14 +664,15 @@ class McpTestClient:
                 # The socket timeout was the time left, so it may fire a hair before the deadline.
                 if time.monotonic() >= deadline - 0.01:
                     raise TransportError(
-                        f"{label}: the response did not complete within {self.timeout:g} s (--timeout)") from None
+                        f"{label}: the response did not complete within {self.timeout:g} s (--timeout)"
+                    ) from None
                 raise TransportError(f"{label}: reading the response failed: {exc}") from None
             yield chunk
 
     def _body(self, response: requests.Response, label: str, deadline: float) -> bytes:
         return b"".join(self._chunks(response, label, deadline))
 
-    def _read_stream(self, response: requests.Response, request_id: int, label: str, deadline: float) -> dict:
+    def _read_stream(self, response: requests.Response, request_id: int, label: str, deadline: float) -> dict[str, Any]:
         parser = SseParser()
         for chunk in self._chunks(response, label, deadline):
             for event in parser.feed(chunk):
@@ -661,14 +688,19 @@ class McpTestClient:
         raise TransportError(f"{label}: the event stream ended without the response to id {request_id}")
 
     @staticmethod
-    def _is_response_to(message: dict, request_id: int) -> bool:
+    def _is_response_to(message: dict[str, Any], request_id: int) -> bool:
         mid = message.get("id")
-        return ("method" not in message and ("result" in message or "error" in message)
-                and isinstance(mid, int) and not isinstance(mid, bool) and mid == request_id)
+        return (
+            "method" not in message
+            and ("result" in message or "error" in message)
+            and isinstance(mid, int)
+            and not isinstance(mid, bool)
+            and mid == request_id
+        )
 
     # -- messages from the server --------------------------------------------------
 
-    def _on_server_message(self, message: dict, label: str) -> None:
+    def _on_server_message(self, message: dict[str, Any], label: str) -> None:
         method = message.get("method")
         params = message.get("params")
         params = params if isinstance(params, dict) else {}
@@ -679,7 +711,7 @@ class McpTestClient:
         else:
             self._on_notification(method, params)
 
-    def _on_server_request(self, method: str, request_id: Any, params: dict, label: str) -> None:
+    def _on_server_request(self, method: str, request_id: Any, params: dict[str, Any], label: str) -> None:
         request_label = f"{method} (id {json.dumps(request_id)})"
         if method == "elicitation/create":
             if not self.elicit:
@@ -699,24 +731,33 @@ class McpTestClient:
             self._respond(request_id, request_label, result={})
         else:
             self._note(f"note: the server sent {request_label}, which this client does not handle; answered -32601")
-            self._respond(request_id, request_label,
-                          error={"code": -32601, "message": f"Method not found: {CLIENT_NAME} does not handle {method}"})
+            self._respond(
+                request_id,
+                request_label,
+                error={"code": -32601, "message": f"Method not found: {CLIENT_NAME} does not handle {method}"},
+            )
 
-    def _on_notification(self, method: str, params: dict) -> None:
+    def _on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "notifications/progress":
             total = params.get("total")
             text = params.get("message")
-            self._note(f"progress: {params.get('progress')}{'/' + str(total) if total is not None else ''}"
-                       f"{' ' + text if isinstance(text, str) and text else ''}")
+            self._note(
+                f"progress: {params.get('progress')}{'/' + str(total) if total is not None else ''}"
+                f"{' ' + text if isinstance(text, str) and text else ''}"
+            )
         elif method == "notifications/message":
             data = params.get("data")
             logger = params.get("logger")
-            self._note(f"log [{params.get('level')}]{' ' + logger if isinstance(logger, str) else ''}: "
-                       f"{data if isinstance(data, str) else json.dumps(data)}")
+            self._note(
+                f"log [{params.get('level')}]{' ' + logger if isinstance(logger, str) else ''}: "
+                f"{data if isinstance(data, str) else json.dumps(data)}"
+            )
         elif method == "notifications/cancelled":
             reason = params.get("reason")
-            self._note(f"cancelled: the server cancelled its request {json.dumps(params.get('requestId'))}"
-                       f"{': ' + reason if isinstance(reason, str) and reason else ''}")
+            self._note(
+                f"cancelled: the server cancelled its request {json.dumps(params.get('requestId'))}"
+                f"{': ' + reason if isinstance(reason, str) and reason else ''}"
+            )
         else:
             self._note(f"notification: {method} {json.dumps(params)}")
 
@@ -731,7 +772,7 @@ class McpTestClient:
             self._note(line)
 
 
-def _decode(body: bytes, label: str) -> dict:
+def _decode(body: bytes, label: str) -> dict[str, Any]:
     try:
         message = json.loads(body)
     except ValueError as exc:

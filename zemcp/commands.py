@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from zemcp.session import fingerprint
 from zemcp.context import Context
+from zemcp.session import fingerprint
 from zemcp.tools import ToolError
 
 if TYPE_CHECKING:
@@ -43,10 +43,10 @@ class CommandContext:
         client: what the caller declared for this request (version, client info, capabilities).
     """
 
-    server: "Server"
-    session: "Session | None"
-    commands: "CommandRegistry"
-    client: "ClientView"
+    server: Server
+    session: Session | None
+    commands: CommandRegistry
+    client: ClientView
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,9 @@ class CommandRegistry:
     def __init__(self) -> None:
         self._commands: dict[tuple[str, ...], Command] = {}
 
-    def command(self, name: str, help: str) -> Callable[[Callable[[CommandContext, str], str]], Callable[[CommandContext, str], str]]:
+    def command(
+        self, name: str, help: str
+    ) -> Callable[[Callable[[CommandContext, str], str]], Callable[[CommandContext, str], str]]:
         """Decorator registering ``handler(ctx, args) -> str`` under ``name``.
 
         Raises:
@@ -98,7 +100,7 @@ class CommandRegistry:
         for n in range(len(words), 0, -1):
             command = self._commands.get(tuple(m.group().lower() for m in words[:n]))
             if command is not None:
-                return command, line[words[n - 1].end():].strip()
+                return command, line[words[n - 1].end() :].strip()
         raise CommandError(f"unknown command {line.strip()!r}; run 'help' to list the commands")
 
     def dispatch(self, line: str, ctx: CommandContext) -> str:
@@ -114,7 +116,7 @@ class CommandRegistry:
 ELICIT_MESSAGE = "Which command would you like to run?"
 
 
-def add_execute_tool(server: "Server", commands: CommandRegistry, name: str = "ze_execute") -> None:
+def add_execute_tool(server: Server, commands: CommandRegistry, name: str = "ze_execute") -> None:
     """Register the tool ``name`` on ``server``: run one line of ``commands``.
 
     A call without a command (absent or blank) asks the user for one by the server's
@@ -135,7 +137,10 @@ def add_execute_tool(server: "Server", commands: CommandRegistry, name: str = "z
         input_schema={
             "type": "object",
             "properties": {
-                "command": {"type": "string", "description": "The command line, e.g. 'server status' or 'session show'"},
+                "command": {
+                    "type": "string",
+                    "description": "The command line, e.g. 'server status' or 'session show'",
+                },
             },
             "additionalProperties": False,
         },
@@ -168,11 +173,13 @@ def add_builtin_commands(commands: CommandRegistry) -> None:
         s = ctx.session
         if s is None:
             return "\n".join([*lines, "session: none (MCP 2026-07-28 is stateless: each request stands alone)"])
-        return "\n".join([
-            *lines,
-            f"age: {time.time() - s.created:.0f} s",
-            f"pending elicitations: {ctx.server.pending.count(s.id)}",
-        ])
+        return "\n".join(
+            [
+                *lines,
+                f"age: {time.time() - s.created:.0f} s",
+                f"pending elicitations: {ctx.server.pending.count(s.id)}",
+            ]
+        )
 
     @commands.command("session list", "sessions of this process (ids as fingerprints)")
     def session_list(ctx: CommandContext, args: str) -> str:
@@ -191,20 +198,22 @@ def add_builtin_commands(commands: CommandRegistry) -> None:
     def server_status(ctx: CommandContext, args: str) -> str:
         st = ctx.server.status()
         settings = ctx.server.settings
-        return "\n".join([
-            f"zemcp {st['version']} ({ctx.server.name} {ctx.server.version})",
-            f"pid: {st['pid']}",
-            f"uptime: {st['uptime']:.0f} s",
-            f"sessions: {st['sessions']} (cap {settings.max_sessions})",
-            f"pending elicitations: {st['pending']} (cap {st['pending_budget']})",
-            f"listen streams: {st['listen_streams']} (cap {st['listen_budget']})",
-            f"running calls and streams: {st['running'] + st['listen_streams']} (call budget {st['call_budget']})",
-            f"thread budget: {st['threads']} threads = {st['pending_budget']} for pending elicitations"
-            f" + {st['listen_budget']} for listen streams"
-            f" + {st['threads'] - st['pending_budget'] - st['listen_budget']} reserved",
-        ])
+        return "\n".join(
+            [
+                f"zemcp {st['version']} ({ctx.server.name} {ctx.server.version})",
+                f"pid: {st['pid']}",
+                f"uptime: {st['uptime']:.0f} s",
+                f"sessions: {st['sessions']} (cap {settings.max_sessions})",
+                f"pending elicitations: {st['pending']} (cap {st['pending_budget']})",
+                f"listen streams: {st['listen_streams']} (cap {st['listen_budget']})",
+                f"running calls and streams: {st['running'] + st['listen_streams']} (call budget {st['call_budget']})",
+                f"thread budget: {st['threads']} threads = {st['pending_budget']} for pending elicitations"
+                f" + {st['listen_budget']} for listen streams"
+                f" + {st['threads'] - st['pending_budget'] - st['listen_budget']} reserved",
+            ]
+        )
 
 
-def _client(client: "ClientView") -> str:
+def _client(client: ClientView) -> str:
     info = client.client_info
     return f"{info.get('name', '?')} {info.get('version', '?')}"

@@ -59,15 +59,18 @@ class CompletionRegistry:
         """
         if (prompt is None) == (resource is None):
             raise ValueError("give exactly one of prompt='<prompt name>' and resource='<URI template>'")
-        key = (_PROMPT, prompt) if prompt is not None else (_RESOURCE, resource)
-        if not isinstance(key[1], str) or not key[1]:
-            raise ValueError(f"the {'prompt name' if prompt is not None else 'URI template'} must be a non-empty string")
+        target = prompt if prompt is not None else resource
+        if not isinstance(target, str) or not target:
+            raise ValueError(
+                f"the {'prompt name' if prompt is not None else 'URI template'} must be a non-empty string"
+            )
+        key = (_PROMPT if prompt is not None else _RESOURCE, target)
         if key in self._providers:
             raise ValueError(f"{key[0]} {key[1]!r} already has a completion provider")
         self._providers[key] = provider
         return provider
 
-    def complete(self, params: dict) -> dict:
+    def complete(self, params: dict[str, Any]) -> dict[str, Any]:
         """``completion/complete``: ``{"completion": {"values": [...], "total": n, "hasMore": bool}}``.
 
         Args:
@@ -82,8 +85,11 @@ class CompletionRegistry:
         """
         ref_type, key, names = self._ref(params.get("ref"))
         argument = params.get("argument")
-        if not (isinstance(argument, dict) and isinstance(argument.get("name"), str)
-                and isinstance(argument.get("value"), str)):
+        if not (
+            isinstance(argument, dict)
+            and isinstance(argument.get("name"), str)
+            and isinstance(argument.get("value"), str)
+        ):
             raise ProtocolError(
                 INVALID_PARAMS, "Invalid params: completion/complete needs params.argument {name, value} (strings)"
             )
@@ -96,7 +102,9 @@ class CompletionRegistry:
         context = _context(params.get("context"))
         provider = self._providers.get((ref_type, key))
         values = [] if provider is None else self._call(provider, ref_type, key, argument, context)
-        return {"completion": {"values": values[:MAX_VALUES], "total": len(values), "hasMore": len(values) > MAX_VALUES}}
+        return {
+            "completion": {"values": values[:MAX_VALUES], "total": len(values), "hasMore": len(values) > MAX_VALUES}
+        }
 
     def _ref(self, ref: Any) -> tuple[str, str, list[str]]:
         # The ref's type, its key (prompt name or URI template) and its argument names.
@@ -121,7 +129,9 @@ class CompletionRegistry:
             )
         return _RESOURCE, uri, list(template.template.variables)
 
-    def _call(self, provider: Provider, ref_type: str, key: str, argument: dict, context: dict[str, str]) -> list[str]:
+    def _call(
+        self, provider: Provider, ref_type: str, key: str, argument: dict[str, Any], context: dict[str, str]
+    ) -> list[str]:
         try:
             values = provider(argument["name"], argument["value"], context)
         except ProtocolError:
@@ -148,8 +158,11 @@ def _context(context: Any) -> dict[str, str]:
     arguments = context.get("arguments") if isinstance(context, dict) else context
     if arguments is None:
         return {}
-    if not isinstance(context, dict) or not isinstance(arguments, dict) or not all(
-            isinstance(value, str) for value in arguments.values()):
+    if (
+        not isinstance(context, dict)
+        or not isinstance(arguments, dict)
+        or not all(isinstance(value, str) for value in arguments.values())
+    ):
         raise ProtocolError(
             INVALID_PARAMS, 'Invalid params: params.context must be {"arguments": {name: value}} with string values'
         )

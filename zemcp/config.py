@@ -16,6 +16,7 @@ import secrets
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 ENV_PREFIX = "ZEMCP_"
 _INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -127,8 +128,15 @@ class Settings:
     auth_introspection_cache: float = 30.0
 
     def __post_init__(self) -> None:
-        positive = ("session_ttl", "elicitation_timeout", "keepalive_interval", "body_timeout", "head_timeout",
-                    "auth_timeout", "auth_jwks_lifespan")
+        positive = (
+            "session_ttl",
+            "elicitation_timeout",
+            "keepalive_interval",
+            "body_timeout",
+            "head_timeout",
+            "auth_timeout",
+            "auth_jwks_lifespan",
+        )
         for name in positive:
             value = getattr(self, name)
             # NaN compares false with everything and infinity overflows threading's waits.
@@ -164,9 +172,11 @@ class Settings:
         object.__setattr__(self, "request_state_key", keys)
         for key in self.request_state_key:
             if not isinstance(key, str) or len(key) < 32:
-                raise ValueError("request_state_key (ZEMCP_REQUEST_STATE_KEY) needs secrets of at least 32 characters "
-                                 "each, comma-separated; make one with: python -c 'import secrets; "
-                                 "print(secrets.token_urlsafe(32))'")
+                raise ValueError(
+                    "request_state_key (ZEMCP_REQUEST_STATE_KEY) needs secrets of at least 32 characters "
+                    "each, comma-separated; make one with: python -c 'import secrets; "
+                    "print(secrets.token_urlsafe(32))'"
+                )
         self._check_auth()
 
     def _check_auth(self) -> None:
@@ -184,8 +194,10 @@ class Settings:
             raise ValueError(f"auth (ZEMCP_AUTH) must be off, jwt or introspection, got {self.auth!r}")
         if self.auth == "off":
             return
-        needed = {"jwt": ("auth_issuer", "auth_jwks_url"),
-                  "introspection": ("auth_issuer", "auth_introspection_url", "auth_client_id")}[self.auth]
+        needed = {
+            "jwt": ("auth_issuer", "auth_jwks_url"),
+            "introspection": ("auth_issuer", "auth_introspection_url", "auth_client_id"),
+        }[self.auth]
         for name in needed:
             if not getattr(self, name):
                 raise ValueError(f"auth={self.auth} needs {name} (ZEMCP_{name.upper()})")
@@ -247,7 +259,7 @@ class Settings:
         return is_loopback_host(host)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Build settings from ``ZEMCP_*`` variables, then apply keyword ``overrides``.
 
         Args:
@@ -260,7 +272,7 @@ class Settings:
                 or a value is out of range.
         """
         environ = os.environ if environ is None else environ
-        values: dict[str, object] = {}
+        values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             raw = environ.get(ENV_PREFIX + f.name.upper())
             if raw is None or raw.strip() == "":

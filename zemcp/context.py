@@ -49,17 +49,19 @@ class CapabilityMissing(ClientRequestError):
     """The client did not declare the capability the request needs; nothing was sent."""
 
     def __init__(self, capability: str, method: str) -> None:
-        super().__init__(f"the client did not declare the {capability} capability (at initialize, or in this "
-                         f"request's clientCapabilities), so {method} cannot be sent")
+        super().__init__(
+            f"the client did not declare the {capability} capability (at initialize, or in this "
+            f"request's clientCapabilities), so {method} cannot be sent"
+        )
         self.capability = capability
         #: The ``ClientCapabilities`` the request would have needed (``error.data.requiredCapabilities``).
-        self.required = {capability: {}}
+        self.required: dict[str, Any] = {capability: {}}
 
 
 class ClientErrorResponse(ClientRequestError):
     """The client answered with a JSON-RPC error (``code``, ``message``)."""
 
-    def __init__(self, method: str, error: dict) -> None:
+    def __init__(self, method: str, error: dict[str, Any]) -> None:
         self.code = error.get("code")
         self.message = error.get("message", "")
         super().__init__(f"the client refused {method}: error {self.code}: {self.message}")
@@ -98,17 +100,21 @@ class URLElicitationRequired(Exception):
             "message", "url", "elicitationId"}`` dicts; ids are generated where missing.
     """
 
-    def __init__(self, elicitations: list) -> None:
+    def __init__(self, elicitations: list[Any]) -> None:
         if not isinstance(elicitations, list) or not elicitations:
             raise TypeError("URLElicitationRequired needs a non-empty list of (message, url) pairs or URL-mode dicts")
         self.elicitations = [_url_elicitation(item) for item in elicitations]
         super().__init__("this request needs the user to complete a URL-mode elicitation first")
 
 
-def _url_elicitation(item: Any) -> dict:
+def _url_elicitation(item: Any) -> dict[str, Any]:
     if isinstance(item, dict):
-        if item.get("mode") != "url" or not all(isinstance(item.get(k), str) for k in ("message", "url", "elicitationId")):
-            raise TypeError(f"a URL-mode elicitation dict needs mode 'url' and string message, url and elicitationId, got {item!r}")
+        if item.get("mode") != "url" or not all(
+            isinstance(item.get(k), str) for k in ("message", "url", "elicitationId")
+        ):
+            raise TypeError(
+                f"a URL-mode elicitation dict needs mode 'url' and string message, url and elicitationId, got {item!r}"
+            )
         return item
     if isinstance(item, tuple) and len(item) == 2 and all(isinstance(part, str) for part in item):
         return {"mode": "url", "message": item[0], "url": item[1], "elicitationId": new_elicitation_id()}
@@ -133,7 +139,7 @@ class Ask:
 
     key: str | None = None
 
-    def request(self, client: "ClientView") -> InputRequest:
+    def request(self, client: ClientView) -> InputRequest:
         """The input request; raises before anything is sent when the client cannot take it."""
         raise NotImplementedError
 
@@ -155,18 +161,18 @@ class Elicit(Ask):
         key: the ``inputRequests`` key in the 2026-07-28 era.
     """
 
-    def __init__(self, message: str, requested_schema: dict | type, key: str | None = None):
+    def __init__(self, message: str, requested_schema: dict[str, Any] | type, key: str | None = None):
         self.message = message
         self.cls = requested_schema if isinstance(requested_schema, type) else None
-        if self.cls is not None:
+        if isinstance(requested_schema, type):
             # Imported here: zemcp.schemas imports this module to recognise the Context type.
             from zemcp import schemas
 
-            requested_schema = schemas.elicitation_schema(self.cls)
-        self.schema = requested_schema
+            requested_schema = schemas.elicitation_schema(requested_schema)
+        self.schema: dict[str, Any] = requested_schema
         self.key = key
 
-    def request(self, client: "ClientView") -> InputRequest:
+    def request(self, client: ClientView) -> InputRequest:
         return elicitation.form_request(client, self.message, self.schema, self.key)
 
     def interpret(self, answer: jsonrpc.Response) -> Any:
@@ -194,7 +200,7 @@ class ElicitURL(Ask):
     def __init__(self, message: str, url: str, elicitation_id: str | None = None, key: str | None = None):
         self.message, self.url, self.elicitation_id, self.key = message, url, elicitation_id, key
 
-    def request(self, client: "ClientView") -> InputRequest:
+    def request(self, client: ClientView) -> InputRequest:
         elicitation.check_message(self.message)
         if not client.client_supports_elicit("url"):
             raise elicitation.ElicitUnsupported("url")
@@ -204,7 +210,8 @@ class ElicitURL(Ask):
         return InputRequest("elicitation/create", params, self.key)
 
     def interpret(self, answer: jsonrpc.Response) -> None:
-        if answer.error is None and answer.result.get("action") == "accept" and "content" in answer.result:
+        result = answer.result
+        if answer.error is None and result is not None and result.get("action") == "accept" and "content" in result:
             raise elicitation.ElicitMalformed("a URL-mode accept carries no content")
         elicitation.interpret_answer(answer, {"type": "object"})
 
@@ -218,10 +225,10 @@ class _ClientRequest(Ask):
     capability = ""
     method = ""
 
-    def __init__(self, params: dict, key: str | None):
+    def __init__(self, params: dict[str, Any], key: str | None):
         self.params, self.key = params, key
 
-    def request(self, client: "ClientView") -> InputRequest:
+    def request(self, client: ClientView) -> InputRequest:
         if not client.client_supports(self.capability):
             raise CapabilityMissing(self.capability, self.method)
         return InputRequest(self.method, self.params, self.key)
@@ -252,7 +259,7 @@ class Sample(_ClientRequest):
 
     capability, method = "sampling", "sampling/createMessage"
 
-    def __init__(self, messages: list[dict] | str, max_tokens: int, key: str | None = None, **options: Any):
+    def __init__(self, messages: list[dict[str, Any]] | str, max_tokens: int, key: str | None = None, **options: Any):
         if isinstance(messages, str):
             messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
         super().__init__({"messages": messages, "maxTokens": max_tokens, **options}, key)
@@ -270,7 +277,7 @@ class ListRoots(_ClientRequest):
     def __init__(self, key: str | None = None):
         super().__init__({}, key)
 
-    def interpret(self, answer: jsonrpc.Response) -> list[dict]:
+    def interpret(self, answer: jsonrpc.Response) -> list[dict[str, Any]]:
         roots = super().interpret(answer).get("roots", [])
         return roots if isinstance(roots, list) else []
 
@@ -301,12 +308,12 @@ class Context:
             is off.
     """
 
-    def __init__(self, exchange: "Exchange", auth: "Principal | None" = None):
+    def __init__(self, exchange: Exchange, auth: Principal | None = None):
         self._exchange = exchange
         self.auth = auth
         self._last_progress: float | None = None
-        self.client: "ClientView" = exchange.client
-        self.session: "Session | None" = exchange.session
+        self.client: ClientView = exchange.client
+        self.session: Session | None = exchange.session
         self.request_id = exchange.request_id
 
     def client_supports_elicit(self, mode: str = "form") -> bool:
@@ -317,8 +324,14 @@ class Context:
         """True when the client declared ``capability`` (``sampling``, ``roots``, ``elicitation``)."""
         return self.client.client_supports(capability)
 
-    def elicit(self, message: str, requested_schema: dict | type[T], *, key: str | None = None,
-               timeout: float | None = None) -> dict | T:
+    def elicit(
+        self,
+        message: str,
+        requested_schema: dict[str, Any] | type[T],
+        *,
+        key: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any] | T:
         """Ask the user for information (MCP client/elicitation, form mode).
 
         Ask before doing side effects: the wait can end in decline, cancel, timeout or the
@@ -342,7 +355,8 @@ class Context:
                 unsupported, too many pending, schema invalid, timeout, request cancelled,
                 session ended, client disconnected).
         """
-        return self.ask_all(Elicit(message, requested_schema, key), timeout=timeout)[0]
+        content: dict[str, Any] | T = self.ask_all(Elicit(message, requested_schema, key), timeout=timeout)[0]
+        return content
 
     def elicit_url(self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None) -> str:
         """Ask the user to open ``url`` for an interaction outside MCP (URL mode, 2025-11-25 on).
@@ -371,7 +385,9 @@ class Context:
             return
         self._notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
 
-    def sample(self, messages: list[dict] | str, max_tokens: int, *, key: str | None = None, **options: Any) -> dict:
+    def sample(
+        self, messages: list[dict[str, Any]] | str, max_tokens: int, *, key: str | None = None, **options: Any
+    ) -> dict[str, Any]:
         """Ask the client's language model for a completion (``sampling/createMessage``).
 
         Args:
@@ -382,15 +398,17 @@ class Context:
             CapabilityMissing, ClientErrorResponse, ClientTimeout; the aborts (request
                 cancelled, session ended, client disconnected).
         """
-        return self.ask_all(Sample(messages, max_tokens, key, **options))[0]
+        result: dict[str, Any] = self.ask_all(Sample(messages, max_tokens, key, **options))[0]
+        return result
 
-    def list_roots(self, *, key: str | None = None) -> list[dict]:
+    def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
         """The client's roots (``roots/list``): a list of ``{"uri", "name"?}``.
 
         Raises:
             CapabilityMissing, ClientErrorResponse, ClientTimeout; the aborts.
         """
-        return self.ask_all(ListRoots(key))[0]
+        roots: list[dict[str, Any]] = self.ask_all(ListRoots(key))[0]
+        return roots
 
     def ask_all(self, *asks: Ask, timeout: float | None = None) -> list[Any]:
         """Ask several questions at once; returns their values in order.
@@ -427,8 +445,12 @@ class Context:
             raise ValueError(f"ask_all: every question needs its own key, got {keys}")
         wait = self._exchange.timeout
         if timeout is not None:
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) \
-                    or timeout <= 0:
+            if (
+                isinstance(timeout, bool)
+                or not isinstance(timeout, (int, float))
+                or not math.isfinite(timeout)
+                or timeout <= 0
+            ):
                 raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
             # The operator's elicitation_timeout bounds every wait: a handler may only shorten it.
             wait = min(float(timeout), wait)
@@ -489,8 +511,9 @@ class Context:
             the abort reason once the request was cancelled or its client went away.
         """
         for name, value in (("progress", progress), ("total", total)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                      or not math.isfinite(value)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            ):
                 raise ValueError(f"{name} must be a finite number, got {value!r}")
         if self._last_progress is not None and progress <= self._last_progress:
             raise ValueError(f"progress must increase with every report: {progress} after {self._last_progress}")
@@ -505,7 +528,7 @@ class Context:
             params["message"] = message
         self._notify("notifications/progress", params)
 
-    def _notify(self, method: str, params: dict) -> None:
+    def _notify(self, method: str, params: dict[str, Any]) -> None:
         message = jsonrpc.notification(method, params)
         # Raise in the handler, where the mistake is, rather than drop it from the stream.
         jsonrpc.encode(message)

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from zemcp import jsonrpc
 
@@ -41,7 +41,7 @@ class Pending:
 
     __slots__ = ("id", "session_id", "call", "_cond", "_outcome")
 
-    def __init__(self, id: str, session_id: str, call: "Call", lock: threading.Lock):
+    def __init__(self, id: str, session_id: str, call: Call, lock: threading.Lock):
         self.id = id
         self.session_id = session_id
         self.call = call
@@ -64,7 +64,7 @@ class CorrelationTable:
         self._entries: dict[tuple[str, str], Pending] = {}
         self._per_session: Counter[str] = Counter()
 
-    def register(self, session: "Session", call: "Call") -> Pending:
+    def register(self, session: Session, call: Call) -> Pending:
         """Reserve a slot and an id for a new request of ``call``.
 
         Raises:
@@ -145,13 +145,14 @@ class CorrelationTable:
             pending.call.sink.tick()
         if isinstance(outcome, BaseException):
             raise outcome
+        assert outcome is not None  # the wait ended on an outcome
         return outcome
 
-    def ask(self, call: "Call", method: str, params: dict, timeout: float) -> jsonrpc.Response:
+    def ask(self, call: Call, method: str, params: dict[str, Any], timeout: float) -> jsonrpc.Response:
         """One request: :meth:`ask_all` with a single ``(method, params)``; returns its response."""
         return self.ask_all(call, [(method, params)], timeout)[0]
 
-    def ask_all(self, call: "Call", requests: list[tuple[str, dict]], timeout: float) -> list[jsonrpc.Response]:
+    def ask_all(self, call: Call, requests: list[tuple[str, dict[str, Any]]], timeout: float) -> list[jsonrpc.Response]:
         """Send requests to the client on ``call``'s stream, all at once, and wait for every response.
 
         When the wait ends without every response (timeout, cancelled call, ended session),
@@ -189,8 +190,10 @@ class CorrelationTable:
                     answers.append(self.wait(pending, max(0.0, deadline - time.monotonic())))
             except BaseException as exc:
                 reason = "no response within the timeout" if isinstance(exc, TimeoutError) else str(exc)
-                for pending in pendings[len(answers):]:
-                    call.sink.send(jsonrpc.notification("notifications/cancelled", {"requestId": pending.id, "reason": reason}))
+                for pending in pendings[len(answers) :]:
+                    call.sink.send(
+                        jsonrpc.notification("notifications/cancelled", {"requestId": pending.id, "reason": reason})
+                    )
                 raise
             return answers
         finally:

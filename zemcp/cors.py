@@ -13,15 +13,29 @@ needed and ``Access-Control-Allow-Credentials`` is never sent.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse
+
+    from _typeshed import OptExcInfo
 
 #: Methods a page may use on the endpoint (GET and DELETE get their own answers there).
 ALLOW_METHODS = "POST, GET, DELETE, OPTIONS"
 #: Request headers a page may send: MCP's own, the 2026-07-28 standard headers, and
 #: ``Authorization`` for the bearer token. ``Mcp-Param-*`` headers are allowed by prefix.
-ALLOW_HEADERS = frozenset({
-    "accept", "authorization", "content-type", "last-event-id", "mcp-method", "mcp-name",
-    "mcp-protocol-version", "mcp-session-id",
-})
+ALLOW_HEADERS = frozenset(
+    {
+        "accept",
+        "authorization",
+        "content-type",
+        "last-event-id",
+        "mcp-method",
+        "mcp-name",
+        "mcp-protocol-version",
+        "mcp-session-id",
+    }
+)
 PARAM_HEADER_PREFIX = "mcp-param-"
 #: Response headers a page may read beyond the CORS-safelisted ones.
 EXPOSE_HEADERS = "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate, Retry-After"
@@ -55,16 +69,21 @@ def preflight_headers(origin: str, requested_headers: str | None) -> list[tuple[
     return headers
 
 
-def with_response_headers(start_response: Callable, origin: str) -> Callable:
+def with_response_headers(start_response: StartResponse, origin: str) -> StartResponse:
     """``start_response`` that adds, to any response for an allowed ``origin``, the headers
     that let the page read it (``Access-Control-Allow-Origin``, ``-Expose-Headers``, ``Vary``).
 
     Works for responses started late (streams), since it wraps the WSGI callable itself.
     """
-    extra = [("Access-Control-Allow-Origin", origin), ("Access-Control-Expose-Headers", EXPOSE_HEADERS),
-             ("Vary", "Origin")]
+    extra = [
+        ("Access-Control-Allow-Origin", origin),
+        ("Access-Control-Expose-Headers", EXPOSE_HEADERS),
+        ("Vary", "Origin"),
+    ]
 
-    def start(status: str, headers: list, exc_info=None):
+    def start(
+        status: str, headers: list[tuple[str, str]], exc_info: OptExcInfo | None = None
+    ) -> Callable[[bytes], object]:
         if not any(name.lower() == "access-control-allow-origin" for name, _ in headers):
             headers = [*headers, *extra]
         return start_response(status, headers, exc_info) if exc_info is not None else start_response(status, headers)

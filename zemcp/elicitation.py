@@ -28,9 +28,8 @@ import jsonschema
 from jsonschema.exceptions import best_match
 
 from zemcp import jsonrpc
-from zemcp.versions import ELICITATION_MODES, since
-
 from zemcp.inputs import InputRequest
+from zemcp.versions import ELICITATION_MODES, since
 
 if TYPE_CHECKING:
     from zemcp.capabilities import ClientView
@@ -50,12 +49,14 @@ class ElicitDeclined(ElicitError):
 class ElicitCancelled(ElicitError):
     """The user dismissed the request without choosing (action ``cancel``, or an error answer)."""
 
-    def __init__(self, error: dict | None = None) -> None:
+    def __init__(self, error: dict[str, Any] | None = None) -> None:
         if error is None:
             text = "the user cancelled the request without answering"
         else:
-            text = (f"the client answered the elicitation with error {error.get('code')}: "
-                    f"{error.get('message', '')} (counted as cancel)")
+            text = (
+                f"the client answered the elicitation with error {error.get('code')}: "
+                f"{error.get('message', '')} (counted as cancel)"
+            )
         super().__init__(text)
 
 
@@ -74,16 +75,22 @@ class ElicitUnsupported(ElicitError):
 
     def __init__(self, mode: str = "form", declared: bool = False) -> None:
         #: The ``ClientCapabilities`` the request would have needed (``error.data.requiredCapabilities``).
-        self.required = {"elicitation": {mode: {}}}
+        self.required: dict[str, Any] = {"elicitation": {mode: {}}}
         if declared:
-            text = (f"the client declared elicitation without {mode} mode "
-                    "(capabilities.elicitation names its modes from 2025-11-25)")
+            text = (
+                f"the client declared elicitation without {mode} mode "
+                "(capabilities.elicitation names its modes from 2025-11-25)"
+            )
         elif mode == "url":
-            text = ("the client did not declare URL-mode elicitation (capabilities.elicitation.url, "
-                    "protocol 2025-11-25); give the user the link in the tool result instead")
+            text = (
+                "the client did not declare URL-mode elicitation (capabilities.elicitation.url, "
+                "protocol 2025-11-25); give the user the link in the tool result instead"
+            )
         else:
-            text = ("the client did not declare the elicitation capability (at initialize, or in this "
-                    "request's clientCapabilities); ask for the value as a tool argument instead")
+            text = (
+                "the client did not declare the elicitation capability (at initialize, or in this "
+                "request's clientCapabilities); ask for the value as a tool argument instead"
+            )
         super().__init__(text)
 
 
@@ -140,9 +147,9 @@ class ClientDisconnected(ElicitAborted):
         super().__init__("the client disconnected while waiting for the answer")
 
 
-_TEXT = {"title": {"type": "string"}, "description": {"type": "string"}}
+_TEXT: dict[str, Any] = {"title": {"type": "string"}, "description": {"type": "string"}}
 
-_STRING = {
+_STRING: dict[str, Any] = {
     "type": "object",
     "properties": {
         "type": {"const": "string"},
@@ -215,7 +222,9 @@ _ARRAY_1125 = {
 }
 
 
-def _meta_schema(types: list[str], kinds: list[tuple[object, dict]], root_extra: dict) -> dict:
+def _meta_schema(
+    types: list[str], kinds: list[tuple[object, dict[str, Any]]], root_extra: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
@@ -253,8 +262,12 @@ REQUESTED_SCHEMA_META = _meta_schema(
 # The 2025-11-25 subset adds titled single-select, multi-select arrays and a root $schema.
 REQUESTED_SCHEMA_META_2025_11_25 = _meta_schema(
     ["string", "number", "integer", "boolean", "array"],
-    [({"const": "string"}, _STRING_1125), (_NUMERIC, _NUMBER), ({"const": "boolean"}, _BOOLEAN),
-     ({"const": "array"}, _ARRAY_1125)],
+    [
+        ({"const": "string"}, _STRING_1125),
+        (_NUMERIC, _NUMBER),
+        ({"const": "boolean"}, _BOOLEAN),
+        ({"const": "array"}, _ARRAY_1125),
+    ],
     {"$schema": {"type": "string"}},
 )
 
@@ -312,21 +325,20 @@ def _check_requested_schema(schema: Any, modes: bool) -> None:
                     raise ElicitSchemaInvalid(f"properties.{name}.default", "the default must be among the options")
             labels = prop.get("enumNames")
             if labels is not None and len(labels) != len(prop.get("enum", ())):
-                raise ElicitSchemaInvalid(
-                    f"properties.{name}.enumNames", "enumNames needs an enum of the same length"
-                )
+                raise ElicitSchemaInvalid(f"properties.{name}.enumNames", "enumNames needs an enum of the same length")
 
 
-def _options(prop: dict) -> list[str] | None:
+def _options(prop: dict[str, Any]) -> list[str] | None:
     # The values a select property offers (enum, oneOf, items.enum, items.anyOf), if it is one.
     source = prop.get("items", {}) if prop["type"] == "array" else prop
     if "enum" in source:
-        return source["enum"]
+        values: list[str] = source["enum"]
+        return values
     titled = source.get("oneOf", source.get("anyOf"))
     return None if titled is None else [option["const"] for option in titled]
 
 
-def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
+def interpret_answer(answer: jsonrpc.Response, schema: dict[str, Any]) -> dict[str, Any]:
     """Turn the client's response to ``elicitation/create`` into content or an exception.
 
     Args:
@@ -341,7 +353,9 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
     """
     if answer.error is not None:
         raise ElicitCancelled(answer.error)
-    action = answer.result.get("action")
+    result = answer.result
+    assert result is not None  # exactly one of result and error is set
+    action = result.get("action")
     if action is None:
         raise ElicitMalformed("the answer has no action; it must be accept, decline or cancel")
     if action == "decline":
@@ -350,7 +364,7 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
         raise ElicitCancelled()
     if action != "accept":
         raise ElicitMalformed(f"action must be accept, decline or cancel, got {action!r}")
-    content = answer.result.get("content", {})
+    content = result.get("content", {})
     if not isinstance(content, dict):
         raise ElicitMalformed(f"content must be a JSON object, got {type(content).__name__}")
     # Some clients send null for a field the user left empty; for an optional field that is absence.
@@ -365,14 +379,19 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict) -> dict:
                 "booleans or arrays of strings"
             )
     text = _schema_text(schema)
-    validator = _content_validator(text) if text is not None else jsonschema.Draft202012Validator(
-        schema, format_checker=_FORMATS)
+    validator = (
+        _content_validator(text)
+        if text is not None
+        else jsonschema.Draft202012Validator(schema, format_checker=_FORMATS)
+    )
     if validator.is_valid(content):
         return content
     error = best_match(validator.iter_errors(content))
     if error is not None:
         where = ".".join(str(p) for p in error.absolute_path)
-        raise ElicitMalformed(f"content does not match requestedSchema{' at ' + where if where else ''}: {error.message}")
+        raise ElicitMalformed(
+            f"content does not match requestedSchema{' at ' + where if where else ''}: {error.message}"
+        )
     return content
 
 
@@ -404,7 +423,9 @@ def _content_validator(text: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(json.loads(text), format_checker=_FORMATS)
 
 
-def form_request(client: "ClientView", message: str, requested_schema: dict, key: str | None = None) -> InputRequest:
+def form_request(
+    client: ClientView, message: str, requested_schema: dict[str, Any], key: str | None = None
+) -> InputRequest:
     """The ``elicitation/create`` input request for a form, checked before anything is sent.
 
     Raises:

@@ -8,14 +8,22 @@ use it too. Importing it makes a ``ZEMCP_REQUEST_STATE_KEY`` when none is set: i
 the master, before workers fork.
 """
 
+from __future__ import annotations
 
 import logging
 import os
 import signal
+from typing import TYPE_CHECKING
 
 import zemcp
 from zemcp.request_state import new_key
 from zemcp.server import shutdown_all
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from gunicorn.arbiter import Arbiter
+    from gunicorn.workers.base import Worker
 
 # The master reads this file before it forks: a key made here is shared by every worker of
 # this instance, so any worker can open the 2026-07-28 requestState another one sealed.
@@ -26,9 +34,25 @@ if not os.environ.get("ZEMCP_REQUEST_STATE_KEY", "").strip():
 _settings = zemcp.Settings.from_env()
 
 #: The gunicorn settings and hooks this module defines (what a config file star-imports).
-__all__ = ["bind", "worker_class", "workers", "threads", "worker_connections", "limit_request_field_size",
-           "timeout", "graceful_timeout", "keepalive", "max_requests", "control_socket_disable", "accesslog",
-           "errorlog", "loglevel", "when_ready", "post_fork", "post_worker_init"]
+__all__ = [
+    "bind",
+    "worker_class",
+    "workers",
+    "threads",
+    "worker_connections",
+    "limit_request_field_size",
+    "timeout",
+    "graceful_timeout",
+    "keepalive",
+    "max_requests",
+    "control_socket_disable",
+    "accesslog",
+    "errorlog",
+    "loglevel",
+    "when_ready",
+    "post_fork",
+    "post_worker_init",
+]
 
 bind = [_settings.bind]
 # gthread, with limits on connections that send nothing or half a request head.
@@ -60,9 +84,9 @@ errorlog = "-"
 loglevel = "info"
 
 
-def when_ready(server):
+def when_ready(server: Arbiter) -> None:
     """Warn at start-up when several workers share this instance's socket."""
-    if server.cfg.workers > 1:
+    if server.cfg.workers > 1 and server.log is not None:
         server.log.warning(
             "zemcp: %d workers share one listening socket. 2026-07-28 clients are served by any "
             "worker, but a handshake-era session (initialize, Mcp-Session-Id) lives in one process, "
@@ -73,12 +97,12 @@ def when_ready(server):
         )
 
 
-def post_fork(server, worker):
+def post_fork(server: Arbiter, worker: Worker) -> None:
     """Make the app's thread budget follow the gunicorn thread count actually in use."""
     os.environ["ZEMCP_THREADS"] = str(worker.cfg.threads)
 
 
-def post_worker_init(worker):
+def post_worker_init(worker: Worker) -> None:
     """Send zemcp's log records to gunicorn's error log, and end the sessions on a stop (graceful
     or quick).
 
@@ -102,11 +126,11 @@ def post_worker_init(worker):
         if ended:
             worker.log.info("zemcp: ended %d session(s) for the stop", ended)
 
-    def handle_exit(sig, frame):
+    def handle_exit(sig: int, frame: FrameType | None) -> None:
         stop(sig, frame)
         end_sessions()
 
-    def handle_quit(sig, frame):
+    def handle_quit(sig: int, frame: FrameType | None) -> None:
         # A quick stop (SIGINT, SIGQUIT) exits the process, which first waits for its threads:
         # wake the handlers waiting for answers, or it would wait until it is killed.
         end_sessions()

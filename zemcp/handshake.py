@@ -14,17 +14,26 @@ them. :class:`zemcp.transport.McpApp` hands this module every request that is no
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from werkzeug.wrappers import Request, Response
 
 from zemcp import jsonrpc, logsafe, versions
+from zemcp.auth import InsufficientScope, Principal
 from zemcp.capabilities import LOG_LEVELS, check_size
 from zemcp.elicitation import ClientDisconnected, RequestCancelled
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
-from zemcp.responses import DirectSink, challenge_response, error_response, json_response, new_sink, reply
+from zemcp.responses import (
+    DirectSink,
+    WSGIResponse,
+    challenge_response,
+    error_response,
+    json_response,
+    new_sink,
+    reply,
+)
 from zemcp.server import Busy, Server, Work
-from zemcp.auth import InsufficientScope, Principal
 from zemcp.session import (
     UNKNOWN_SESSION,
     Call,
@@ -54,14 +63,14 @@ class HandshakeEra:
     def __init__(self, server: Server):
         self.server = server
         self.settings = server.settings
-        self._session_methods = {
+        self._session_methods: dict[str, Callable[[Session, jsonrpc.Request], dict[str, Any]]] = {
             "ping": lambda session, request: {},
             "logging/setLevel": self._set_log_level,
             "resources/subscribe": lambda s, r: self.server.resources.subscribe(s.id, r.params),
             "resources/unsubscribe": lambda s, r: self.server.resources.unsubscribe(s.id, r.params),
         }
 
-    def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> Response:
+    def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> WSGIResponse:
         """Answer one POSTed message (already parsed) of the handshake era.
 
         With authorization on, ``principal`` is who the request's token names: a session
@@ -73,8 +82,12 @@ class HandshakeEra:
         session_id = request.headers.get(SESSION_HEADER)
         if session_id is not None and "," in session_id:
             # Repeated headers arrive joined with commas; a session id never contains one.
-            return error_response(400, INVALID_REQUEST, "Bad Request: send the Mcp-Session-Id header once, with one session id",
-                                  id=request_id)
+            return error_response(
+                400,
+                INVALID_REQUEST,
+                "Bad Request: send the Mcp-Session-Id header once, with one session id",
+                id=request_id,
+            )
         if isinstance(message, jsonrpc.Request) and message.method == "initialize":
             return self._initialize(message, session_id, principal)
         try:
@@ -101,10 +114,12 @@ class HandshakeEra:
         except SessionNotFound as exc:
             return error_response(404, INVALID_REQUEST, str(exc), id=request_id)
         except InsufficientScope as exc:
+            assert self.server.auth is not None  # only authorization raises it
             return challenge_response(self.server.auth.challenge_for(exc), request_id)
         except Busy as exc:
-            return error_response(503, INTERNAL_ERROR, str(exc), id=request_id,
-                                  headers={"Retry-After": str(exc.retry_after)})
+            return error_response(
+                503, INTERNAL_ERROR, str(exc), id=request_id, headers={"Retry-After": str(exc.retry_after)}
+            )
         if isinstance(outcome, dict):
             return json_response(200, outcome)
         return reply(outcome, request.environ, self.settings.keepalive_interval)
@@ -120,6 +135,7 @@ class HandshakeEra:
             return error_response(400, exc.code, exc.message)
         except (SessionNotFound, SessionRequired) as exc:
             return error_response(404, INVALID_REQUEST, str(exc))
+        assert session_id is not None  # sessions.get refused a missing one
         if not self.server.end_session(session_id):
             return error_response(404, INVALID_REQUEST, "Session not found: it already ended or was never created here")
         return Response(status=204)
@@ -135,26 +151,41 @@ class HandshakeEra:
         """
         key = principal.key if principal is not None else None
         if session.principal != key:
-            log.warning("refused session %s to %s: it belongs to another principal", fingerprint(session.id),
-                        logsafe.clip(principal.subject if principal is not None else "a request without a token"))
+            log.warning(
+                "refused session %s to %s: it belongs to another principal",
+                fingerprint(session.id),
+                logsafe.clip(principal.subject if principal is not None else "a request without a token"),
+            )
             raise SessionNotFound(UNKNOWN_SESSION)
         return session
 
     def _initialize(self, request: jsonrpc.Request, session_id: str | None, principal: Principal | None) -> Response:
         """``initialize`` over HTTP: a session and its ``Mcp-Session-Id`` header."""
         if session_id is not None and session_id in self.server.sessions:
-            return error_response(400, INVALID_REQUEST, "Bad Request: this session is already initialized; to start a "
-                                  "new session, send initialize without the Mcp-Session-Id header", id=request.id)
+            return error_response(
+                400,
+                INVALID_REQUEST,
+                "Bad Request: this session is already initialized; to start a "
+                "new session, send initialize without the Mcp-Session-Id header",
+                id=request.id,
+            )
         try:
             session, result = self.open_session(request, principal)
         except ProtocolError as exc:
             return error_response(400, exc.code, exc.message, id=request.id)
         except SessionLimitReached as exc:
-            return error_response(429, INVALID_REQUEST, f"Too Many Requests: {exc}", id=request.id,
-                                  headers={"Retry-After": str(RETRY_AFTER)})
+            return error_response(
+                429,
+                INVALID_REQUEST,
+                f"Too Many Requests: {exc}",
+                id=request.id,
+                headers={"Retry-After": str(RETRY_AFTER)},
+            )
         return json_response(200, jsonrpc.result(request.id, result), headers={SESSION_HEADER: session.id})
 
-    def open_session(self, request: jsonrpc.Request, principal: Principal | None = None) -> tuple[Session, dict]:
+    def open_session(
+        self, request: jsonrpc.Request, principal: Principal | None = None
+    ) -> tuple[Session, dict[str, Any]]:
         """``initialize``: negotiate the version and create a session (MCP basic/lifecycle), for any transport.
 
         Returns:
@@ -180,8 +211,9 @@ class HandshakeEra:
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
         # initialize never negotiates a stateless version: those need no handshake.
         version = requested if requested in versions.HANDSHAKE else versions.LATEST
-        session = self.server.sessions.create(version, client_info, capabilities,
-                                              principal.key if principal is not None else None)
+        session = self.server.sessions.create(
+            version, client_info, capabilities, principal.key if principal is not None else None
+        )
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": self.server.capabilities(version),
@@ -190,16 +222,21 @@ class HandshakeEra:
         if self.server.instructions:
             result["instructions"] = self.server.instructions
         # Clipped reprs: client-chosen strings must not flood the log or forge log lines.
-        log.info("session %s initialized: client %s %s, protocol %s, elicitation %s",
-                 fingerprint(session.id), logsafe.clip(client_info.get("name")),
-                 logsafe.clip(client_info.get("version")), version,
-                 "yes" if session.client_supports_elicit() else "no")
+        log.info(
+            "session %s initialized: client %s %s, protocol %s, elicitation %s",
+            fingerprint(session.id),
+            logsafe.clip(client_info.get("name")),
+            logsafe.clip(client_info.get("version")),
+            version,
+            "yes" if session.client_supports_elicit() else "no",
+        )
         return session, result
 
     # -- requests of a session -----------------------------------------------------------
 
-    def handle(self, session: Session, request: jsonrpc.Request, environ: dict,
-               principal: Principal | None = None) -> "dict | ReplySink | DirectSink":
+    def handle(
+        self, session: Session, request: jsonrpc.Request, environ: dict[str, Any], principal: Principal | None = None
+    ) -> dict[str, Any] | ReplySink | DirectSink:
         """A request of a live session: a JSON-RPC response, or the sink of a running handler.
 
         ``environ`` is the WSGI environ, or ``{"wsgi.multithread": True}`` for a transport
@@ -222,7 +259,9 @@ class HandshakeEra:
         except ProtocolError as exc:
             return jsonrpc.error(request.id, exc.code, exc.message, exc.data)
 
-    def _start(self, session: Session, request: jsonrpc.Request, work: Work, environ: dict) -> "ReplySink | DirectSink":
+    def _start(
+        self, session: Session, request: jsonrpc.Request, work: Work, environ: dict[str, Any]
+    ) -> ReplySink | DirectSink:
         """Start ``work`` as a call of ``session``; its sink tells JSON from stream.
 
         Under a WSGI server that is not multithreaded the call cannot wait for answers
@@ -234,8 +273,15 @@ class HandshakeEra:
         meta = request.params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         sink = new_sink(environ, self.settings.keepalive_interval)
-        call = Call(session, request.id, sink, token if jsonrpc.valid_id(token) else None, self.server.pending,
-                    self.settings.elicitation_timeout, bool(environ.get("wsgi.multithread")))
+        call = Call(
+            session,
+            request.id,
+            sink,
+            token if jsonrpc.valid_id(token) else None,
+            self.server.pending,
+            self.settings.elicitation_timeout,
+            bool(environ.get("wsgi.multithread")),
+        )
         try:
             session.begin(call)
         except ValueError as exc:
@@ -259,7 +305,7 @@ class HandshakeEra:
             raise
         return sink
 
-    def cancel(self, session: Session, params: dict) -> None:
+    def cancel(self, session: Session, params: dict[str, Any]) -> None:
         """``notifications/cancelled``: abort the named running request of ``session``."""
         # Invalid or unknown ids are ignored, as basic/utilities/cancellation allows.
         request_id, reason = params.get("requestId"), params.get("reason")
@@ -269,10 +315,12 @@ class HandshakeEra:
         if call is not None:
             self.server.abort(call, RequestCancelled(reason if isinstance(reason, str) else None))
 
-    def _set_log_level(self, session: Session, request: jsonrpc.Request) -> dict:
+    def _set_log_level(self, session: Session, request: jsonrpc.Request) -> dict[str, Any]:
         level = request.params.get("level")
         if level not in LOG_LEVELS:
-            raise ProtocolError(INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+            raise ProtocolError(
+                INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}, got {level!r}"
+            )
         session.log_level = level
         return {}
 

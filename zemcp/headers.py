@@ -28,7 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -60,8 +60,20 @@ _SHOWN = 120
 
 # JSON Schema 2020-12 keywords (and the draft-07 ones still met in the wild) whose values are
 # subschemas. Only ``properties`` keeps a position statically reachable from the root.
-_ONE_SUBSCHEMA = ("items", "additionalItems", "contains", "additionalProperties", "propertyNames",
-                  "unevaluatedItems", "unevaluatedProperties", "not", "if", "then", "else", "contentSchema")
+_ONE_SUBSCHEMA = (
+    "items",
+    "additionalItems",
+    "contains",
+    "additionalProperties",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contentSchema",
+)
 _LIST_OF_SUBSCHEMAS = ("allOf", "anyOf", "oneOf", "prefixItems", "items")
 _MAP_OF_SUBSCHEMAS = ("patternProperties", "dependentSchemas", "dependencies", "$defs", "definitions")
 
@@ -107,7 +119,8 @@ class McpHeader:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
             raise TypeError(
-                f"McpHeader takes the header name suffix as a str, e.g. McpHeader('Region'), not {self.name!r}")
+                f"McpHeader takes the header name suffix as a str, e.g. McpHeader('Region'), not {self.name!r}"
+            )
 
 
 def decode_value(raw: str, *, header: str | None = None) -> str:
@@ -140,34 +153,43 @@ def decode_value(raw: str, *, header: str | None = None) -> str:
     if len(value) < len(_PREFIX) + len(_SUFFIX):
         # "=?base64?=": prefix and suffix overlap, so there is no payload to decode.
         raise HeaderError(
-            f"Malformed {label} header: {_show(value)} matches the base64 sentinel but has no payload; {fix}", header)
-    payload = value[len(_PREFIX):-len(_SUFFIX)]
+            f"Malformed {label} header: {_show(value)} matches the base64 sentinel but has no payload; {fix}", header
+        )
+    payload = value[len(_PREFIX) : -len(_SUFFIX)]
     if not _BASE64.fullmatch(payload):
         bad = next((c for c in payload if not (c.isascii() and (c.isalnum() or c in "+/="))), "=")
         raise HeaderError(
             f"Malformed {label} header: the base64 payload {_show(payload)} contains {_show(bad)}, which is not in "
-            f"the standard base64 alphabet (A-Z a-z 0-9 + / and trailing '=' padding); {fix}", header)
+            f"the standard base64 alphabet (A-Z a-z 0-9 + / and trailing '=' padding); {fix}",
+            header,
+        )
     if len(payload) % 4:
         raise HeaderError(
             f"Malformed {label} header: the base64 payload {_show(payload)} is {len(payload)} characters long, not a "
-            f"multiple of 4, so its '=' padding is wrong; {fix}", header)
+            f"multiple of 4, so its '=' padding is wrong; {fix}",
+            header,
+        )
     try:
         data = base64.b64decode(payload, validate=True)
     except binascii.Error as exc:
         raise HeaderError(
-            f"Malformed {label} header: the base64 payload {_show(payload)} does not decode ({exc}); {fix}",
-            header) from None
+            f"Malformed {label} header: the base64 payload {_show(payload)} does not decode ({exc}); {fix}", header
+        ) from None
     # Unused low bits set ("SGVsbG9=") decode leniently; only the canonical form has one reading.
     if base64.b64encode(data).decode("ascii") != payload:
         raise HeaderError(
             f"Malformed {label} header: the base64 payload {_show(payload)} is not canonical base64 (its last "
-            f"character carries bits beyond the data); {fix}", header)
+            f"character carries bits beyond the data); {fix}",
+            header,
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise HeaderError(
             f"Malformed {label} header: the base64 payload {_show(payload)} decodes to bytes that are not UTF-8; "
-            f"encode the UTF-8 bytes of the value; {fix}", header) from None
+            f"encode the UTF-8 bytes of the value; {fix}",
+            header,
+        ) from None
 
 
 def encode_value(value: str) -> str:
@@ -185,8 +207,11 @@ def encode_value(value: str) -> str:
     Spec: MCP 2026-07-28 basic/transports/streamable-http, Standard headers (SEP-2243),
     Value Encoding.
     """
-    plain = (all("\x20" <= c <= "\x7e" for c in value) and value == value.strip(" ")
-             and not (value.startswith(_PREFIX) and value.endswith(_SUFFIX)))
+    plain = (
+        all("\x20" <= c <= "\x7e" for c in value)
+        and value == value.strip(" ")
+        and not (value.startswith(_PREFIX) and value.endswith(_SUFFIX))
+    )
     if plain:
         return value
     return _PREFIX + base64.b64encode(value.encode("utf-8")).decode("ascii") + _SUFFIX
@@ -228,14 +253,17 @@ def check_standard(headers: Any, method: str, params: Any, envelope_version: Any
         raise HeaderError(
             f"Missing header: {PROTOCOL_VERSION_HEADER} is required on every request and must equal the body's "
             f"{body_version} ({_show(envelope_version)}); send {PROTOCOL_VERSION_HEADER}: {_plain(envelope_version)}",
-            PROTOCOL_VERSION_HEADER)
+            PROTOCOL_VERSION_HEADER,
+        )
     _compare_plain(PROTOCOL_VERSION_HEADER, version, envelope_version, body_version)
 
     sent_method = _single(headers, METHOD_HEADER)
     if sent_method is None:
         raise HeaderError(
             f"Missing header: {METHOD_HEADER} is required on every request and must equal the JSON-RPC method "
-            f"({_show(method)}); send {METHOD_HEADER}: {_plain(method)}", METHOD_HEADER)
+            f"({_show(method)}); send {METHOD_HEADER}: {_plain(method)}",
+            METHOD_HEADER,
+        )
     _compare_plain(METHOD_HEADER, sent_method, method, "method")
 
     field = NAME_FIELDS.get(method) if isinstance(method, str) else None
@@ -248,16 +276,19 @@ def check_standard(headers: Any, method: str, params: Any, envelope_version: Any
     if sent_name is None:
         raise HeaderError(
             f"Missing header: {method} requests need {NAME_HEADER} equal to the body's params.{field} "
-            f"({_show(expected)}); send {NAME_HEADER}: {encode_value(expected)}", NAME_HEADER)
+            f"({_show(expected)}); send {NAME_HEADER}: {encode_value(expected)}",
+            NAME_HEADER,
+        )
     decoded = decode_value(sent_name, header=NAME_HEADER)
     if decoded != expected:
         raise HeaderError(
             f"Header mismatch: {NAME_HEADER} header value {_show(decoded)} does not match body params.{field} "
             f"{_show(expected)}; send {NAME_HEADER}: {encode_value(expected)}{_joined_hint(sent_name, NAME_HEADER)}",
-            NAME_HEADER)
+            NAME_HEADER,
+        )
 
 
-def header_annotations(input_schema: dict) -> dict[str, tuple[str, ...]]:
+def header_annotations(input_schema: dict[str, Any]) -> dict[str, tuple[str, ...]]:
     """The ``x-mcp-header`` annotations of a tool's ``inputSchema``, checked.
 
     An annotation is valid when it sits on a property reached from the root through
@@ -290,15 +321,19 @@ def header_annotations(input_schema: dict) -> dict[str, tuple[str, ...]]:
             raise ValueError(
                 f"x-mcp-header {_show(token)} at {where} is not on a property reachable from the schema root through "
                 "'properties' alone (items, anyOf/oneOf/allOf/not, if/then/else, $defs and $ref do not count); put "
-                "it on a string, integer or boolean entry of 'properties' (nested objects' 'properties' are fine)")
+                "it on a string, integer or boolean entry of 'properties' (nested objects' 'properties' are fine)"
+            )
         where = f"property {'.'.join(path)!r}"
         if not isinstance(token, str):
-            raise ValueError(f"x-mcp-header on {where} must be a string naming the header, e.g. \"Region\" for "
-                             f"Mcp-Param-Region, not {_show(token)}")
+            raise ValueError(
+                f'x-mcp-header on {where} must be a string naming the header, e.g. "Region" for '
+                f"Mcp-Param-Region, not {_show(token)}"
+            )
         if not _TOKEN.fullmatch(token):
             raise ValueError(
                 f"x-mcp-header {_show(token)} on {where} is not a valid HTTP header name token: use 1 or more of "
-                "A-Z a-z 0-9 and ! # $ % & ' * + - . ^ _ ` | ~ (no spaces, colons, control or non-ASCII characters)")
+                "A-Z a-z 0-9 and ! # $ % & ' * + - . ^ _ ` | ~ (no spaces, colons, control or non-ASCII characters)"
+            )
         kind = schema.get("type")
         if not (isinstance(kind, str) and kind in _HEADER_TYPES):
             raise ValueError(f"x-mcp-header {token!r} on {where}: {_type_problem(schema)}")
@@ -307,7 +342,8 @@ def header_annotations(input_schema: dict) -> dict[str, tuple[str, ...]]:
             first, first_where = declared[key]
             raise ValueError(
                 f"x-mcp-header {token!r} on {where} repeats {first!r} of {first_where} (header names ignore case, "
-                f"so both would be Mcp-Param-{token}); give each mirrored property its own header name")
+                f"so both would be Mcp-Param-{token}); give each mirrored property its own header name"
+            )
         declared[key] = (token, where)
         found[key] = path
     return found
@@ -345,23 +381,31 @@ def check_params(headers: Any, annotations: Mapping[str, tuple[str, ...]], argum
         rendered = _render(value)
         if rendered is None:
             if raw is not None:
-                why = ("absent or null" if value is _ABSENT or value is None
-                       else f"a {type(value).__name__}, which has no header form")
+                why = (
+                    "absent or null"
+                    if value is _ABSENT or value is None
+                    else f"a {type(value).__name__}, which has no header form"
+                )
                 raise HeaderError(
                     f"Header mismatch: {name} was sent as {_show(raw)} but the body's argument {argument!r} is {why}; "
                     f"send {name} only with a string, integer or boolean value of {argument!r}, and omit it otherwise",
-                    name)
+                    name,
+                )
             continue
         fix = f"send {name}: {encode_value(rendered)}"
         if raw is None:
             raise HeaderError(
                 f"Missing header: the body's argument {argument!r} is {_show(value)}, and tool arguments marked "
-                f"x-mcp-header must be mirrored into their header; {fix}", name)
+                f"x-mcp-header must be mirrored into their header; {fix}",
+                name,
+            )
         decoded = decode_value(raw, header=name)
         if not _matches(value, rendered, decoded):
             raise HeaderError(
                 f"Header mismatch: {name} header value {_show(decoded)} does not match the body's argument "
-                f"{argument!r} ({_show(value)}); {fix}{_joined_hint(raw, name)}", name)
+                f"{argument!r} ({_show(value)}); {fix}{_joined_hint(raw, name)}",
+                name,
+            )
 
 
 def standard_headers(method: str, params: Any, version: str) -> dict[str, str]:
@@ -416,7 +460,8 @@ def _single(headers: Any, name: str) -> str | None:
     if hasattr(headers, "environ"):
         # A WSGI environ holds one value per header (a server joins repeats with commas), so
         # a plain lookup does what getlist would, without walking every key of the environ.
-        return headers.get(name)
+        value: str | None = headers.get(name)
+        return value
     if hasattr(headers, "getlist"):
         values = list(headers.getlist(name))
     else:
@@ -426,7 +471,9 @@ def _single(headers: Any, name: str) -> str | None:
         # Intermediaries may read the first copy and the server the last: one reading only.
         raise HeaderError(
             f"Duplicate header: {name} was sent {len(values)} times ({', '.join(_show(v) for v in values[:3])}); "
-            "send it exactly once", name)
+            "send it exactly once",
+            name,
+        )
     return values[0] if values else None
 
 
@@ -437,18 +484,22 @@ def _compare_plain(header: str, raw: str, expected: Any, source: str) -> None:
     if value != expected:
         raise HeaderError(
             f"Header mismatch: {header} header value {_show(value)} does not match body {source} {_show(expected)} "
-            f"(values are case-sensitive); send {header}: {_plain(expected)}{_joined_hint(raw, header)}", header)
+            f"(values are case-sensitive); send {header}: {_plain(expected)}{_joined_hint(raw, header)}",
+            header,
+        )
 
 
 def _check_field_value(value: str, label: str) -> None:
     if _FIELD_VALUE.fullmatch(value):
         return
     index, bad = next((i, c) for i, c in enumerate(value) if not _FIELD_VALUE.fullmatch(c))
-    kind = "a control character" if ord(bad) < 0x20 or ord(bad) == 0x7f else "a non-ASCII character"
+    kind = "a control character" if ord(bad) < 0x20 or ord(bad) == 0x7F else "a non-ASCII character"
     raise HeaderError(
         f"Malformed {label} header: it contains {kind} ({bad!r}) at position {index}, which an HTTP header value "
         "cannot carry; send printable ASCII, or for Mcp-Name and Mcp-Param-* headers the form "
-        "=?base64?<base64 of the UTF-8 bytes>?=", label)
+        "=?base64?<base64 of the UTF-8 bytes>?=",
+        label,
+    )
 
 
 def _joined_hint(raw: str, header: str) -> str:
@@ -468,7 +519,7 @@ def _plain(value: Any) -> str:
     return value if isinstance(value, str) else "<the same value as the body>"
 
 
-def _positions(schema: Any):
+def _positions(schema: Any) -> Iterator[tuple[tuple[str, ...] | None, str, Mapping[str, Any]]]:
     """``(properties path or None, JSON pointer, subschema)`` for every subschema; the path
     is None once anything but ``properties`` was crossed."""
     stack: list[tuple[tuple[str, ...] | None, str, Any]] = [((), "", schema)]
@@ -497,17 +548,23 @@ def _escape(key: Any) -> str:
     return str(key).replace("~", "~0").replace("/", "~1")
 
 
-def _type_problem(schema: Mapping) -> str:
+def _type_problem(schema: Mapping[str, Any]) -> str:
     kind = schema.get("type")
     got = f"not {_show(kind)}" if kind is not None else "and it has no 'type' keyword"
-    problem = ("the property's type must be exactly one of 'string', 'integer', 'boolean' to be mirrored into a "
-               f"header, {got}")
+    problem = (
+        f"the property's type must be exactly one of 'string', 'integer', 'boolean' to be mirrored into a header, {got}"
+    )
     options = schema.get("anyOf") or schema.get("oneOf") or ()
-    nullable = kind == "null" or (isinstance(kind, list) and "null" in kind) or any(
-        isinstance(o, Mapping) and o.get("type") == "null" for o in options)
+    nullable = (
+        kind == "null"
+        or (isinstance(kind, list) and "null" in kind)
+        or any(isinstance(o, Mapping) and o.get("type") == "null" for o in options)
+    )
     if nullable and kind != "null":
-        problem += ("; a nullable property (in Python X | None, or a parameter defaulting to None) has no single "
-                    "type: declare it as plain X, with a non-None default when it is optional")
+        problem += (
+            "; a nullable property (in Python X | None, or a parameter defaulting to None) has no single "
+            "type: declare it as plain X, with a non-None default when it is optional"
+        )
     elif kind == "number":
         problem += "; 'number' is not allowed because float text differs between implementations: use 'integer'"
     return problem

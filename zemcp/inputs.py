@@ -17,7 +17,7 @@ Either way the handler gets the client's result dict, or an exception.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from zemcp import jsonrpc
@@ -40,7 +40,7 @@ class InputRequest:
     """
 
     method: str
-    params: dict = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     key: str | None = None
 
 
@@ -59,12 +59,17 @@ class Exchange(Protocol):
 
     timeout: float
     can_wait: bool
-    client: "ClientView"
-    session: "Session | None"
-    request_id: "jsonrpc.RequestId"
-    progress_token: "jsonrpc.RequestId | None"
 
-    def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list["jsonrpc.Response"]:
+    @property
+    def client(self) -> ClientView: ...
+
+    @property
+    def session(self) -> Session | None: ...
+
+    request_id: jsonrpc.RequestId
+    progress_token: jsonrpc.RequestId | None
+
+    def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
         """The client's answers to ``requests``, in order.
 
         Args:
@@ -79,7 +84,7 @@ class Exchange(Protocol):
             zemcp.ElicitAborted: the request can no longer be answered.
         """
 
-    def notify(self, message: dict) -> None:
+    def notify(self, message: dict[str, Any]) -> None:
         """Send a notification related to the request on its stream.
 
         Raises:
@@ -89,6 +94,6 @@ class Exchange(Protocol):
     def raise_if_aborted(self) -> None:
         """Raise the abort reason once the request can no longer be answered."""
 
-    def note_missing(self, required: dict) -> None:
+    def note_missing(self, required: dict[str, Any]) -> None:
         """Record that the handler needed ``required`` (a ``ClientCapabilities`` object) and
         the client had not declared it (a 2026-07-28 request that then fails answers -32021)."""

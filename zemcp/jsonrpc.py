@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -36,7 +36,7 @@ class ProtocolError(Exception):
         self.id = id
         self.data = data
 
-    def to_message(self) -> dict:
+    def to_message(self) -> dict[str, Any]:
         """The error as a JSON-RPC response object."""
         return error(self.id, self.code, self.message, self.data)
 
@@ -47,7 +47,7 @@ class Request:
 
     id: RequestId
     method: str
-    params: dict
+    params: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class Notification:
     """A client notification: no ``id``, never answered."""
 
     method: str
-    params: dict
+    params: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -66,14 +66,14 @@ class Response:
     """
 
     id: RequestId | None
-    result: dict | None
-    error: dict | None
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
 
 
 Message = Request | Notification | Response
 
 
-def valid_id(value: Any) -> bool:
+def valid_id(value: Any) -> TypeGuard[RequestId]:
     """True for a usable request id: a string or an integer (JSON true/false and fractions are not)."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -95,7 +95,9 @@ def parse(body: bytes) -> Message:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ProtocolError(PARSE_ERROR, f"Parse error: the body is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+        raise ProtocolError(
+            PARSE_ERROR, f"Parse error: the body is not UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
     try:
         data = _DECODER.decode(text)
     except RecursionError:
@@ -126,8 +128,8 @@ def parse(body: bytes) -> Message:
             params = {}
         if not isinstance(params, dict):
             raise ProtocolError(INVALID_PARAMS, 'Invalid params: "params" must be an object', id_)
-        if "id" in data:
-            return Request(raw_id, method, params)
+        if "id" in data and id_ is not None:
+            return Request(id_, method, params)
         return Notification(method, params)
     has_result, has_error = "result" in data, "error" in data
     if has_result == has_error:
@@ -148,12 +150,12 @@ def parse(body: bytes) -> Message:
     return Response(raw_id, result if has_result else None, err if has_error else None)
 
 
-def result(id: RequestId, value: dict) -> dict:
+def result(id: RequestId, value: dict[str, Any]) -> dict[str, Any]:
     """A success response ``{"jsonrpc", "id", "result"}``."""
     return {"jsonrpc": "2.0", "id": id, "result": value}
 
 
-def error(id: RequestId | None, code: int, message: str, data: Any = None) -> dict:
+def error(id: RequestId | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
     """An error response; ``id`` is ``None`` when the request's id could not be read."""
     err: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
@@ -161,17 +163,17 @@ def error(id: RequestId | None, code: int, message: str, data: Any = None) -> di
     return {"jsonrpc": "2.0", "id": id, "error": err}
 
 
-def request(id: RequestId, method: str, params: dict) -> dict:
+def request(id: RequestId, method: str, params: dict[str, Any]) -> dict[str, Any]:
     """A server-to-client request."""
     return {"jsonrpc": "2.0", "id": id, "method": method, "params": params}
 
 
-def notification(method: str, params: dict) -> dict:
+def notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
     """A server-to-client notification."""
     return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
-def encode(message: dict) -> bytes:
+def encode(message: dict[str, Any]) -> bytes:
     """One message as compact single-line ASCII JSON (safe inside an SSE ``data:`` line).
 
     Non-ASCII characters, lone surrogates included, are written as ``\\u`` escapes, so any

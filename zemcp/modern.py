@@ -25,12 +25,11 @@ worker or instance with the same key can serve any round.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from werkzeug.wrappers import Request, Response
 
-from zemcp import headers as mcp_headers
-from zemcp import jsonrpc, logsafe, mrtr, versions
+from zemcp import headers as mcp_headers, jsonrpc, logsafe, mrtr, versions
 from zemcp.auth import InsufficientScope, Principal
 from zemcp.caching import NO_CACHE, CacheHint
 from zemcp.capabilities import LOG_LEVELS, ClientView
@@ -38,7 +37,15 @@ from zemcp.elicitation import ClientDisconnected
 from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.request_state import RequestStateError, StateTooLarge
 from zemcp.resources import RESOURCE_NOT_FOUND
-from zemcp.responses import DirectSink, challenge_response, error_response, json_response, new_sink, reply
+from zemcp.responses import (
+    DirectSink,
+    WSGIResponse,
+    challenge_response,
+    error_response,
+    json_response,
+    new_sink,
+    reply,
+)
 from zemcp.server import Busy, Server, Work
 from zemcp.sinks import ReplySink
 from zemcp.subscriptions import ListenLimitReached
@@ -57,13 +64,21 @@ MISSING_CAPABILITY = -32021
 #: -32022 UnsupportedProtocolVersion.
 UNSUPPORTED_VERSION = -32022
 #: HTTP status of each JSON-RPC error code (others: 200 with the error in the body).
-STATUS = {-32700: 400, INVALID_REQUEST: 400, INVALID_PARAMS: 400, mcp_headers.HEADER_MISMATCH: 400,
-          MISSING_CAPABILITY: 400, UNSUPPORTED_VERSION: 400, METHOD_NOT_FOUND: 404}
+STATUS: dict[object, int] = {
+    -32700: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    mcp_headers.HEADER_MISMATCH: 400,
+    MISSING_CAPABILITY: 400,
+    UNSUPPORTED_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
+}
 #: [seconds] when to try again after the listen-stream cap refused a ``subscriptions/listen``.
 LISTEN_RETRY_AFTER = 30
 #: Methods whose results carry ``ttlMs`` and ``cacheScope``.
-CACHEABLE = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read",
-                       "server/discover"})
+CACHEABLE = frozenset(
+    {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover"}
+)
 
 
 def selects(message: jsonrpc.Message, headers: Any) -> bool:
@@ -85,7 +100,7 @@ def selects(message: jsonrpc.Message, headers: Any) -> bool:
     return version is not None and version not in versions.HANDSHAKE and headers.get("Mcp-Session-Id") is None
 
 
-def retire_codes(message: dict) -> dict:
+def retire_codes(message: dict[str, Any]) -> dict[str, Any]:
     """A JSON-RPC response with the error codes 2026-07-28 retired replaced by their successors:
     resource not found (-32002) is invalid params (-32602) here, ``error.data.uri`` kept."""
     error = message.get("error")
@@ -94,7 +109,7 @@ def retire_codes(message: dict) -> dict:
     return message
 
 
-def status_of(message: dict) -> int:
+def status_of(message: dict[str, Any]) -> int:
     """The HTTP status of a JSON-RPC response in this era (200 unless an error code maps)."""
     error = message.get("error")
     return STATUS.get(error.get("code"), 200) if isinstance(error, dict) else 200
@@ -111,7 +126,7 @@ class ModernEra:
         self.server = server
         self.settings = server.settings
 
-    def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> Response:
+    def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> WSGIResponse:
         """Answer one POSTed message (already parsed) of the stateless era.
 
         With authorization on, ``principal`` is who the request's token names; a
@@ -121,27 +136,39 @@ class ModernEra:
             # The revision defines no client notifications over HTTP: closing a stream cancels.
             return Response(status=202)
         if isinstance(message, jsonrpc.Response):
-            return error_response(400, INVALID_REQUEST, "Invalid Request: a 2026-07-28 client sends no JSON-RPC "
-                                  "responses; answers to input requests travel in the retried request's inputResponses")
+            return error_response(
+                400,
+                INVALID_REQUEST,
+                "Invalid Request: a 2026-07-28 client sends no JSON-RPC "
+                "responses; answers to input requests travel in the retried request's inputResponses",
+            )
         try:
             outcome = self._handle(request, message, principal)
         except InsufficientScope as exc:
+            assert self.server.auth is not None  # only authorization raises it
             return challenge_response(self.server.auth.challenge_for(exc), message.id)
         except ProtocolError as exc:
             outcome = jsonrpc.error(message.id, exc.code, exc.message, exc.data)
         except ListenLimitReached as exc:
-            return error_response(429, INVALID_REQUEST, f"Too Many Requests: {exc}", id=message.id,
-                                  headers={"Retry-After": str(LISTEN_RETRY_AFTER)})
+            return error_response(
+                429,
+                INVALID_REQUEST,
+                f"Too Many Requests: {exc}",
+                id=message.id,
+                headers={"Retry-After": str(LISTEN_RETRY_AFTER)},
+            )
         except Busy as exc:
-            return error_response(503, jsonrpc.INTERNAL_ERROR, str(exc), id=message.id,
-                                  headers={"Retry-After": str(exc.retry_after)})
+            return error_response(
+                503, jsonrpc.INTERNAL_ERROR, str(exc), id=message.id, headers={"Retry-After": str(exc.retry_after)}
+            )
         if isinstance(outcome, dict):
             outcome = retire_codes(outcome)
             return json_response(status_of(outcome), outcome)
         return reply(outcome, request.environ, self.settings.keepalive_interval, status_of)
 
-    def _handle(self, request: Request, message: jsonrpc.Request,
-                principal: Principal | None = None) -> "dict | ReplySink | DirectSink":
+    def _handle(
+        self, request: Request, message: jsonrpc.Request, principal: Principal | None = None
+    ) -> dict[str, Any] | ReplySink | DirectSink:
         client = envelope(message)
         try:
             mcp_headers.check_standard(request.headers, message.method, message.params, client.protocol_version)
@@ -152,7 +179,7 @@ class ModernEra:
             self._check_param_headers(request, message)
         return self.dispatch(client, message, request.environ, principal)
 
-    def handle(self, message: jsonrpc.Request, environ: dict) -> "dict | ReplySink | DirectSink":
+    def handle(self, message: jsonrpc.Request, environ: dict[str, Any]) -> dict[str, Any] | ReplySink | DirectSink:
         """Serve one request of a transport without a header layer (stdio, where all request
         metadata travels in ``params._meta``): a JSON-RPC response, or the sink of a running
         handler (``environ`` as for :meth:`zemcp.handshake.HandshakeEra.handle`).
@@ -165,8 +192,9 @@ class ModernEra:
         _check_version(client)
         return self.dispatch(client, message, environ)
 
-    def dispatch(self, client: ClientView, message: jsonrpc.Request, environ: dict,
-                 principal: Principal | None = None) -> "dict | ReplySink | DirectSink":
+    def dispatch(
+        self, client: ClientView, message: jsonrpc.Request, environ: dict[str, Any], principal: Principal | None = None
+    ) -> dict[str, Any] | ReplySink | DirectSink:
         """Serve a request whose envelope, headers and version were checked."""
         method = message.method
         if method == "server/discover":
@@ -174,15 +202,17 @@ class ModernEra:
         if method == "subscriptions/listen":
             return self._listen(message)
         if method not in self.server.methods():
-            raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method} is not a method of MCP "
-                                                  f"{client.protocol_version}")
+            raise ProtocolError(
+                METHOD_NOT_FOUND, f"Method not found: {method} is not a method of MCP {client.protocol_version}"
+            )
         outcome = self.server.prepare(client, message, principal)
         if isinstance(outcome, Work):
             return self._start(client, message, outcome, environ)
         return self.result(message.id, method, outcome, self.server.cache_hint(message))
 
     def _check_param_headers(self, request: Request, message: jsonrpc.Request) -> None:
-        tool = self.server.tools.get(message.params.get("name"))
+        # Looked up as given: a name that is no string finds no tool.
+        tool = self.server.tools.get(cast(str, message.params.get("name")))
         if tool is None or not tool.header_annotations:
             return
         try:
@@ -190,7 +220,7 @@ class ModernEra:
         except mcp_headers.HeaderError as exc:
             raise ProtocolError(mcp_headers.HEADER_MISMATCH, exc.message) from None
 
-    def discover(self) -> dict:
+    def discover(self) -> dict[str, Any]:
         """The ``server/discover`` result (MCP 2026-07-28 server/discover), before decoration."""
         result: dict[str, Any] = {
             "supportedVersions": list(versions.ALL),
@@ -200,24 +230,30 @@ class ModernEra:
             result["instructions"] = self.server.instructions
         return result
 
-    def result(self, request_id: jsonrpc.RequestId, method: str, result: dict, cache: CacheHint = NO_CACHE) -> dict:
+    def result(
+        self, request_id: jsonrpc.RequestId, method: str, result: dict[str, Any], cache: CacheHint = NO_CACHE
+    ) -> dict[str, Any]:
         """A JSON-RPC result with what every 2026-07-28 result carries: ``resultType``,
         ``serverInfo`` in ``_meta``, and for a complete result of a cacheable method the
         caching hints (``cache``; an ``input_required`` result carries none)."""
         body = {"resultType": "complete", **result}
         meta = body.get("_meta")
-        body["_meta"] = {**(meta if isinstance(meta, dict) else {}),
-                         META_SERVER_INFO: {"name": self.server.name, "version": self.server.version}}
+        body["_meta"] = {
+            **(meta if isinstance(meta, dict) else {}),
+            META_SERVER_INFO: {"name": self.server.name, "version": self.server.version},
+        }
         if method in CACHEABLE and body["resultType"] == "complete":
             body = {**body, **cache.fields()}
         return jsonrpc.result(request_id, body)
 
-    def _listen(self, request: jsonrpc.Request) -> ReplySink | dict:
+    def _listen(self, request: jsonrpc.Request) -> ReplySink | dict[str, Any]:
         """``subscriptions/listen``: a stream that starts with the acknowledgement (basic/patterns/subscriptions)."""
         if self.server.subscriptions.max_streams == 0:
             # Turned off: server/discover then declares nothing a listen stream would carry.
-            raise ProtocolError(METHOD_NOT_FOUND, "Method not found: subscriptions/listen is turned off on this "
-                                                  "server (ZEMCP_MAX_LISTEN_STREAMS=0)")
+            raise ProtocolError(
+                METHOD_NOT_FOUND,
+                "Method not found: subscriptions/listen is turned off on this server (ZEMCP_MAX_LISTEN_STREAMS=0)",
+            )
         capabilities = self.server.capabilities(versions.STATELESS)
         supported = {
             "toolsListChanged": capabilities.get("tools", {}).get("listChanged", False),
@@ -226,7 +262,9 @@ class ModernEra:
             "resourceSubscriptions": capabilities.get("resources", {}).get("subscribe", False),
         }
         try:
-            acknowledged, kinds, uris = self.server.subscriptions.honoured(request.params.get("notifications"), supported)
+            acknowledged, kinds, uris = self.server.subscriptions.honoured(
+                request.params.get("notifications"), supported
+            )
         except ValueError as exc:
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
         # A listen stream holds a thread for as long as it is open: it counts in the call budget.
@@ -234,27 +272,48 @@ class ModernEra:
 
     # -- multi-round-trip requests -----------------------------------------------------
 
-    def _start(self, client: ClientView, request: jsonrpc.Request, work: Work, environ: dict) -> "ReplySink | DirectSink":
+    def _start(
+        self, client: ClientView, request: jsonrpc.Request, work: Work, environ: dict[str, Any]
+    ) -> ReplySink | DirectSink:
         """Start one round of ``work``; its sink tells JSON from stream."""
         params = request.params
         token = params.get("requestState")
         state = None
         if token is not None:
             try:
-                state = self.server.request_states.open(token, method=work.method, target=work.target,
-                                                        arguments=work.arguments, principal=_key(work))
+                state = self.server.request_states.open(
+                    token, method=work.method, target=work.target, arguments=work.arguments, principal=_key(work)
+                )
             except RequestStateError as exc:
-                hint = ("; another process sealed it: give every worker and instance the same "
-                        "ZEMCP_REQUEST_STATE_KEY (docs/deploy.md)") if exc.reason == "unknown key" else ""
-                log.warning("refused a requestState for %s %s: %s%s", work.method, logsafe.clip(work.target), exc.reason, hint)
-                raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}",
-                                    data={"reason": "invalid_request_state"}) from None
+                hint = (
+                    (
+                        "; another process sealed it: give every worker and instance the same "
+                        "ZEMCP_REQUEST_STATE_KEY (docs/deploy.md)"
+                    )
+                    if exc.reason == "unknown key"
+                    else ""
+                )
+                log.warning(
+                    "refused a requestState for %s %s: %s%s", work.method, logsafe.clip(work.target), exc.reason, hint
+                )
+                raise ProtocolError(
+                    INVALID_PARAMS, f"Invalid params: {exc}", data={"reason": "invalid_request_state"}
+                ) from None
         answers, asked, held = mrtr.parse_state(state)
         responses = mrtr.check_responses(params.get("inputResponses"), asked)
         progress = params["_meta"].get("progressToken")
         sink = new_sink(environ, self.settings.keepalive_interval)
-        round_ = mrtr.Round(client, request.id, sink, progress if jsonrpc.valid_id(progress) else None,
-                            answers, asked, held, responses, self.settings.elicitation_timeout)
+        round_ = mrtr.Round(
+            client,
+            request.id,
+            sink,
+            progress if jsonrpc.valid_id(progress) else None,
+            answers,
+            asked,
+            held,
+            responses,
+            self.settings.elicitation_timeout,
+        )
         # Closing the response stream is this era's cancellation (basic/patterns/cancellation).
         sink.on_close(lambda: None if sink.finished else round_.abort(ClientDisconnected()))
 
@@ -268,24 +327,32 @@ class ModernEra:
                 response = self._finish(work, request, round_, response)
             except BaseException:
                 log.exception("%s %s: the round could not be answered", work.method, logsafe.clip(work.target))
-                response = jsonrpc.error(request.id, jsonrpc.INTERNAL_ERROR, f"Internal error while serving {work.method}")
+                response = jsonrpc.error(
+                    request.id, jsonrpc.INTERNAL_ERROR, f"Internal error while serving {work.method}"
+                )
             finally:
                 sink.finish(response)
 
         self.server.start(job, sink)
         return sink
 
-    def _finish(self, work: Work, request: jsonrpc.Request, round_: mrtr.Round, response: dict | None) -> dict | None:
+    def _finish(
+        self, work: Work, request: jsonrpc.Request, round_: mrtr.Round, response: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
         """The round's response: an ``InputRequiredResult``, -32021, or the decorated result."""
         if isinstance(round_.ended, mrtr.InputRequired):
             body, state = round_.input_required()
             try:
-                body["requestState"] = self.server.request_states.seal(state, method=work.method, target=work.target,
-                                                                       arguments=work.arguments, principal=_key(work))
+                body["requestState"] = self.server.request_states.seal(
+                    state, method=work.method, target=work.target, arguments=work.arguments, principal=_key(work)
+                )
             except StateTooLarge as exc:
-                return jsonrpc.error(request.id, INVALID_PARAMS,
-                                     f"Invalid params: {exc}; send shorter answers (or arguments), or start the "
-                                     f"request again without requestState")
+                return jsonrpc.error(
+                    request.id,
+                    INVALID_PARAMS,
+                    f"Invalid params: {exc}; send shorter answers (or arguments), or start the "
+                    f"request again without requestState",
+                )
             return self.result(request.id, work.method, body)
         if isinstance(round_.ended, mrtr.ReplayMismatch):
             log.warning("%s %s broke the replay contract: %s", work.method, logsafe.clip(work.target), round_.ended)
@@ -296,22 +363,33 @@ class ModernEra:
         if response is None:
             return None
         if round_.unused_answers:
-            log.warning("%s %s returned without asking %d question(s) it had answers for: handlers must ask the same "
-                        "questions in the same order on every round", work.method, logsafe.clip(work.target),
-                        round_.unused_answers)
+            log.warning(
+                "%s %s returned without asking %d question(s) it had answers for: handlers must ask the same "
+                "questions in the same order on every round",
+                work.method,
+                logsafe.clip(work.target),
+                round_.unused_answers,
+            )
         failed = "error" in response or response["result"].get("isError") is True
         if failed and round_.missing_capabilities:
-            needed = ", ".join(f"{name}" + (f" ({', '.join(sorted(modes))} mode)" if modes else "")
-                               for name, modes in sorted(round_.missing_capabilities.items()))
-            return jsonrpc.error(request.id, MISSING_CAPABILITY,
-                                 f"Missing required client capability: {work.method} {work.target} needs "
-                                 f"{needed}, which this request's clientCapabilities do not declare",
-                                 {"requiredCapabilities": round_.missing_capabilities})
+            needed = ", ".join(
+                f"{name}" + (f" ({', '.join(sorted(modes))} mode)" if modes else "")
+                for name, modes in sorted(round_.missing_capabilities.items())
+            )
+            return jsonrpc.error(
+                request.id,
+                MISSING_CAPABILITY,
+                f"Missing required client capability: {work.method} {work.target} needs "
+                f"{needed}, which this request's clientCapabilities do not declare",
+                {"requiredCapabilities": round_.missing_capabilities},
+            )
         if "error" in response:
             return retire_codes(response)
         # A result that took answers depends on more than its cache key: never reusable.
         retried = request.params.get("requestState") is not None or request.params.get("inputResponses") is not None
-        return self.result(request.id, work.method, response["result"], NO_CACHE if retried else self.server.cache_hint(request))
+        return self.result(
+            request.id, work.method, response["result"], NO_CACHE if retried else self.server.cache_hint(request)
+        )
 
 
 def _check_version(client: ClientView) -> None:
@@ -341,25 +419,35 @@ def envelope(request: jsonrpc.Request) -> ClientView:
     meta = request.params.get("_meta")
     needed = f"params._meta with {META_VERSION} (a string) and {META_CAPABILITIES} (an object)"
     if not isinstance(meta, dict):
-        raise ProtocolError(INVALID_PARAMS, f"Invalid params: a 2026-07-28 request needs {needed}; "
-                                            f"clients of older versions send initialize first")
+        raise ProtocolError(
+            INVALID_PARAMS,
+            f"Invalid params: a 2026-07-28 request needs {needed}; clients of older versions send initialize first",
+        )
     missing = [key for key in (META_VERSION, META_CAPABILITIES) if key not in meta]
     if missing:
-        raise ProtocolError(INVALID_PARAMS, f"Invalid params: params._meta lacks {' and '.join(missing)}; "
-                                            f"a 2026-07-28 request needs {needed}")
+        raise ProtocolError(
+            INVALID_PARAMS,
+            f"Invalid params: params._meta lacks {' and '.join(missing)}; a 2026-07-28 request needs {needed}",
+        )
     version, capabilities = meta[META_VERSION], meta[META_CAPABILITIES]
     info = meta.get(META_CLIENT_INFO, {})
     level = meta.get(META_LOG_LEVEL)
     if not isinstance(version, str):
-        raise ProtocolError(INVALID_PARAMS, f"Invalid params: {META_VERSION} must be a string such as "
-                                            f"{versions.MODERN[0]!r}")
+        raise ProtocolError(
+            INVALID_PARAMS, f"Invalid params: {META_VERSION} must be a string such as {versions.MODERN[0]!r}"
+        )
     if not isinstance(capabilities, dict):
-        raise ProtocolError(INVALID_PARAMS, f"Invalid params: {META_CAPABILITIES} must be an object "
-                                            f"(ClientCapabilities; {{}} declares none)")
+        raise ProtocolError(
+            INVALID_PARAMS,
+            f"Invalid params: {META_CAPABILITIES} must be an object (ClientCapabilities; {{}} declares none)",
+        )
     if not isinstance(info, dict):
-        raise ProtocolError(INVALID_PARAMS, f"Invalid params: {META_CLIENT_INFO} must be an object "
-                                            f"(name, version), or left out")
+        raise ProtocolError(
+            INVALID_PARAMS, f"Invalid params: {META_CLIENT_INFO} must be an object (name, version), or left out"
+        )
     if level is not None and level not in LOG_LEVELS:
-        raise ProtocolError(INVALID_PARAMS, f"Invalid params: {META_LOG_LEVEL} must be one of "
-                                            f"{', '.join(LOG_LEVELS)}, got {logsafe.clip(level)}")
+        raise ProtocolError(
+            INVALID_PARAMS,
+            f"Invalid params: {META_LOG_LEVEL} must be one of {', '.join(LOG_LEVELS)}, got {logsafe.clip(level)}",
+        )
     return ClientView(version, info, capabilities, log_level=level)

@@ -26,7 +26,7 @@ import hashlib
 import json
 import logging
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zemcp import jsonrpc
 from zemcp.capabilities import ClientView
@@ -34,6 +34,9 @@ from zemcp.elicitation import ElicitAborted
 from zemcp.inputs import InputRequest
 from zemcp.jsonrpc import INVALID_PARAMS, ProtocolError
 from zemcp.sinks import ReplySink
+
+if TYPE_CHECKING:
+    from zemcp.responses import DirectSink
 
 log = logging.getLogger("zemcp.mrtr")
 
@@ -73,7 +76,7 @@ class ReplayMismatch(RoundEnded):
         )
 
 
-def _kept(method: str, result: dict) -> dict:
+def _kept(method: str, result: dict[str, Any]) -> dict[str, Any]:
     # An elicitation's answer is its action and content; anything else the client put in it
     # would only make the requestState bigger.
     if method == "elicitation/create":
@@ -87,7 +90,7 @@ def question_digest(request: InputRequest) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def parse_state(state: Any) -> tuple[list[list], list[list] | None, dict[str, list]]:
+def parse_state(state: Any) -> tuple[list[list[Any]], list[list[Any]] | None, dict[str, list[Any]]]:
     """The recorded answers, last round's questions and held answers of an opened (plain) state.
 
     Args:
@@ -103,20 +106,27 @@ def parse_state(state: Any) -> tuple[list[list], list[list] | None, dict[str, li
     """
     if state is None:
         return [], None, {}
-    ok = (isinstance(state, dict) and state.get("v") == STATE_VERSION
-          and isinstance(state.get("answers"), list) and isinstance(state.get("asked"), list)
-          and isinstance(state.get("held"), dict)
-          and all(isinstance(a, list) and len(a) == 3 and isinstance(a[2], dict) for a in state["answers"])
-          and all(isinstance(a, list) and len(a) == 2 for a in state["asked"])
-          and all(isinstance(h, list) and len(h) == 2 and isinstance(h[1], dict) for h in state["held"].values()))
+    ok = (
+        isinstance(state, dict)
+        and state.get("v") == STATE_VERSION
+        and isinstance(state.get("answers"), list)
+        and isinstance(state.get("asked"), list)
+        and isinstance(state.get("held"), dict)
+        and all(isinstance(a, list) and len(a) == 3 and isinstance(a[2], dict) for a in state["answers"])
+        and all(isinstance(a, list) and len(a) == 2 for a in state["asked"])
+        and all(isinstance(h, list) and len(h) == 2 and isinstance(h[1], dict) for h in state["held"].values())
+    )
     if not ok:
-        raise ProtocolError(INVALID_PARAMS, "Invalid params: requestState was made by another server version; "
-                                            "start the request again without requestState and inputResponses",
-                            data={"reason": "invalid_request_state"})
+        raise ProtocolError(
+            INVALID_PARAMS,
+            "Invalid params: requestState was made by another server version; "
+            "start the request again without requestState and inputResponses",
+            data={"reason": "invalid_request_state"},
+        )
     return state["answers"], state["asked"], state["held"]
 
 
-def check_responses(responses: Any, asked: list[list] | None) -> dict:
+def check_responses(responses: Any, asked: list[list[Any]] | None) -> dict[str, Any]:
     """``params.inputResponses`` checked: an object whose answers to last round's questions are objects.
 
     Keys that answer nothing asked are ignored, as the spec asks.
@@ -133,8 +143,11 @@ def check_responses(responses: Any, asked: list[list] | None) -> dict:
     if responses is None:
         return {}
     if not isinstance(responses, dict):
-        raise ProtocolError(INVALID_PARAMS, "Invalid params: inputResponses must be an object mapping each "
-                                            "inputRequests key to the client's result for it")
+        raise ProtocolError(
+            INVALID_PARAMS,
+            "Invalid params: inputResponses must be an object mapping each "
+            "inputRequests key to the client's result for it",
+        )
     keys = responses if asked is None else [key for key, _ in asked]
     for key in keys:
         if key in responses and not isinstance(responses[key], dict):
@@ -169,9 +182,18 @@ class Round:
     # A round never waits for the client, whatever the WSGI server.
     can_wait = True
 
-    def __init__(self, client: ClientView, request_id: jsonrpc.RequestId, sink: ReplySink,
-                 progress_token: jsonrpc.RequestId | None, answers: list[list], asked: list[list] | None,
-                 held: dict[str, list], responses: dict, timeout: float):
+    def __init__(
+        self,
+        client: ClientView,
+        request_id: jsonrpc.RequestId,
+        sink: ReplySink | DirectSink,
+        progress_token: jsonrpc.RequestId | None,
+        answers: list[list[Any]],
+        asked: list[list[Any]] | None,
+        held: dict[str, list[Any]],
+        responses: dict[str, Any],
+        timeout: float,
+    ):
         self.client = client
         self.request_id = request_id
         self.sink = sink
@@ -187,7 +209,7 @@ class Round:
         self._lock = threading.Lock()
         self.ended: RoundEnded | None = None
         self.aborted: ElicitAborted | None = None
-        self.missing_capabilities: dict[str, dict] = {}
+        self.missing_capabilities: dict[str, dict[str, Any]] = {}
 
     def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
         """The answers to ``requests``, recorded or from this request's ``inputResponses``.
@@ -245,12 +267,12 @@ class Round:
             raise self.ended
         return answers
 
-    def notify(self, message: dict) -> None:
+    def notify(self, message: dict[str, Any]) -> None:
         """Queue a notification on the request's stream (raises the abort reason once aborted)."""
         self.raise_if_aborted()
         self.sink.send(message)
 
-    def note_missing(self, required: dict) -> None:
+    def note_missing(self, required: dict[str, Any]) -> None:
         """Record capabilities the handler needed and the request did not declare."""
         for capability, settings in required.items():
             self.missing_capabilities.setdefault(capability, {}).update(settings)
@@ -273,7 +295,7 @@ class Round:
         """Recorded answers the handler did not ask for again before it returned."""
         return max(0, len(self._answers) - self._position)
 
-    def input_required(self) -> tuple[dict, Any]:
+    def input_required(self) -> tuple[dict[str, Any], Any]:
         """The ``InputRequiredResult`` body (without ``requestState``) and the plain state to seal.
 
         Call only after :class:`InputRequired` ended the round.
@@ -283,6 +305,10 @@ class Round:
         """
         assert isinstance(self.ended, InputRequired)
         requests = {key: {"method": r.method, "params": r.params} for key, _, r in self.ended.requests}
-        state = {"v": STATE_VERSION, "answers": self._answers,
-                 "asked": [[key, digest] for key, digest, _ in self.ended.requests], "held": self._held}
+        state = {
+            "v": STATE_VERSION,
+            "answers": self._answers,
+            "asked": [[key, digest] for key, digest, _ in self.ended.requests],
+            "held": self._held,
+        }
         return {"resultType": "input_required", "inputRequests": requests}, state

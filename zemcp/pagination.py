@@ -38,7 +38,7 @@ def decode_cursor(cursor: str) -> int:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
     except ValueError:  # not base64, or not ASCII once decoded
         text = ""
-    offset = text[len(_TAG):] if text.startswith(_TAG) else ""
+    offset = text[len(_TAG) :] if text.startswith(_TAG) else ""
     # The decoder skips stray characters, so only the exact string we made is accepted.
     if not _OFFSET.match(offset) or encode_cursor(int(offset)) != cursor:
         raise ProtocolError(
@@ -49,7 +49,7 @@ def decode_cursor(cursor: str) -> int:
     return int(offset)
 
 
-def paginate(items: list, cursor: str | None, page_size: int) -> tuple[list, str | None]:
+def paginate(items: list[Any], cursor: str | None, page_size: int) -> tuple[list[Any], str | None]:
     """One page of ``items``.
 
     Args:
@@ -70,7 +70,7 @@ def paginate(items: list, cursor: str | None, page_size: int) -> tuple[list, str
     return items[start:end], (encode_cursor(end) if end < len(items) else None)
 
 
-def list_result(params: dict, key: str, items: list, page_size: int) -> dict:
+def list_result(params: dict[str, Any], key: str, items: list[Any], page_size: int) -> dict[str, Any]:
     """The result of a ``*/list`` request: ``{key: page, "nextCursor"?: str}``.
 
     Args:

@@ -35,7 +35,7 @@ class PromptArgument:
     description: str | None = None
     required: bool = False
 
-    def definition(self) -> dict:
+    def definition(self) -> dict[str, Any]:
         """The argument as ``prompts/list`` shows it."""
         entry: dict[str, Any] = {"name": self.name}
         if self.description:
@@ -67,7 +67,7 @@ class Prompt:
     context_param: str | None = None
     cache: CacheHint = NO_CACHE
 
-    def definition(self) -> dict:
+    def definition(self) -> dict[str, Any]:
         """The prompt as ``prompts/list`` shows it."""
         entry: dict[str, Any] = {"name": self.name}
         if self.title:
@@ -81,7 +81,7 @@ class Prompt:
         """The names of the arguments, in signature order."""
         return [argument.name for argument in self.arguments]
 
-    def render(self, arguments: Any, ctx: Any = None) -> dict:
+    def render(self, arguments: Any, ctx: Any = None) -> dict[str, Any]:
         """``prompts/get`` for this prompt: ``{"description"?, "messages": [{"role", "content"}]}``.
 
         Args:
@@ -126,7 +126,9 @@ class Prompt:
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            raise ProtocolError(INVALID_PARAMS, "Invalid params: prompts/get params.arguments must be an object of strings")
+            raise ProtocolError(
+                INVALID_PARAMS, "Invalid params: prompts/get params.arguments must be an object of strings"
+            )
         known = self.argument_names()
         unknown = [key for key in arguments if key not in known]
         if unknown:
@@ -151,8 +153,14 @@ class Prompt:
         return arguments
 
 
-def make_prompt(handler: Callable[..., Any], *, name: str | None = None, title: str | None = None,
-                description: str | None = None, cache: CacheHint = NO_CACHE) -> Prompt:
+def make_prompt(
+    handler: Callable[..., Any],
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    cache: CacheHint = NO_CACHE,
+) -> Prompt:
     """Build a :class:`Prompt` from a function.
 
     Args:
@@ -179,8 +187,9 @@ def make_prompt(handler: Callable[..., Any], *, name: str | None = None, title: 
     return Prompt(name, handler, title, description, tuple(arguments), context, cache)
 
 
-def _arguments(handler: Callable[..., Any], prompt: str, documented: dict[str, str],
-               context: str | None) -> list[PromptArgument]:
+def _arguments(
+    handler: Callable[..., Any], prompt: str, documented: dict[str, str], context: str | None
+) -> list[PromptArgument]:
     try:
         hints = typing.get_type_hints(handler, include_extras=True)
     except Exception:
@@ -213,7 +222,7 @@ def _arguments(handler: Callable[..., Any], prompt: str, documented: dict[str, s
     return arguments
 
 
-def to_messages(value: Any) -> list[dict]:
+def to_messages(value: Any) -> list[dict[str, Any]]:
     """Shape a prompt handler's return value as ``GetPromptResult.messages``.
 
     Args:
@@ -231,8 +240,12 @@ def to_messages(value: Any) -> list[dict]:
     for item in items:
         if isinstance(item, str):
             messages.append({"role": "user", "content": {"type": "text", "text": item}})
-        elif (isinstance(item, dict) and item.get("role") in _ROLES and isinstance(item.get("content"), dict)
-              and isinstance(item["content"].get("type"), str)):
+        elif (
+            isinstance(item, dict)
+            and item.get("role") in _ROLES
+            and isinstance(item.get("content"), dict)
+            and isinstance(item["content"].get("type"), str)
+        ):
             messages.append(item)
         else:
             raise TypeError(
@@ -249,7 +262,7 @@ class PromptRegistry:
         self._prompts: dict[str, Prompt] = {}
         self._cache = NO_CACHE
         # Built at registration, not on every prompts/list: a prompt does not change.
-        self._definitions: list[dict] = []
+        self._definitions: list[dict[str, Any]] = []
 
     def __len__(self) -> int:
         return len(self._prompts)
@@ -290,7 +303,7 @@ class PromptRegistry:
             )
         return prompt
 
-    def list_result(self, params: dict, page_size: int) -> dict:
+    def list_result(self, params: dict[str, Any], page_size: int) -> dict[str, Any]:
         """``prompts/list``: ``{"prompts": [...], "nextCursor"?}``.
 
         Raises:
@@ -299,7 +312,7 @@ class PromptRegistry:
         items = self._definitions
         return pagination.list_result(params, "prompts", items, page_size)
 
-    def get_result(self, params: dict) -> dict:
+    def get_result(self, params: dict[str, Any]) -> dict[str, Any]:
         """``prompts/get {name, arguments?}``: ``{"description"?, "messages": [...]}``.
 
         Raises:

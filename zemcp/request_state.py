@@ -54,10 +54,7 @@ _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 _REQUIRED_CLAIMS = frozenset({"v", "iat", "exp", "m", "t", "a", "aud", "s"})
 _OPTIONAL_CLAIMS = frozenset({"p"})
 _STRING_CLAIMS = ("m", "t", "a", "aud")
-_MESSAGE = (
-    "invalid or expired requestState; start the request again without requestState and "
-    "inputResponses"
-)
+_MESSAGE = "invalid or expired requestState; start the request again without requestState and inputResponses"
 
 
 class RequestStateError(Exception):
@@ -109,8 +106,9 @@ class StateTooLarge(ValueError):
 
 def _canonical_json(value: Any) -> bytes:
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
-                          allow_nan=False).encode("ascii")
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode(
+            "ascii"
+        )
     except RecursionError:
         raise StateTooLarge("the arguments are nested too deeply to be bound into a requestState") from None
 
@@ -171,17 +169,14 @@ class RequestStateSealer:
                     f"least {MIN_KEY_CHARS} characters (make one with "
                     "zemcp.request_state.new_key())"
                 )
-        if not isinstance(ttl, (int, float)) or isinstance(ttl, bool) or not (
-                math.isfinite(ttl) and ttl > 0):
-            raise ValueError(
-                f"request state ttl must be a finite number of seconds above 0, got {ttl!r}")
+        if not isinstance(ttl, (int, float)) or isinstance(ttl, bool) or not (math.isfinite(ttl) and ttl > 0):
+            raise ValueError(f"request state ttl must be a finite number of seconds above 0, got {ttl!r}")
         if not isinstance(audience, str) or not audience:
             raise ValueError(f"request state audience must be a non-empty string, got {audience!r}")
         self._ttl = ttl
         self._audience = audience
         derived_keys = [
-            HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_HKDF_INFO).derive(
-                secret.encode("utf-8"))
+            HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_HKDF_INFO).derive(secret.encode("utf-8"))
             for secret in keys
         ]
         self._seal_key_id = _key_id(derived_keys[0])
@@ -192,8 +187,16 @@ class RequestStateSealer:
         for derived in dict.fromkeys(derived_keys):
             self._openers.setdefault(_key_id(derived), []).append(AESGCM(derived))
 
-    def seal(self, state: Any, *, method: str, target: str, arguments: Any,
-             principal: str | None = None, now: float | None = None) -> str:
+    def seal(
+        self,
+        state: Any,
+        *,
+        method: str,
+        target: str,
+        arguments: Any,
+        principal: str | None = None,
+        now: float | None = None,
+    ) -> str:
         """The ``requestState`` token carrying ``state``, bound to the request being answered.
 
         Args:
@@ -232,8 +235,7 @@ class RequestStateSealer:
         if principal is not None:
             claims["p"] = _principal_digest(principal)
         try:
-            plaintext = json.dumps(claims, separators=(",", ":"), ensure_ascii=False,
-                                   allow_nan=False).encode("utf-8")
+            plaintext = json.dumps(claims, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
             # The parser nests less deeply than the encoder: a state open() could not read
             # must fail here, where it is made, not on the client's next round.
             json.loads(plaintext)
@@ -250,8 +252,16 @@ class RequestStateSealer:
             )
         return token
 
-    def open(self, token: Any, *, method: str, target: str, arguments: Any,
-             principal: str | None = None, now: float | None = None) -> Any:
+    def open(
+        self,
+        token: Any,
+        *,
+        method: str,
+        target: str,
+        arguments: Any,
+        principal: str | None = None,
+        now: float | None = None,
+    ) -> Any:
         """The state sealed in ``token``, once checked against the request that brought it back.
 
         Args:
@@ -273,18 +283,24 @@ class RequestStateSealer:
             raise RequestStateError("too long")
         if not token.startswith(_PREFIX):
             raise RequestStateError("malformed")
-        raw = _b64decode_canonical(token[len(_PREFIX):])
+        raw = _b64decode_canonical(token[len(_PREFIX) :])
         if raw is None or len(raw) < _KEY_ID_BYTES + _NONCE_BYTES + _TAG_BYTES:
             raise RequestStateError("malformed")
         key_id = raw[:_KEY_ID_BYTES]
-        nonce = raw[_KEY_ID_BYTES:_KEY_ID_BYTES + _NONCE_BYTES]
-        sealed = raw[_KEY_ID_BYTES + _NONCE_BYTES:]
+        nonce = raw[_KEY_ID_BYTES : _KEY_ID_BYTES + _NONCE_BYTES]
+        sealed = raw[_KEY_ID_BYTES + _NONCE_BYTES :]
         openers = self._openers.get(key_id)
         if openers is None:
             raise RequestStateError("unknown key")
         claims = self._decrypt(openers, nonce, sealed, _PREFIX.encode("ascii") + key_id)
-        self._check(claims, method=method, target=target, arguments=arguments,
-                    principal=principal, now=time.time() if now is None else now)
+        self._check(
+            claims,
+            method=method,
+            target=target,
+            arguments=arguments,
+            principal=principal,
+            now=time.time() if now is None else now,
+        )
         return claims["s"]
 
     @staticmethod
@@ -304,16 +320,20 @@ class RequestStateSealer:
             raise RequestStateError("malformed") from None
         # Authenticated, so sealed by us; checked anyway so that a token of another format
         # fails closed instead of with a KeyError or TypeError below.
-        if (not isinstance(claims, dict) or not _REQUIRED_CLAIMS <= claims.keys()
-                or not claims.keys() <= _REQUIRED_CLAIMS | _OPTIONAL_CLAIMS
-                or not all(_is_int(claims[name]) for name in ("v", "iat", "exp"))
-                or not all(isinstance(claims[name], str) for name in _STRING_CLAIMS)
-                or not isinstance(claims.get("p", ""), str)):
+        if (
+            not isinstance(claims, dict)
+            or not claims.keys() >= _REQUIRED_CLAIMS
+            or not claims.keys() <= _REQUIRED_CLAIMS | _OPTIONAL_CLAIMS
+            or not all(_is_int(claims[name]) for name in ("v", "iat", "exp"))
+            or not all(isinstance(claims[name], str) for name in _STRING_CLAIMS)
+            or not isinstance(claims.get("p", ""), str)
+        ):
             raise RequestStateError("malformed")
         return claims
 
-    def _check(self, claims: dict[str, Any], *, method: Any, target: Any, arguments: Any,
-               principal: str | None, now: float) -> None:
+    def _check(
+        self, claims: dict[str, Any], *, method: Any, target: Any, arguments: Any, principal: str | None, now: float
+    ) -> None:
         """Raise RequestStateError unless ``claims`` are current and belong to this request."""
         if claims["v"] != _VERSION:
             raise RequestStateError("unsupported version")

@@ -82,7 +82,7 @@ class UriTemplate:
         pattern, pos = "", 0
         for match in _EXPRESSION.finditer(template):
             name = match.group(1)
-            literal = template[pos:match.start()]
+            literal = template[pos : match.start()]
             self._check_literal(literal)
             if not _VARIABLE.match(name):
                 raise ValueError(
@@ -156,7 +156,7 @@ class Resource:
             raise ValueError(f"resource {self.uri!r}: size must be a non-negative number of bytes, got {self.size!r}")
         self.context_param = _check_callable(self.handler, {}, self.uri)
 
-    def definition(self) -> dict:
+    def definition(self) -> dict[str, Any]:
         """The resource as ``resources/list`` shows it."""
         entry: dict[str, Any] = {"uri": self.uri, "name": self.name}
         _optional(entry, title=self.title, description=self.description, mimeType=self.mime_type, size=self.size)
@@ -197,9 +197,11 @@ class ResourceTemplate:
         _check_uri(self.uri_template)
         _check_name(self.name, self.uri_template)
         self.template = UriTemplate(self.uri_template)
-        self.context_param = _check_callable(self.handler, dict.fromkeys(self.template.variables, ""), self.uri_template)
+        self.context_param = _check_callable(
+            self.handler, dict.fromkeys(self.template.variables, ""), self.uri_template
+        )
 
-    def definition(self) -> dict:
+    def definition(self) -> dict[str, Any]:
         """The template as ``resources/templates/list`` shows it."""
         entry: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
         _optional(entry, title=self.title, description=self.description, mimeType=self.mime_type)
@@ -218,8 +220,8 @@ class ResourceRegistry:
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, ResourceTemplate] = {}
         # Built at registration, not on every list request: entries do not change.
-        self._resource_definitions: list[dict] = []
-        self._template_definitions: list[dict] = []
+        self._resource_definitions: list[dict[str, Any]] = []
+        self._template_definitions: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._subscriptions: dict[str, set[str]] = {}
 
@@ -228,9 +230,18 @@ class ResourceRegistry:
 
     # -- registration ------------------------------------------------------------------
 
-    def register(self, handler: Callable[..., Any], uri: str, *, name: str | None = None, title: str | None = None,
-                 description: str | None = None, mime_type: str | None = "text/plain",
-                 size: int | None = None, cache: CacheHint = NO_CACHE) -> Resource | ResourceTemplate:
+    def register(
+        self,
+        handler: Callable[..., Any],
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = "text/plain",
+        size: int | None = None,
+        cache: CacheHint = NO_CACHE,
+    ) -> Resource | ResourceTemplate:
         """Register ``handler`` for ``uri``: a template when ``uri`` has ``{...}``, else static.
 
         Args:
@@ -268,8 +279,7 @@ class ResourceRegistry:
 
     def cache_hints(self) -> tuple[CacheHint, CacheHint]:
         """The caching hints of ``resources/list`` and ``resources/templates/list``."""
-        return (combine(r.cache for r in self._resources.values()),
-                combine(t.cache for t in self._templates.values()))
+        return (combine(r.cache for r in self._resources.values()), combine(t.cache for t in self._templates.values()))
 
     def get(self, uri: str) -> Resource | None:
         """The static resource with this URI, or None."""
@@ -281,7 +291,7 @@ class ResourceRegistry:
 
     # -- requests ----------------------------------------------------------------------
 
-    def list_result(self, params: dict, page_size: int) -> dict:
+    def list_result(self, params: dict[str, Any], page_size: int) -> dict[str, Any]:
         """``resources/list``: ``{"resources": [...], "nextCursor"?}``.
 
         Raises:
@@ -290,7 +300,7 @@ class ResourceRegistry:
         items = self._resource_definitions
         return pagination.list_result(params, "resources", items, page_size)
 
-    def templates_result(self, params: dict, page_size: int) -> dict:
+    def templates_result(self, params: dict[str, Any], page_size: int) -> dict[str, Any]:
         """``resources/templates/list``: ``{"resourceTemplates": [...], "nextCursor"?}``.
 
         Raises:
@@ -299,7 +309,7 @@ class ResourceRegistry:
         items = self._template_definitions
         return pagination.list_result(params, "resourceTemplates", items, page_size)
 
-    def find(self, params: dict) -> tuple[Resource | ResourceTemplate, str, dict[str, str]]:
+    def find(self, params: dict[str, Any]) -> tuple[Resource | ResourceTemplate, str, dict[str, str]]:
         """What ``resources/read {uri}`` reads: the resource or template, the URI and the
         template's variables.
 
@@ -311,7 +321,7 @@ class ResourceRegistry:
         target, variables = self._find(uri)
         return target, uri, variables
 
-    def read(self, params: dict, ctx: Any = None) -> dict:
+    def read(self, params: dict[str, Any], ctx: Any = None) -> dict[str, Any]:
         """``resources/read {uri}``: ``{"contents": [{"uri", "mimeType"?, "text" | "blob"}, ...]}``.
 
         Args:
@@ -334,8 +344,11 @@ class ResourceRegistry:
         except (ProtocolError, ElicitAborted):
             raise
         except (ElicitError, ClientRequestError) as exc:
-            log.info("reading resource %s ended by an outcome of asking the client: %s", logsafe.clip(uri),
-                     logsafe.outcome(exc))
+            log.info(
+                "reading resource %s ended by an outcome of asking the client: %s",
+                logsafe.clip(uri),
+                logsafe.outcome(exc),
+            )
             raise ProtocolError(INTERNAL_ERROR, f"reading resource {uri} failed: {exc}") from None
         except HANDLER_ERRORS as exc:
             log.exception("reading resource %s failed", logsafe.clip(uri))
@@ -344,7 +357,7 @@ class ResourceRegistry:
                 f"Internal error: reading resource {uri} failed ({type(exc).__name__}); the server log has the details",
             ) from None
 
-    def subscribe(self, session_id: str, params: dict) -> dict:
+    def subscribe(self, session_id: str, params: dict[str, Any]) -> dict[str, Any]:
         """``resources/subscribe {uri}`` for a session: ``{}``.
 
         Raises:
@@ -364,7 +377,7 @@ class ResourceRegistry:
             uris.add(uri)
         return {}
 
-    def unsubscribe(self, session_id: str, params: dict) -> dict:
+    def unsubscribe(self, session_id: str, params: dict[str, Any]) -> dict[str, Any]:
         """``resources/unsubscribe {uri}`` for a session: ``{}``, also when it was not subscribed.
 
         Raises:
@@ -400,7 +413,7 @@ class ResourceRegistry:
         raise ResourceNotFound(uri)
 
 
-def to_contents(value: Any, uri: str, mime_type: str | None) -> list[dict]:
+def to_contents(value: Any, uri: str, mime_type: str | None) -> list[dict[str, Any]]:
     """Shape a read handler's return value as ``ReadResourceResult.contents``.
 
     Args:
@@ -433,7 +446,7 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[dict]:
     return contents
 
 
-def _uri_param(params: dict, method: str) -> str:
+def _uri_param(params: dict[str, Any], method: str) -> str:
     uri = params.get("uri")
     if not isinstance(uri, str) or not uri:
         raise ProtocolError(INVALID_PARAMS, f"Invalid params: {method} needs params.uri (a non-empty string)")
@@ -469,5 +482,5 @@ def _check_callable(handler: Callable[..., Any], kwargs: dict[str, str], uri: st
     return context
 
 
-def _optional(entry: dict, **members: Any) -> None:
+def _optional(entry: dict[str, Any], **members: Any) -> None:
     entry.update({key: value for key, value in members.items() if value is not None})

@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wrappers import Response
@@ -24,6 +24,8 @@ from zemcp import jsonrpc
 from zemcp.sinks import KEEPALIVE, CloseCallbacks, ReplySink
 
 if TYPE_CHECKING:
+    from wsgiref.types import StartResponse
+
     from zemcp.auth import Challenge
 
 log = logging.getLogger("zemcp.transport")
@@ -34,25 +36,36 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 PEER_CHECK_INTERVAL = 1.0
 
 
-def json_response(status: int, message: dict, headers: dict | None = None) -> Response:
+def json_response(status: int, message: dict[str, Any], headers: dict[str, Any] | None = None) -> Response:
     """One JSON-RPC message as an ``application/json`` response."""
     return Response(encode(message), status=status, content_type="application/json", headers=headers)
 
 
-def error_response(status: int, code: int, message: str, headers: dict | None = None,
-                   id: jsonrpc.RequestId | None = None) -> Response:
+def error_response(
+    status: int, code: int, message: str, headers: dict[str, Any] | None = None, id: jsonrpc.RequestId | None = None
+) -> Response:
     """A JSON-RPC error (``id`` None when the request's id is unknown) as an ``application/json`` response."""
     return json_response(status, jsonrpc.error(id, code, message), headers)
 
 
-def challenge_response(challenge: "Challenge", id: jsonrpc.RequestId | None = None) -> Response:
+def challenge_response(challenge: Challenge, id: jsonrpc.RequestId | None = None) -> Response:
     """An authorization refusal (401, 400 or 403) with its ``WWW-Authenticate`` challenge (MCP basic/authorization)."""
-    return error_response(challenge.status, jsonrpc.INVALID_REQUEST, challenge.message, id=id,
-                          headers={"WWW-Authenticate": challenge.header})
+    return error_response(
+        challenge.status,
+        jsonrpc.INVALID_REQUEST,
+        challenge.message,
+        id=id,
+        headers={"WWW-Authenticate": challenge.header},
+    )
 
 
-def reply(sink: "ReplySink | DirectSink", environ: dict, keepalive: float,
-          status_of: Callable[[dict], int] = lambda _: 200, headers: dict | None = None) -> "Response | _DirectResponse":
+def reply(
+    sink: ReplySink | DirectSink,
+    environ: dict[str, Any],
+    keepalive: float,
+    status_of: Callable[[dict[str, Any]], int] = lambda _: 200,
+    headers: dict[str, Any] | None = None,
+) -> WSGIResponse:
     """The response to a request whose handler writes to ``sink``: JSON or an SSE stream.
 
     Args:
@@ -72,8 +85,13 @@ def reply(sink: "ReplySink | DirectSink", environ: dict, keepalive: float,
     if not streaming and final is not None:
         sink.close()
         return json_response(status_of(final), final, headers)
-    return Response(_Stream(sink, environ, keepalive), status=200, content_type="text/event-stream",
-                    headers={**SSE_HEADERS, **(headers or {})}, direct_passthrough=True)
+    return Response(
+        _Stream(sink, environ, keepalive),
+        status=200,
+        content_type="text/event-stream",
+        headers={**SSE_HEADERS, **(headers or {})},
+        direct_passthrough=True,
+    )
 
 
 class _Stream:
@@ -81,7 +99,7 @@ class _Stream:
     between them, and the sink closed when the server closes the body (PEP 3333), also when
     nothing was ever read from it."""
 
-    def __init__(self, sink: ReplySink, environ: dict, keepalive: float):
+    def __init__(self, sink: ReplySink, environ: dict[str, Any], keepalive: float):
         self._sink = sink
         self._keepalive = keepalive
         # gunicorn hands us the client socket; peeking at it finds a client that left
@@ -100,7 +118,7 @@ class _Stream:
                     continue
                 yield b": keep-alive\n\n"
             else:
-                yield b"event: message\ndata: " + encode(item) + b"\n\n"
+                yield b"event: message\ndata: " + encode(cast("dict[str, Any]", item)) + b"\n\n"
             last_write = time.monotonic()
 
     def close(self) -> None:
@@ -121,7 +139,7 @@ def _peer_closed(sock: socket.socket) -> bool:
         return True
 
 
-def encode(message: dict) -> bytes:
+def encode(message: dict[str, Any]) -> bytes:
     """Encode a response, whose result comes from application code and may hold values JSON
     cannot carry: such a response becomes a -32603 error for the same id.
 
@@ -132,8 +150,13 @@ def encode(message: dict) -> bytes:
         return jsonrpc.encode(message)
     except (TypeError, ValueError) as exc:
         log.error("cannot encode a response as JSON: %s", exc)
-        return jsonrpc.encode(jsonrpc.error(message.get("id"), jsonrpc.INTERNAL_ERROR,
-                                            f"Internal error: the result is not valid JSON ({exc}); fix the handler's return value"))
+        return jsonrpc.encode(
+            jsonrpc.error(
+                message.get("id"),
+                jsonrpc.INTERNAL_ERROR,
+                f"Internal error: the result is not valid JSON ({exc}); fix the handler's return value",
+            )
+        )
 
 
 class DirectSink(CloseCallbacks):
@@ -157,7 +180,7 @@ class DirectSink(CloseCallbacks):
 
     direct = True
 
-    def __init__(self, environ: dict, keepalive: float):
+    def __init__(self, environ: dict[str, Any], keepalive: float):
         super().__init__()
         self._client = environ["gunicorn.socket"]
         self._keepalive = keepalive
@@ -165,19 +188,19 @@ class DirectSink(CloseCallbacks):
         self.tick_interval = min(PEER_CHECK_INTERVAL, keepalive)
         self._lock = threading.Lock()
         self._write: Callable[[bytes], object] | None = None
-        self._start_response: Callable | None = None
+        self._start_response: StartResponse | None = None
         self._last_write = 0.0
         self.started = False
         self._finished = False
-        self.final: dict | None = None
+        self.final: dict[str, Any] | None = None
         #: The handler's job, run by :class:`_DirectResponse` on the request's thread.
         self.job: Callable[[], None] | None = None
 
-    def bind(self, start_response: Callable) -> None:
+    def bind(self, start_response: StartResponse) -> None:
         """Take the WSGI ``start_response`` of the request (before the job runs)."""
         self._start_response = start_response
 
-    def send(self, message: dict) -> bool:
+    def send(self, message: dict[str, Any]) -> bool:
         """Write a message that precedes the response; the first one starts the stream.
 
         Returns:
@@ -188,7 +211,7 @@ class DirectSink(CloseCallbacks):
                 return False
             try:
                 self._start_stream()
-                self._write(b"event: message\ndata: " + encode(message) + b"\n\n")
+                self._emit(b"event: message\ndata: " + encode(message) + b"\n\n")
             except OSError:
                 gone = True
             else:
@@ -207,14 +230,14 @@ class DirectSink(CloseCallbacks):
             gone = _peer_closed(self._client)
             if not gone and time.monotonic() - self._last_write >= self._keepalive:
                 try:
-                    self._write(b": keep-alive\n\n")
+                    self._emit(b": keep-alive\n\n")
                     self._last_write = time.monotonic()
                 except OSError:
                     gone = True
         if gone:
             self.close()
 
-    def finish(self, response: dict | None) -> None:
+    def finish(self, response: dict[str, Any] | None) -> None:
         """Give the final response (``None``: the request was cancelled, send no response)."""
         with self._lock:
             if not self._finished:
@@ -229,23 +252,33 @@ class DirectSink(CloseCallbacks):
     def _start_stream(self) -> None:
         # Called with the lock held.
         if not self.started:
-            self._write = self._start_response("200 OK", [("Content-Type", "text/event-stream"), *SSE_HEADERS.items()])
+            start_response = self._start_response
+            assert start_response is not None  # bound before the job runs
+            self._write = start_response("200 OK", [("Content-Type", "text/event-stream"), *SSE_HEADERS.items()])
             self.started = True
+
+    def _emit(self, data: bytes) -> None:
+        # Called with the lock held, once the stream has started.
+        write = self._write
+        assert write is not None  # _start_stream set it
+        write(data)
 
 
 class _DirectResponse:
     """The WSGI response of a :class:`DirectSink`: runs its job on this thread, then answers."""
 
-    def __init__(self, sink: DirectSink, status_of: Callable[[dict], int], headers: dict | None):
+    def __init__(self, sink: DirectSink, status_of: Callable[[dict[str, Any]], int], headers: dict[str, Any] | None):
         self._sink = sink
         self._status_of = status_of
         self._headers = headers or {}
 
-    def __call__(self, environ: dict, start_response: Callable) -> list[bytes]:
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
         sink = self._sink
         sink.bind(start_response)
+        job = sink.job
+        assert job is not None  # set before the response is returned
         try:
-            sink.job()
+            job()
         finally:
             # Late sends of threads the handler left behind are dropped from here on.
             sink.close()
@@ -258,13 +291,18 @@ class _DirectResponse:
             return []
         body = encode(final)
         status = self._status_of(final)
-        start_response(f"{status} {HTTP_STATUS_CODES.get(status, '')}".rstrip(),
-                       [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
-                        *self._headers.items()])
+        start_response(
+            f"{status} {HTTP_STATUS_CODES.get(status, '')}".rstrip(),
+            [("Content-Type", "application/json"), ("Content-Length", str(len(body))), *self._headers.items()],
+        )
         return [body]
 
 
-def new_sink(environ: dict, keepalive: float) -> "DirectSink | ReplySink":
+#: What answers a request: a werkzeug response, or the response of a :class:`DirectSink`.
+WSGIResponse: TypeAlias = "Response | _DirectResponse"
+
+
+def new_sink(environ: dict[str, Any], keepalive: float) -> DirectSink | ReplySink:
     """The sink for a request whose handler may talk to the client.
 
     A :class:`DirectSink` under gunicorn's threaded workers (the handler runs on the request's

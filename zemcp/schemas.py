@@ -37,7 +37,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, NotRequired, Required, Union
+from typing import Any, Literal, NotRequired, Required, Union, cast
 
 # zemcp.context imports this module only inside Context.elicit, so this import is not circular.
 from zemcp.context import Context
@@ -97,7 +97,7 @@ def context_parameter(func: Callable[..., Any]) -> str | None:
     return None
 
 
-def input_schema(func: Callable[..., Any]) -> tuple[dict, str | None]:
+def input_schema(func: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
     """A tool's ``inputSchema`` from the handler's signature.
 
     A parameter is required exactly when it has no default; JSON-serializable defaults are
@@ -115,14 +115,20 @@ def input_schema(func: Callable[..., Any]) -> tuple[dict, str | None]:
     hints = type_hints(func)
     context = context_parameter(func)
     notes = docstring_entries(func)
-    properties: dict[str, dict] = {}
+    properties: dict[str, dict[str, Any]] = {}
     required: list[str] = []
     for param in inspect.signature(func).parameters.values():
         if param.name == context:
             continue
         where = f"{_label(func)} parameter {param.name!r}"
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-            kind = {param.VAR_POSITIONAL: "*args", param.VAR_KEYWORD: "**kwargs"}.get(param.kind, "positional-only")
+            kind = (
+                "*args"
+                if param.kind is param.VAR_POSITIONAL
+                else "**kwargs"
+                if param.kind is param.VAR_KEYWORD
+                else "positional-only"
+            )
             raise TypeError(
                 f"{where}: {kind} parameters cannot be tool arguments; declare each argument as a "
                 "named parameter, or pass input_schema and take the arguments as keywords"
@@ -139,7 +145,7 @@ def input_schema(func: Callable[..., Any]) -> tuple[dict, str | None]:
     return schema, context
 
 
-def output_schema(func: Callable[..., Any]) -> dict | None:
+def output_schema(func: Callable[..., Any]) -> dict[str, Any] | None:
     """A tool's ``outputSchema`` from the handler's return annotation.
 
     A dataclass, TypedDict or ``dict[str, X]`` gives an object schema as is; any other type
@@ -248,15 +254,16 @@ def to_python(annotation: Any, value: Any) -> Any:
         hints = _member_hints(tp)
         return {key: to_python(hints.get(key, Any), item) for key, item in value.items()}
     if dataclasses.is_dataclass(tp):
-        hints = _member_hints(tp)
-        return tp(**{key: to_python(hints.get(key, Any), item) for key, item in value.items()})
+        cls = cast(type, tp)  # an annotation: the dataclass itself, not an instance
+        hints = _member_hints(cls)
+        return cls(**{key: to_python(hints.get(key, Any), item) for key, item in value.items()})
     return value
 
 
 # -- typed elicitation -------------------------------------------------------------------
 
 
-def elicitation_schema(cls: type) -> dict:
+def elicitation_schema(cls: type) -> dict[str, Any]:
     """A ``requestedSchema`` from a dataclass or TypedDict of primitive fields.
 
     Allowed field types: str, int, float, bool, ``Literal`` of str values, an Enum of str
@@ -277,7 +284,7 @@ def elicitation_schema(cls: type) -> dict:
     if not (_is_typeddict(cls) or (isinstance(cls, type) and dataclasses.is_dataclass(cls))):
         raise TypeError(f"an elicitation schema comes from a dataclass or TypedDict class, not {cls!r}")
     notes = docstring_entries(cls)
-    properties: dict[str, dict] = {}
+    properties: dict[str, dict[str, Any]] = {}
     required: list[str] = []
     for name, hint, needed, default in _members(cls):
         where = f"{cls.__qualname__}.{name}"
@@ -297,7 +304,7 @@ def elicitation_schema(cls: type) -> dict:
     return schema
 
 
-def from_content(cls: type, content: dict) -> Any:
+def from_content(cls: type, content: dict[str, Any]) -> Any:
     """The instance for accepted elicitation content already validated against
     :func:`elicitation_schema` of ``cls``.
 
@@ -327,7 +334,7 @@ def from_content(cls: type, content: dict) -> Any:
 _FORM_FORMATS = ("email", "uri", "date", "date-time")
 
 
-def form_field(prop: Any, titled_one_of: bool) -> dict | None:
+def form_field(prop: Any, titled_one_of: bool) -> dict[str, Any] | None:
     """The ``requestedSchema`` field that asks for a tool argument, from its input schema property.
 
     Only a primitive property can be asked for in a form (MCP client/elicitation,
@@ -389,7 +396,7 @@ def form_field(prop: Any, titled_one_of: bool) -> dict | None:
     return field
 
 
-def _string_options(prop: dict) -> "tuple[list[str], list[str] | None] | None | bool":
+def _string_options(prop: dict[str, Any]) -> tuple[list[str], list[str] | None] | Literal[False] | None:
     # (values, titles or None) of a string select; None for free text; False when the
     # options cannot be offered in a form (empty or non-string values, or a const).
     if "const" in prop:
@@ -400,12 +407,21 @@ def _string_options(prop: dict) -> "tuple[list[str], list[str] | None] | None | 
             return False
         names = prop.get("enumNames")
         titled = isinstance(names, list) and len(names) == len(values) and all(isinstance(n, str) for n in names)
-        return values, list(names) if titled else None
+        return values, list(names) if titled and isinstance(names, list) else None
     if "oneOf" in prop:
         choices = prop["oneOf"]
-        if not isinstance(choices, list) or not choices or not all(
-                isinstance(c, dict) and set(c) == {"const", "title"} and isinstance(c["const"], str) and c["const"]
-                and isinstance(c["title"], str) for c in choices):
+        if (
+            not isinstance(choices, list)
+            or not choices
+            or not all(
+                isinstance(c, dict)
+                and set(c) == {"const", "title"}
+                and isinstance(c["const"], str)
+                and c["const"]
+                and isinstance(c["title"], str)
+                for c in choices
+            )
+        ):
             return False
         return [c["const"] for c in choices], [c["title"] for c in choices]
     return None
@@ -419,7 +435,7 @@ def _label(obj: Any) -> str:
     return f"{name}()" if callable(obj) and not isinstance(obj, type) else name
 
 
-def _unannotate(tp: Any) -> tuple[Any, dict]:
+def _unannotate(tp: Any) -> tuple[Any, dict[str, Any]]:
     """Strip ``Annotated`` and ``Required``/``NotRequired``; the keywords their metadata gives."""
     keywords: dict[str, Any] = {}
     while True:
@@ -444,7 +460,7 @@ def _is_typeddict(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
 
 
-def _is_object(schema: dict) -> bool:
+def _is_object(schema: dict[str, Any]) -> bool:
     return schema.get("type") == "object"
 
 
@@ -461,13 +477,18 @@ def _members(cls: type) -> list[tuple[str, Any, bool, Any]]:
             # Required/NotRequired inside string annotations escape __required_keys__ before
             # Python 3.12, so the resolved hint decides when it says.
             marker = typing.get_origin(_strip_annotated(hint))
-            needed = marker is Required or (marker is not NotRequired and name in cls.__required_keys__)
+            needed = marker is Required or (marker is not NotRequired and name in cls.__required_keys__)  # type: ignore[attr-defined]  # a TypedDict class
             members.append((name, hint, needed, dataclasses.MISSING))
         return members
     return [
-        (f.name, hints.get(f.name, Any), f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-         f.default)
-        for f in dataclasses.fields(cls) if f.init
+        (
+            f.name,
+            hints.get(f.name, Any),
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            f.default,
+        )
+        for f in dataclasses.fields(cls)
+        if f.init
     ]
 
 
@@ -486,13 +507,15 @@ def _json_default(value: Any, where: str) -> Any:
     return data
 
 
-def _accepts_null(schema: dict) -> bool:
+def _accepts_null(schema: dict[str, Any]) -> bool:
     if "type" not in schema and "anyOf" not in schema:
         return True
     return schema.get("type") == "null" or any(option.get("type") == "null" for option in schema.get("anyOf", ()))
 
 
-def _property(annotation: Any, where: str, note: str | None, default: Any, seen: frozenset = frozenset()) -> dict:
+def _property(
+    annotation: Any, where: str, note: str | None, default: Any, seen: frozenset[type] = frozenset()
+) -> dict[str, Any]:
     schema = _schema(annotation, where, seen)
     if note and "description" not in schema:
         schema["description"] = note
@@ -512,14 +535,14 @@ def _property(annotation: Any, where: str, note: str | None, default: Any, seen:
     return schema
 
 
-def _schema(annotation: Any, where: str, seen: frozenset) -> dict:
+def _schema(annotation: Any, where: str, seen: frozenset[type]) -> dict[str, Any]:
     tp, keywords = _unannotate(annotation)
     schema = _bare_schema(tp, where, seen)
     schema.update(keywords)
     return schema
 
 
-def _bare_schema(tp: Any, where: str, seen: frozenset) -> dict:
+def _bare_schema(tp: Any, where: str, seen: frozenset[type]) -> dict[str, Any]:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any or tp is inspect.Parameter.empty:
         return {}
@@ -533,10 +556,7 @@ def _bare_schema(tp: Any, where: str, seen: frozenset) -> dict:
     if origin in (Union, types.UnionType):
         others = [a for a in args if a is not _NONE]
         if len(others) != 1:
-            raise TypeError(
-                f"{where}: the union {tp!r} is not supported, only X | None; "
-                f"supported types: {_SUPPORTED}"
-            )
+            raise TypeError(f"{where}: the union {tp!r} is not supported, only X | None; supported types: {_SUPPORTED}")
         return _nullable(_schema(others[0], where, seen))
     if tp is list or origin is list:
         return {"type": "array", "items": _schema(args[0], f"{where} items", seen)} if args else {"type": "array"}
@@ -549,20 +569,22 @@ def _bare_schema(tp: Any, where: str, seen: frozenset) -> dict:
     raise TypeError(f"{where}: type {tp!r} is not supported; supported types: {_SUPPORTED}")
 
 
-def _enum_schema(values: list, where: str, what: str) -> dict:
+def _enum_schema(values: list[Any], where: str, what: str) -> dict[str, Any]:
     if not values:
         raise TypeError(f"{where}: {what} has no values to choose from")
     kinds = []
     for value in values:
         kind = next((name for py, name in _JSON_TYPES if type(value) is py), None)
         if kind is None:
-            raise TypeError(f"{where}: {what} has the value {value!r}; enum values must be str, int, float, bool or None")
+            raise TypeError(
+                f"{where}: {what} has the value {value!r}; enum values must be str, int, float, bool or None"
+            )
         if kind not in kinds:
             kinds.append(kind)
     return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
 
 
-def _nullable(schema: dict) -> dict:
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     if not schema:
         return schema
     # Text, titles and the header mark belong to the parameter, not to one branch of it.
@@ -570,7 +592,7 @@ def _nullable(schema: dict) -> dict:
     return {"anyOf": [schema, {"type": "null"}], **outer}
 
 
-def _tuple_schema(args: tuple, where: str, seen: frozenset) -> dict:
+def _tuple_schema(args: tuple[Any, ...], where: str, seen: frozenset[type]) -> dict[str, Any]:
     if not args:
         return {"type": "array"}
     if len(args) == 2 and args[1] is Ellipsis:
@@ -584,7 +606,7 @@ def _tuple_schema(args: tuple, where: str, seen: frozenset) -> dict:
     }
 
 
-def _dict_schema(args: tuple, where: str, seen: frozenset) -> dict:
+def _dict_schema(args: tuple[Any, ...], where: str, seen: frozenset[type]) -> dict[str, Any]:
     if not args:
         return {"type": "object"}
     key, _ = _unannotate(args[0])
@@ -594,15 +616,17 @@ def _dict_schema(args: tuple, where: str, seen: frozenset) -> dict:
     return {"type": "object", "additionalProperties": values} if values else {"type": "object"}
 
 
-def _object_schema(cls: type, where: str, seen: frozenset) -> dict:
+def _object_schema(cls: type, where: str, seen: frozenset[type]) -> dict[str, Any]:
     if cls in seen:
         raise TypeError(f"{where}: {cls.__qualname__} contains itself; recursive types need an explicit schema")
     seen = seen | {cls}
     notes = docstring_entries(cls)
-    properties: dict[str, dict] = {}
+    properties: dict[str, dict[str, Any]] = {}
     required: list[str] = []
     for name, hint, needed, default in _members(cls):
-        properties[name] = _property(hint, f"{where} field {name!r} of {cls.__qualname__}", notes.get(name), default, seen)
+        properties[name] = _property(
+            hint, f"{where} field {name!r} of {cls.__qualname__}", notes.get(name), default, seen
+        )
         if needed:
             required.append(name)
     schema: dict[str, Any] = {"type": "object", "properties": properties}
@@ -612,7 +636,7 @@ def _object_schema(cls: type, where: str, seen: frozenset) -> dict:
     return schema
 
 
-def _primitive(annotation: Any, where: str) -> tuple[dict, bool]:
+def _primitive(annotation: Any, where: str) -> tuple[dict[str, Any], bool]:
     """An elicitation field's schema, and whether the field is optional (``X | None``)."""
     tp, keywords = _unannotate(annotation)
     optional = False

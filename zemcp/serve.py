@@ -15,12 +15,15 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from zemcp.server import Server
 from zemcp.transport import McpApp
+
+if TYPE_CHECKING:
+    from gunicorn.app.base import BaseApplication
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -47,8 +50,10 @@ def load_target(target: str) -> tuple[McpApp, Server]:
     if attribute:
         value = getattr(module, attribute, None)
         if not isinstance(value, (McpApp, Server)):
-            raise TargetError(f"{location} has no McpApp or Server named {attribute!r} "
-                              f"(found {type(value).__name__ if value is not None else 'nothing'})")
+            raise TargetError(
+                f"{location} has no McpApp or Server named {attribute!r} "
+                f"(found {type(value).__name__ if value is not None else 'nothing'})"
+            )
     else:
         value = _find(module, location)
     return (value, value.server) if isinstance(value, McpApp) else (McpApp(value), value)
@@ -62,6 +67,8 @@ def _import(location: str) -> Any:
         # The file's directory is importable, as it is for `python file.py`: its own imports work.
         sys.path.insert(0, str(path.resolve().parent))
         spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None:
+            raise TargetError(f"cannot import {location}: not a Python source file")
         module = importlib.util.module_from_spec(spec)
         sys.modules[path.stem] = module
         try:
@@ -74,27 +81,34 @@ def _import(location: str) -> Any:
         return importlib.import_module(location)
     except ModuleNotFoundError as exc:
         if exc.name and location.startswith(exc.name):
-            raise TargetError(f"no module named {location!r} (run from its directory, or give the path of its .py file)") from None
+            raise TargetError(
+                f"no module named {location!r} (run from its directory, or give the path of its .py file)"
+            ) from None
         raise TargetError(f"importing {location} failed: {exc}") from exc
     except Exception as exc:
         raise TargetError(f"importing {location} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def _find(module: Any, location: str) -> McpApp | Server:
-    found = {kind: [name for name, value in vars(module).items() if isinstance(value, kind)]
-             for kind in (McpApp, Server)}
+    found = {
+        kind: [name for name, value in vars(module).items() if isinstance(value, kind)] for kind in (McpApp, Server)
+    }
     for kind in (McpApp, Server):
         names = found[kind]
         if len(names) == 1:
-            return getattr(module, names[0])
+            value: McpApp | Server = getattr(module, names[0])
+            return value
         if len(names) > 1:
-            raise TargetError(f"{location} holds several {kind.__name__}s ({', '.join(names)}); name one: "
-                              f"{location}:{names[0]}")
-    raise TargetError(f"{location} holds no zemcp.McpApp or zemcp.Server at its top level; create one there "
-                      f"(server = zemcp.Server(...)) or name it: {location}:NAME")
+            raise TargetError(
+                f"{location} holds several {kind.__name__}s ({', '.join(names)}); name one: {location}:{names[0]}"
+            )
+    raise TargetError(
+        f"{location} holds no zemcp.McpApp or zemcp.Server at its top level; create one there "
+        f"(server = zemcp.Server(...)) or name it: {location}:NAME"
+    )
 
 
-def _gunicorn_application(target: str, options: dict[str, Any], preload: bool):
+def _gunicorn_application(target: str, options: dict[str, Any], preload: bool) -> BaseApplication:
     # Imported here: the stdio transport needs none of gunicorn.
     from gunicorn.app.base import BaseApplication
 
@@ -111,14 +125,17 @@ def _gunicorn_application(target: str, options: dict[str, Any], preload: bool):
             for name, value in options.items():
                 self.cfg.set(name, value)
 
-        def load(self) -> McpApp:
-            return load_target(target)[0]
+        #: The app loaded in the master (with preload), which load() then returns.
+        preloaded: McpApp | None = None
+
+        # gunicorn's stubs type the WSGI callable with a narrower start_response than PEP 3333's.
+        def load(self) -> McpApp:  # type: ignore[override]
+            return self.preloaded if self.preloaded is not None else load_target(target)[0]
 
     app = Application()
     if preload:
         # Load in the master: a target that cannot be served fails at once, with its reason.
-        loaded = app.load()
-        app.load = lambda: loaded
+        app.preloaded = app.load()
     return app
 
 
@@ -129,23 +146,52 @@ def main() -> None:
 
 @main.command()
 @click.argument("target")
-@click.option("--transport", type=click.Choice(["http", "stdio"]), default="http", show_default=True,
-              help="http: MCP's Streamable HTTP under gunicorn. stdio: newline-delimited JSON-RPC on "
-                   "stdin and stdout, logs on stderr, for clients that start the server as a subprocess.")
-@click.option("--bind", "-b", metavar="HOST:PORT",
-              help="(http) The address to listen on; sets ZEMCP_BIND. Default: ZEMCP_BIND, else 127.0.0.1:8000.")
-@click.option("--threads", type=click.IntRange(min=3),
-              help="(http) gthread threads per worker, which the thread budget is derived from; sets "
-                   "ZEMCP_THREADS. Default: ZEMCP_THREADS, else 32.")
-@click.option("--workers", "-w", type=click.IntRange(min=1),
-              help="(http) Worker processes; sets ZEMCP_WORKERS. Keep 1 for handshake-era clients "
-                   "(their sessions live in one process). Default: ZEMCP_WORKERS, else 1.")
-@click.option("--log-level", type=click.Choice(LOG_LEVELS), default="info", show_default=True,
-              help="Lowest level of log messages written (to stderr).")
-@click.option("--reload", is_flag=True,
-              help="(http) Restart the workers when a source file changes: for development only.")
-def run(target: str, transport: str, bind: str | None, threads: int | None, workers: int | None, log_level: str,
-        reload: bool) -> None:
+@click.option(
+    "--transport",
+    type=click.Choice(["http", "stdio"]),
+    default="http",
+    show_default=True,
+    help="http: MCP's Streamable HTTP under gunicorn. stdio: newline-delimited JSON-RPC on "
+    "stdin and stdout, logs on stderr, for clients that start the server as a subprocess.",
+)
+@click.option(
+    "--bind",
+    "-b",
+    metavar="HOST:PORT",
+    help="(http) The address to listen on; sets ZEMCP_BIND. Default: ZEMCP_BIND, else 127.0.0.1:8000.",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=3),
+    help="(http) gthread threads per worker, which the thread budget is derived from; sets "
+    "ZEMCP_THREADS. Default: ZEMCP_THREADS, else 32.",
+)
+@click.option(
+    "--workers",
+    "-w",
+    type=click.IntRange(min=1),
+    help="(http) Worker processes; sets ZEMCP_WORKERS. Keep 1 for handshake-era clients "
+    "(their sessions live in one process). Default: ZEMCP_WORKERS, else 1.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS),
+    default="info",
+    show_default=True,
+    help="Lowest level of log messages written (to stderr).",
+)
+@click.option(
+    "--reload", is_flag=True, help="(http) Restart the workers when a source file changes: for development only."
+)
+def run(
+    target: str,
+    transport: str,
+    bind: str | None,
+    threads: int | None,
+    workers: int | None,
+    log_level: str,
+    reload: bool,
+) -> None:
     """Serve the server that TARGET names.
 
     TARGET is a Python file (notes.py) or module (notes, mypackage.tools), optionally with

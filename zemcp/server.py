@@ -25,16 +25,16 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from zemcp import __version__, jsonrpc, logsafe, versions
 from zemcp.auth import Authorization, InsufficientScope, Principal
 from zemcp.caching import NO_CACHE, CacheHint
 from zemcp.capabilities import ClientView
+from zemcp.completions import CompletionRegistry
 from zemcp.config import Settings
 from zemcp.context import CallFinished, Context, URLElicitationRequired
 from zemcp.correlation import CorrelationTable
-from zemcp.completions import CompletionRegistry
 from zemcp.elicitation import ElicitAborted, RequestCancelled, SessionEnded
 from zemcp.inputs import Exchange
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
@@ -47,12 +47,15 @@ from zemcp.session import Session, SessionRegistry, fingerprint
 from zemcp.subscriptions import SubscriptionHub
 from zemcp.tools import Tool, ToolRegistry, error_result
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
+
 log = logging.getLogger("zemcp.server")
 
 #: JSON-RPC error of a request that needs URL-mode elicitations first (MCP 2025-11-25 only).
 URL_ELICITATION_REQUIRED = -32042
 
-_SERVERS: "weakref.WeakSet[Server]" = weakref.WeakSet()
+_SERVERS: weakref.WeakSet[Server] = weakref.WeakSet()
 
 
 def shutdown_all() -> int:
@@ -100,8 +103,8 @@ class Work:
 
     method: str
     target: str
-    arguments: dict
-    run: Callable[[Context], dict]
+    arguments: dict[str, Any]
+    run: Callable[[Context], dict[str, Any]]
     auth: Principal | None = None
 
     @property
@@ -123,8 +126,15 @@ class Server:
             when ``auth`` is ``off``).
     """
 
-    def __init__(self, name: str, version: str = "0.0.0", *, instructions: str | None = None,
-                 settings: Settings | None = None, auth: Authorization | None = None):
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.0.0",
+        *,
+        instructions: str | None = None,
+        settings: Settings | None = None,
+        auth: Authorization | None = None,
+    ):
         self.name = name
         self.version = version
         self.instructions = instructions
@@ -137,11 +147,13 @@ class Server:
         self.prompts = PromptRegistry()
         self.completions = CompletionRegistry(self.prompts, self.resources)
         self.pending = CorrelationTable(self.settings.pending_budget, self.settings.session_pending_budget)
-        self.sessions = SessionRegistry(self.settings.max_sessions, self.settings.session_ttl, self._session_ended,
-                                        self.settings.instance)
+        self.sessions = SessionRegistry(
+            self.settings.max_sessions, self.settings.session_ttl, self._session_ended, self.settings.instance
+        )
         # Without configured keys, only this process can open the states it seals.
-        self.request_states = RequestStateSealer(self.settings.request_state_key or (new_key(),),
-                                                 self.settings.elicitation_timeout, name)
+        self.request_states = RequestStateSealer(
+            self.settings.request_state_key or (new_key(),), self.settings.elicitation_timeout, name
+        )
         self.subscriptions = SubscriptionHub(self.settings.listen_budget)
         self._admission = threading.Lock()
         self._running = 0
@@ -149,7 +161,7 @@ class Server:
         self._pool = ThreadPoolExecutor(max_workers=self.settings.threads, thread_name_prefix="zemcp-handler")
         self.started = time.time()
         _SERVERS.add(self)
-        self._methods: dict[str, Callable[[ClientView, jsonrpc.Request, Principal | None], "dict | Work"]] = {
+        self._methods: dict[str, Callable[[ClientView, jsonrpc.Request, Principal | None], dict[str, Any] | Work]] = {
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
             "resources/list": self._resources_list,
@@ -160,11 +172,43 @@ class Server:
             "completion/complete": self._completion_complete,
         }
 
-    def tool(self, name: str | Callable[..., Any] | None = None, *, title: str | None = None,
-             description: str | None = None, input_schema: dict | None = None, output_schema: dict | None = None,
-             structured_output: bool = False, annotations: dict | None = None, ttl_ms: int = 0,
-             cache_scope: str = "private", scopes: tuple[str, ...] | list[str] = (),
-             elicit_missing: bool | list[str] | tuple[str, ...] = False, elicit_message: str | None = None) -> Any:
+    @overload
+    def tool(self, name: _F, /) -> _F: ...
+
+    @overload
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool = False,
+        annotations: dict[str, Any] | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+        elicit_missing: bool | list[str] | tuple[str, ...] = False,
+        elicit_message: str | None = None,
+    ) -> Callable[[_F], _F]: ...
+
+    def tool(
+        self,
+        name: str | _F | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool = False,
+        annotations: dict[str, Any] | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+        elicit_missing: bool | list[str] | tuple[str, ...] = False,
+        elicit_message: str | None = None,
+    ) -> _F | Callable[[_F], _F]:
         """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
 
         The input schema comes from the function's typed parameters (see
@@ -208,12 +252,22 @@ class Server:
 
         needed = _scopes(scopes)
 
-        def register(func: Callable[..., Any]) -> Callable[..., Any]:
-            tool = self.tools.add(Tool(
-                name if isinstance(name, str) else None, func, description, input_schema, title,
-                output_schema=output_schema, structured_output=structured_output, annotations=annotations,
-                cache=cache, elicit_missing=elicit_missing, elicit_message=elicit_message,
-            ))
+        def register(func: _F) -> _F:
+            tool = self.tools.add(
+                Tool(
+                    name if isinstance(name, str) else None,
+                    func,
+                    description,
+                    input_schema,
+                    title,
+                    output_schema=output_schema,
+                    structured_output=structured_output,
+                    annotations=annotations,
+                    cache=cache,
+                    elicit_missing=elicit_missing,
+                    elicit_message=elicit_message,
+                )
+            )
             self._scopes[("tool", tool.name)] = needed
             self.notify_list_changed("tools")
             return func
@@ -221,10 +275,19 @@ class Server:
         # Bare @server.tool passes the function itself as the first argument.
         return register(name) if callable(name) else register
 
-    def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
-                 description: str | None = None, mime_type: str | None = "text/plain",
-                 size: int | None = None, ttl_ms: int = 0, cache_scope: str = "private",
-                 scopes: tuple[str, ...] | list[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = "text/plain",
+        size: int | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+    ) -> Callable[[_F], _F]:
         """Decorator registering a function as a resource, or as a resource template.
 
         A ``uri`` with ``{name}`` expressions (RFC 6570 level 1) registers a template: the
@@ -253,18 +316,41 @@ class Server:
 
         needed = _scopes(scopes)
 
-        def register(func: Callable[..., Any]) -> Callable[..., Any]:
-            self.resources.register(func, uri, name=name, title=title, description=description,
-                                    mime_type=mime_type, size=size, cache=cache)
+        def register(func: _F) -> _F:
+            self.resources.register(
+                func, uri, name=name, title=title, description=description, mime_type=mime_type, size=size, cache=cache
+            )
             self._scopes[("resource", uri)] = needed
             self.notify_list_changed("resources")
             return func
 
         return register
 
-    def prompt(self, name: str | Callable[..., Any] | None = None, *, title: str | None = None,
-               description: str | None = None, ttl_ms: int = 0, cache_scope: str = "private",
-               scopes: tuple[str, ...] | list[str] = ()) -> Any:
+    @overload
+    def prompt(self, name: _F, /) -> _F: ...
+
+    @overload
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+    ) -> Callable[[_F], _F]: ...
+
+    def prompt(
+        self,
+        name: str | _F | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+    ) -> _F | Callable[[_F], _F]:
         """Decorator registering a function as a prompt; usable bare (``@server.prompt``) too.
 
         The function's parameters are the prompt's arguments (strings; required when they
@@ -290,17 +376,19 @@ class Server:
 
         needed = _scopes(scopes)
 
-        def register(func: Callable[..., Any]) -> Callable[..., Any]:
-            prompt = self.prompts.add(make_prompt(func, name=None if callable(name) else name, title=title,
-                                                  description=description, cache=cache))
+        def register(func: _F) -> _F:
+            prompt = self.prompts.add(
+                make_prompt(
+                    func, name=None if callable(name) else name, title=title, description=description, cache=cache
+                )
+            )
             self._scopes[("prompt", prompt.name)] = needed
             self.notify_list_changed("prompts")
             return func
 
         return register(name) if callable(name) else register
 
-    def completion(self, *, prompt: str | None = None,
-                   resource: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def completion(self, *, prompt: str | None = None, resource: str | None = None) -> Callable[[_F], _F]:
         """Decorator registering a completion provider for a prompt's or a template's arguments.
 
         The provider is called as ``provider(argument, value, context)`` with the argument's
@@ -317,12 +405,11 @@ class Server:
                 has a provider.
         """
 
-        def register(func: Callable[..., Any]) -> Callable[..., Any]:
+        def register(func: _F) -> _F:
             self.completions.add(func, prompt=prompt, resource=resource)
             return func
 
         return register
-
 
     # -- change notifications ------------------------------------------------------------
 
@@ -351,7 +438,7 @@ class Server:
 
     # -- capabilities and sessions -----------------------------------------------------
 
-    def capabilities(self, version: str = versions.LATEST) -> dict:
+    def capabilities(self, version: str = versions.LATEST) -> dict[str, Any]:
         """``ServerCapabilities`` (initialize, ``server/discover``): exactly the features this
         server has that protocol ``version`` knows (``completions`` arrived in 2025-03-26).
 
@@ -405,7 +492,9 @@ class Server:
         """The methods :meth:`prepare` serves."""
         return frozenset(self._methods)
 
-    def prepare(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None = None) -> "dict | Work":
+    def prepare(
+        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None = None
+    ) -> dict[str, Any] | Work:
         """Serve one of :meth:`methods` for ``client``, or set up its handler's work.
 
         Args:
@@ -439,7 +528,9 @@ class Server:
         if not self._may_use(principal, kind, key):
             raise InsufficientScope(list(self._scopes[(kind, key)]), what)
 
-    def _visible(self, result: dict, field: str, kind: str, key: str, principal: Principal | None) -> dict:
+    def _visible(
+        self, result: dict[str, Any], field: str, kind: str, key: str, principal: Principal | None
+    ) -> dict[str, Any]:
         """``result`` with the ``field`` items ``principal`` may not use left out (by their ``key``)."""
         if principal is None or not self._scopes:
             return result
@@ -471,7 +562,7 @@ class Server:
         if held >= self.settings.call_budget:
             raise Busy(held, self.settings.call_budget)
 
-    def open_stream(self, opener: Callable[[], Any]) -> Any:
+    def open_stream(self, opener: Callable[[], _T]) -> _T:
         """Open a stream that holds a thread while it is open (``opener()``, which returns it)
         if the call budget has room; checked and opened together, so that concurrent opens
         cannot pass the budget.
@@ -509,7 +600,7 @@ class Server:
         else:
             self._pool.submit(counted)
 
-    def execute(self, work: Work, exchange: Exchange) -> dict | None:
+    def execute(self, work: Work, exchange: Exchange) -> dict[str, Any] | None:
         """Run ``work``'s handler with a Context on ``exchange``; never raises what the handler raised.
 
         Returns:
@@ -545,30 +636,41 @@ class Server:
             # Threads the handler left behind must not talk on a finished request.
             self.abort(exchange, CallFinished())
 
-    def _failure(self, work: Work, request_id: jsonrpc.RequestId, text: str) -> dict:
+    def _failure(self, work: Work, request_id: jsonrpc.RequestId, text: str) -> dict[str, Any]:
         if work.is_tool:
             return jsonrpc.result(request_id, error_result(text))
         return jsonrpc.error(request_id, INTERNAL_ERROR, f"{work.method} {work.target}: {text}")
 
-    def _tools_list(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict:
+    def _tools_list(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict[str, Any]:
         definitions = self.tools.definitions()
         if principal is not None and self._scopes:
             # Filtered before paging, so that every page is full.
             definitions = [d for d in definitions if self._may_use(principal, "tool", d["name"])]
         return _for_version(list_result(request.params, "tools", definitions, PAGE_SIZE), "tools", client)
 
-    def _resources_list(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict:
-        result = self._visible(self.resources.list_result(request.params, PAGE_SIZE), "resources", "resource", "uri",
-                               principal)
+    def _resources_list(
+        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
+    ) -> dict[str, Any]:
+        result = self._visible(
+            self.resources.list_result(request.params, PAGE_SIZE), "resources", "resource", "uri", principal
+        )
         return _for_version(result, "resources", client)
 
-    def _resources_templates_list(self, client: ClientView, request: jsonrpc.Request,
-                                  principal: Principal | None) -> dict:
-        result = self._visible(self.resources.templates_result(request.params, PAGE_SIZE), "resourceTemplates",
-                               "resource", "uriTemplate", principal)
+    def _resources_templates_list(
+        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
+    ) -> dict[str, Any]:
+        result = self._visible(
+            self.resources.templates_result(request.params, PAGE_SIZE),
+            "resourceTemplates",
+            "resource",
+            "uriTemplate",
+            principal,
+        )
         return _for_version(result, "resourceTemplates", client)
 
-    def _resources_read(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> "dict | Work":
+    def _resources_read(
+        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
+    ) -> dict[str, Any] | Work:
         target, uri, _ = self.resources.find(request.params)
         registered = target.uri if isinstance(target, Resource) else target.uri_template
         self._allow(principal, "resource", registered, f"resources/read {uri!r}")
@@ -577,11 +679,17 @@ class Server:
         params = request.params
         return Work("resources/read", uri, {}, lambda ctx: self.resources.read(params, ctx))
 
-    def _prompts_list(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict:
-        result = self._visible(self.prompts.list_result(request.params, PAGE_SIZE), "prompts", "prompt", "name", principal)
+    def _prompts_list(
+        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
+    ) -> dict[str, Any]:
+        result = self._visible(
+            self.prompts.list_result(request.params, PAGE_SIZE), "prompts", "prompt", "name", principal
+        )
         return _for_version(result, "prompts", client)
 
-    def _prompts_get(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> "dict | Work":
+    def _prompts_get(
+        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
+    ) -> dict[str, Any] | Work:
         prompt = self.prompts.require(request.params.get("name"), "prompts/get", "params.name")
         self._allow(principal, "prompt", prompt.name, f"prompts/get {prompt.name!r}")
         arguments = prompt.check(request.params.get("arguments"))
@@ -589,7 +697,9 @@ class Server:
             return prompt.render(arguments)
         return Work("prompts/get", prompt.name, arguments, lambda ctx: prompt.render(arguments, ctx))
 
-    def _completion_complete(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict:
+    def _completion_complete(
+        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
+    ) -> dict[str, Any]:
         ref = request.params.get("ref")
         if principal is not None and isinstance(ref, dict):
             if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
@@ -598,7 +708,9 @@ class Server:
                 self._allow(principal, "resource", ref["uri"], f"completion/complete for {ref['uri']!r}")
         return self.completions.complete(request.params)
 
-    def _tools_call(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> "dict | Work":
+    def _tools_call(
+        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
+    ) -> dict[str, Any] | Work:
         name = request.params.get("name")
         arguments = request.params.get("arguments", {})
         if arguments is None:
@@ -624,7 +736,7 @@ class Server:
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {problem}")
         structured = versions.since(client.protocol_version, versions.TITLES_AND_STRUCTURED_OUTPUT)
 
-        def run(ctx: Context) -> dict:
+        def run(ctx: Context) -> dict[str, Any]:
             result = tool.run(arguments, ctx, missing)
             if not structured:
                 # structuredContent arrived in 2025-06-18; older clients read the text item.
@@ -635,7 +747,7 @@ class Server:
 
     # -- status ------------------------------------------------------------------------
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """Live figures of this process: version, pid, uptime [s], sessions, pending, threads."""
         return {
             "version": __version__,
@@ -664,14 +776,15 @@ def _scopes(scopes: Any) -> tuple[str, ...]:
     return tuple(scopes)
 
 
-def _for_version(result: dict, key: str, client: ClientView) -> dict:
+def _for_version(result: dict[str, Any], key: str, client: ClientView) -> dict[str, Any]:
     """Leave out of list items the fields the client's protocol version does not have.
 
     ``title`` and ``outputSchema`` arrived in 2025-06-18, tool ``annotations`` in 2025-03-26.
     """
     version = client.protocol_version
-    drop = ({"title", "outputSchema"} if not versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT) else set()) | (
-        {"annotations"} if not versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS) else set())
+    drop = (
+        {"title", "outputSchema"} if not versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT) else set()
+    ) | ({"annotations"} if not versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS) else set())
     if drop:
         result[key] = [{k: v for k, v in item.items() if k not in drop} for item in result[key]]
     return result

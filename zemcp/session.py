@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from zemcp import jsonrpc
     from zemcp.correlation import CorrelationTable
     from zemcp.inputs import InputRequest
+    from zemcp.responses import DirectSink
 
 log = logging.getLogger("zemcp.session")
 
@@ -50,8 +51,9 @@ class SessionRequired(SessionError):
 
 #: The answer for a session id that names no live session of this process (or, with
 #: authorization on, one of another principal: the two must not be told apart).
-UNKNOWN_SESSION = ("Session not found: it ended, expired or was never created here; send initialize "
-                   "again without Mcp-Session-Id")
+UNKNOWN_SESSION = (
+    "Session not found: it ended, expired or was never created here; send initialize again without Mcp-Session-Id"
+)
 
 
 class SessionNotFound(SessionError):
@@ -77,8 +79,14 @@ class Session(ClientView):
         initialized: True once the client sent ``notifications/initialized``.
     """
 
-    def __init__(self, protocol_version: str, client_info: dict, capabilities: dict, instance: str = "local",
-                 principal: str | None = None):
+    def __init__(
+        self,
+        protocol_version: str,
+        client_info: dict[str, Any],
+        capabilities: dict[str, Any],
+        instance: str = "local",
+        principal: str | None = None,
+    ):
         # log_level: the lowest notifications/message level sent, until logging/setLevel.
         super().__init__(protocol_version, client_info, capabilities, log_level="info")
         self.principal = principal
@@ -127,7 +135,10 @@ class Session(ClientView):
             log.warning(
                 "session %s: the client sent no notifications/initialized after initialize (MCP basic/lifecycle: it "
                 "MUST); a server-to-client request waited %g s for it and is sent anyway, as are the later ones "
-                "of this session", fingerprint(self.id), grace)
+                "of this session",
+                fingerprint(self.id),
+                grace,
+            )
         return False
 
     def touch(self) -> None:
@@ -141,7 +152,7 @@ class Session(ClientView):
                 return 0.0
         return now - self._last_seen
 
-    def begin(self, call: "Call") -> "Call":
+    def begin(self, call: Call) -> Call:
         """Register a running request of this session; returns it.
 
         Raises:
@@ -164,19 +175,19 @@ class Session(ClientView):
         with self._lock:
             self.ended = why
 
-    def finish(self, call: "Call") -> None:
+    def finish(self, call: Call) -> None:
         """Forget a request whose handler returned."""
         with self._lock:
             if self._calls.get(call.request_id) is call:
                 del self._calls[call.request_id]
         self.touch()
 
-    def call(self, request_id: Any) -> "Call | None":
+    def call(self, request_id: Any) -> Call | None:
         """The running request with this id, if any."""
         with self._lock:
             return self._calls.get(request_id)
 
-    def calls(self) -> list["Call"]:
+    def calls(self) -> list[Call]:
         """The running requests."""
         with self._lock:
             return list(self._calls.values())
@@ -201,8 +212,16 @@ class Call:
         aborted: why it can no longer be answered, or None.
     """
 
-    def __init__(self, session: Session, request_id: RequestId, sink: ReplySink, progress_token: RequestId | None = None,
-                 table: "CorrelationTable | None" = None, timeout: float = 600.0, can_wait: bool = True):
+    def __init__(
+        self,
+        session: Session,
+        request_id: RequestId,
+        sink: ReplySink | DirectSink,
+        progress_token: RequestId | None = None,
+        table: CorrelationTable | None = None,
+        timeout: float = 600.0,
+        can_wait: bool = True,
+    ):
         self._lock = threading.Lock()
         self.session = session
         self.client = session
@@ -214,7 +233,7 @@ class Call:
         self.timeout = timeout
         self.can_wait = can_wait
 
-    def ask(self, requests: "list[InputRequest]", timeout: float | None = None) -> "list[jsonrpc.Response]":
+    def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
         """Send ``requests`` on this call's stream and wait for every answer (see
         :meth:`zemcp.correlation.CorrelationTable.ask_all`).
 
@@ -237,12 +256,12 @@ class Call:
         remaining = max(0.0, limit - (time.monotonic() - start))
         return self._table.ask_all(self, [(r.method, r.params) for r in requests], remaining)
 
-    def notify(self, message: dict) -> None:
+    def notify(self, message: dict[str, Any]) -> None:
         """Queue a notification on the call's stream (raises the abort reason once aborted)."""
         self.raise_if_aborted()
         self.sink.send(message)
 
-    def note_missing(self, required: dict) -> None:
+    def note_missing(self, required: dict[str, Any]) -> None:
         """Nothing to do: the handshake era has no error for a missing capability; the handler
         gets ``ElicitUnsupported`` or ``CapabilityMissing`` and decides."""
 
@@ -288,8 +307,13 @@ class SessionRegistry:
         self._sessions: dict[str, Session] = {}
         self._sweeper: threading.Thread | None = None
 
-    def create(self, protocol_version: str, client_info: dict, capabilities: dict,
-               principal: str | None = None) -> Session:
+    def create(
+        self,
+        protocol_version: str,
+        client_info: dict[str, Any],
+        capabilities: dict[str, Any],
+        principal: str | None = None,
+    ) -> Session:
         """Create and register a session (bound to ``principal``, a principal key, when given).
 
         Raises:
@@ -329,7 +353,8 @@ class SessionRegistry:
                     "request for a session of instance %s reached instance %r: either a proxy routed it "
                     "wrongly (route every request by its Mcp-Session-Id to the instance named before the "
                     "'.', see docs/deploy.md) or that instance restarted and its sessions are gone",
-                    logsafe.clip(owner), self.instance,
+                    logsafe.clip(owner),
+                    self.instance,
                 )
             raise SessionNotFound(UNKNOWN_SESSION)
         session.touch()
@@ -382,7 +407,9 @@ class SessionRegistry:
             if self._sweeper is not None:
                 return
             interval = min(30.0, max(0.5, self.ttl / 4))
-            self._sweeper = threading.Thread(target=self._sweep_forever, args=(interval,), name="zemcp-session-sweeper", daemon=True)
+            self._sweeper = threading.Thread(
+                target=self._sweep_forever, args=(interval,), name="zemcp-session-sweeper", daemon=True
+            )
             self._sweeper.start()
 
     def _sweep_forever(self, interval: float) -> None:

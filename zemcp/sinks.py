@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
+from typing import Any
 
 #: Yielded by :meth:`ReplySink.frames` when nothing happened for one keep-alive interval.
 KEEPALIVE = object()
@@ -26,9 +27,9 @@ class CloseCallbacks:
     def __init__(self) -> None:
         self._close_lock = threading.Lock()
         self._closed = False
-        self._on_close: list[Callable[[], None]] = []
+        self._on_close: list[Callable[[], object]] = []
 
-    def on_close(self, callback: Callable[[], None]) -> None:
+    def on_close(self, callback: Callable[[], object]) -> None:
         """Run ``callback`` once when :meth:`close` is called (at once if it already was)."""
         with self._close_lock:
             if not self._closed:
@@ -53,12 +54,12 @@ class ReplySink(CloseCallbacks):
     def __init__(self) -> None:
         super().__init__()
         self._cond = threading.Condition()
-        self._frames: deque[dict] = deque()
+        self._frames: deque[dict[str, Any]] = deque()
         self._streaming = False
         self._finished = False
-        self._final: dict | None = None
+        self._final: dict[str, Any] | None = None
 
-    def send(self, message: dict) -> bool:
+    def send(self, message: dict[str, Any]) -> bool:
         """Queue a server-to-client message that precedes the response; upgrades to a stream.
 
         Returns:
@@ -72,7 +73,7 @@ class ReplySink(CloseCallbacks):
             self._cond.notify()
             return True
 
-    def finish(self, response: dict | None) -> None:
+    def finish(self, response: dict[str, Any] | None) -> None:
         """Give the final response (``None``: the request was cancelled, send no response)."""
         with self._cond:
             if self._finished:
@@ -81,7 +82,7 @@ class ReplySink(CloseCallbacks):
             self._final = response
             self._cond.notify()
 
-    def first(self) -> tuple[bool, dict | None]:
+    def first(self) -> tuple[bool, dict[str, Any] | None]:
         """Wait until the reply's form is known.
 
         Returns:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from zemcp import jsonrpc, versions
 from zemcp.handshake import HandshakeEra
@@ -30,6 +30,9 @@ from zemcp.server import Busy, Server
 from zemcp.session import Session, SessionLimitReached, SessionNotFound
 from zemcp.sinks import KEEPALIVE, ReplySink
 from zemcp.subscriptions import ListenLimitReached
+
+if TYPE_CHECKING:
+    from zemcp.responses import DirectSink
 
 log = logging.getLogger("zemcp.stdio")
 
@@ -72,7 +75,7 @@ class StdioTransport:
         finally:
             self._close()
 
-    def write(self, message: dict) -> None:
+    def write(self, message: dict[str, Any]) -> None:
         """Write one message as one line (compact JSON never holds a newline)."""
         data = jsonrpc.encode(message) + b"\n"
         with self._write_lock:
@@ -108,8 +111,14 @@ class StdioTransport:
             self._initialize(message)
             return
         if _enveloped(message):
-            self.write(jsonrpc.error(message.id, INVALID_REQUEST, "Invalid Request: this connection started with "
-                                     "initialize (the handshake era); a 2026-07-28 request needs a new connection"))
+            self.write(
+                jsonrpc.error(
+                    message.id,
+                    INVALID_REQUEST,
+                    "Invalid Request: this connection started with "
+                    "initialize (the handshake era); a 2026-07-28 request needs a new connection",
+                )
+            )
             return
         if session is None:
             self.write(jsonrpc.error(message.id, INVALID_REQUEST, "Invalid Request: send initialize first"))
@@ -122,8 +131,13 @@ class StdioTransport:
 
     def _initialize(self, message: jsonrpc.Request) -> None:
         if self._session is not None:
-            self.write(jsonrpc.error(message.id, INVALID_REQUEST, "Invalid Request: this connection is already "
-                                     "initialized; start a new process for a new session"))
+            self.write(
+                jsonrpc.error(
+                    message.id,
+                    INVALID_REQUEST,
+                    "Invalid Request: this connection is already initialized; start a new process for a new session",
+                )
+            )
             return
         try:
             self._session, result = self.handshake.open_session(message)
@@ -145,9 +159,15 @@ class StdioTransport:
                     sink.close()
             return
         if message.method == "initialize":
-            self.write(jsonrpc.error(message.id, UNSUPPORTED_VERSION, "Unsupported protocol version: this "
-                                     f"connection speaks {' or '.join(versions.MODERN)}, which has no initialize",
-                                     {"supported": list(versions.MODERN)}))
+            self.write(
+                jsonrpc.error(
+                    message.id,
+                    UNSUPPORTED_VERSION,
+                    "Unsupported protocol version: this "
+                    f"connection speaks {' or '.join(versions.MODERN)}, which has no initialize",
+                    {"supported": list(versions.MODERN)},
+                )
+            )
             return
         try:
             outcome = self.modern.handle(message, ENVIRON)
@@ -158,15 +178,17 @@ class StdioTransport:
         if isinstance(outcome, dict):
             outcome = retire_codes(outcome)
         else:
-            self._running[message.id] = outcome
+            self._running[message.id] = cast(ReplySink, outcome)  # see _answer
         self._answer(outcome, message.id)
 
     # -- writing ----------------------------------------------------------------------
 
-    def _answer(self, outcome: "dict | ReplySink", request_id: Any = None) -> None:
+    def _answer(self, outcome: dict[str, Any] | ReplySink | DirectSink, request_id: Any = None) -> None:
         if isinstance(outcome, dict):
             self.write(outcome)
             return
+        # ENVIRON has no gunicorn socket: new_sink gives a ReplySink, never a DirectSink.
+        outcome = cast(ReplySink, outcome)
         pump = threading.Thread(target=self._pump, args=(outcome, request_id), name="zemcp-stdio-pump", daemon=True)
         self._pumps = [p for p in self._pumps if p.is_alive()] + [pump]
         pump.start()
@@ -176,7 +198,7 @@ class StdioTransport:
         try:
             for item in sink.frames(PUMP_TICK):
                 if item is not KEEPALIVE:
-                    self.write(item)
+                    self.write(cast("dict[str, Any]", item))
         except (BrokenPipeError, ValueError):
             log.info("stdout is closed; the client went away")
         finally:
@@ -203,8 +225,11 @@ def run(server: Server, log_level: str = "info") -> None:
     Logs go to stderr at ``log_level``; stdout carries MCP messages only, so a handler's
     ``print`` is sent to stderr as well.
     """
-    logging.basicConfig(stream=sys.stderr, level=log_level.upper(),
-                        format="%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=log_level.upper(),
+        format="%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s",
+    )
     out = sys.stdout.buffer
     # Anything printed by application code would corrupt the channel: send it to stderr.
     sys.stdout = sys.stderr

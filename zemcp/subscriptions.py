@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from zemcp import jsonrpc
@@ -50,15 +51,19 @@ class Listener:
         sink: where its notifications go.
     """
 
-    def __init__(self, subscription_id: jsonrpc.RequestId, kinds: frozenset[str], uris: frozenset[str], sink: ReplySink):
+    def __init__(
+        self, subscription_id: jsonrpc.RequestId, kinds: frozenset[str], uris: frozenset[str], sink: ReplySink
+    ):
         self.subscription_id = subscription_id
         self.kinds = kinds
         self.uris = uris
         self.sink = sink
 
-    def send(self, method: str, params: dict | None = None) -> None:
+    def send(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Queue a notification tagged with the subscription id."""
-        self.sink.send(jsonrpc.notification(method, {**(params or {}), "_meta": {SUBSCRIPTION_ID: self.subscription_id}}))
+        self.sink.send(
+            jsonrpc.notification(method, {**(params or {}), "_meta": {SUBSCRIPTION_ID: self.subscription_id}})
+        )
 
 
 class SubscriptionHub:
@@ -73,7 +78,9 @@ class SubscriptionHub:
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
 
-    def honoured(self, requested: Any, supported: dict[str, bool]) -> tuple[dict, frozenset[str], frozenset[str]]:
+    def honoured(
+        self, requested: Any, supported: dict[str, bool]
+    ) -> tuple[dict[str, Any], frozenset[str], frozenset[str]]:
         """The part of a listen request's ``notifications`` filter this server honours.
 
         Args:
@@ -89,7 +96,7 @@ class SubscriptionHub:
         if requested is None:
             requested = {}
         if not isinstance(requested, dict):
-            raise ValueError("params.notifications must be an object such as {\"toolsListChanged\": true}")
+            raise ValueError('params.notifications must be an object such as {"toolsListChanged": true}')
         acknowledged: dict[str, Any] = {}
         kinds = set()
         for flag, method in LIST_CHANGED.items():
@@ -101,16 +108,23 @@ class SubscriptionHub:
                 kinds.add(method)
         uris = requested.get("resourceSubscriptions", [])
         if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris) or len(uris) > MAX_URIS_PER_STREAM:
-            raise ValueError(f"params.notifications.resourceSubscriptions must be a list of at most "
-                             f"{MAX_URIS_PER_STREAM} resource URIs")
+            raise ValueError(
+                f"params.notifications.resourceSubscriptions must be a list of at most "
+                f"{MAX_URIS_PER_STREAM} resource URIs"
+            )
         if uris and supported.get("resourceSubscriptions"):
             acknowledged["resourceSubscriptions"] = list(dict.fromkeys(uris))
         else:
             uris = []
         return acknowledged, frozenset(kinds), frozenset(uris)
 
-    def open(self, subscription_id: jsonrpc.RequestId, acknowledged: dict, kinds: frozenset[str],
-             uris: frozenset[str]) -> ReplySink:
+    def open(
+        self,
+        subscription_id: jsonrpc.RequestId,
+        acknowledged: dict[str, Any],
+        kinds: frozenset[str],
+        uris: frozenset[str],
+    ) -> ReplySink:
         """Open a stream: its sink already holds the acknowledgement.
 
         Raises:
@@ -122,7 +136,8 @@ class SubscriptionHub:
             if len(self._listeners) >= self.max_streams:
                 raise ListenLimitReached(
                     f"this process already holds its maximum of {self.max_streams} subscriptions/listen streams "
-                    f"(ZEMCP_MAX_LISTEN_STREAMS); close one or retry later")
+                    f"(ZEMCP_MAX_LISTEN_STREAMS); close one or retry later"
+                )
             self._listeners.append(listener)
         sink.on_close(lambda: self._drop(listener))
         listener.send("notifications/subscriptions/acknowledged", {"notifications": acknowledged})
@@ -132,19 +147,23 @@ class SubscriptionHub:
         """Announce that a list changed (``toolsListChanged``, ``promptsListChanged`` or
         ``resourcesListChanged``); returns how many streams were told."""
         method = LIST_CHANGED[flag]
-        return self._fan_out(lambda l: method in l.kinds, method, None)
+        return self._fan_out(lambda listener: method in listener.kinds, method, None)
 
     def resource_updated(self, uri: str) -> int:
         """Announce ``notifications/resources/updated`` for ``uri``; returns how many streams were told."""
-        return self._fan_out(lambda l: uri in l.uris, "notifications/resources/updated", {"uri": uri})
+        return self._fan_out(lambda listener: uri in listener.uris, "notifications/resources/updated", {"uri": uri})
 
-    def close_all(self, result: dict) -> int:
+    def close_all(self, result: dict[str, Any]) -> int:
         """End every stream with ``result`` for its listen request (a graceful server-side end)."""
         with self._lock:
             listeners, self._listeners = self._listeners, []
         for listener in listeners:
-            listener.sink.finish(jsonrpc.result(listener.subscription_id, {
-                **result, "_meta": {**result.get("_meta", {}), SUBSCRIPTION_ID: listener.subscription_id}}))
+            listener.sink.finish(
+                jsonrpc.result(
+                    listener.subscription_id,
+                    {**result, "_meta": {**result.get("_meta", {}), SUBSCRIPTION_ID: listener.subscription_id}},
+                )
+            )
         return len(listeners)
 
     def count(self) -> int:
@@ -152,7 +171,7 @@ class SubscriptionHub:
         with self._lock:
             return len(self._listeners)
 
-    def _fan_out(self, wants, method: str, params: dict | None) -> int:
+    def _fan_out(self, wants: Callable[[Listener], bool], method: str, params: dict[str, Any] | None) -> int:
         with self._lock:
             targets = [listener for listener in self._listeners if wants(listener)]
         for listener in targets:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
@@ -94,11 +94,21 @@ class Tool:
         elicit_message: as given (None: a question naming the missing fields).
     """
 
-    def __init__(self, name: str | None, handler: Callable[..., Any], description: str | None = None,
-                 input_schema: dict | None = None, title: str | None = None, *,
-                 output_schema: dict | None = None, structured_output: bool = False,
-                 annotations: dict | None = None, cache: CacheHint = NO_CACHE,
-                 elicit_missing: bool | list[str] | tuple[str, ...] = False, elicit_message: str | None = None):
+    def __init__(
+        self,
+        name: str | None,
+        handler: Callable[..., Any],
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        title: str | None = None,
+        *,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool = False,
+        annotations: dict[str, Any] | None = None,
+        cache: CacheHint = NO_CACHE,
+        elicit_missing: bool | list[str] | tuple[str, ...] = False,
+        elicit_message: str | None = None,
+    ):
         self.name = name if name is not None else handler.__name__
         if not _NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '.', '-'")
@@ -135,8 +145,11 @@ class Tool:
             _check_object_schema(self.name, "output_schema", output_schema)
         self.output_schema = output_schema
         self._output_validator = (
-            jsonschema.Draft202012Validator(output_schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
-            if output_schema is not None else None
+            jsonschema.Draft202012Validator(
+                output_schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+            )
+            if output_schema is not None
+            else None
         )
         # name -> (field for the 2025-06-18 subset, field for 2025-11-25 on), built once here.
         self._fields = _elicited_fields(self.name, self.input_schema, elicit_missing)
@@ -145,7 +158,7 @@ class Tool:
             raise ValueError(f"tool {self.name!r}: elicit_message must be a non-empty string, got {elicit_message!r}")
         self.elicit_message = elicit_message
 
-    def definition(self) -> dict:
+    def definition(self) -> dict[str, Any]:
         """The tool as ``tools/list`` shows it."""
         tool: dict[str, Any] = {"name": self.name}
         if self.title:
@@ -158,7 +171,7 @@ class Tool:
             tool["annotations"] = self.annotations
         return tool
 
-    def check_arguments(self, arguments: dict) -> str | None:
+    def check_arguments(self, arguments: dict[str, Any]) -> str | None:
         """Validate arguments against the input schema.
 
         Returns:
@@ -171,16 +184,19 @@ class Tool:
             return None
         return f"invalid arguments for tool {self.name!r}: {_describe(error, 'argument')}"
 
-    def missing(self, arguments: dict) -> list[str]:
+    def missing(self, arguments: dict[str, Any]) -> list[str]:
         """The :attr:`elicited` arguments this call lacks, in schema order.
 
         An argument is missing when it is absent or a blank string (empty or only
         whitespace): models send ``""`` for a value they do not know.
         """
-        return [name for name in self.elicited
-                if name not in arguments or (isinstance(arguments[name], str) and not arguments[name].strip())]
+        return [
+            name
+            for name in self.elicited
+            if name not in arguments or (isinstance(arguments[name], str) and not arguments[name].strip())
+        ]
 
-    def check_partial(self, arguments: dict, missing: list[str]) -> str | None:
+    def check_partial(self, arguments: dict[str, Any], missing: list[str]) -> str | None:
         """Validate the arguments a call gave besides the ``missing`` ones it will be asked for.
 
         Returns:
@@ -208,7 +224,7 @@ class Tool:
         labels = ", ".join(self._fields[name][0].get("title", name) for name in missing)
         return f"{self.title or self.name} needs: {labels}"
 
-    def ask_missing(self, arguments: dict, missing: list[str], ctx: Context) -> dict:
+    def ask_missing(self, arguments: dict[str, Any], missing: list[str], ctx: Context) -> dict[str, Any]:
         """Ask the user for the ``missing`` arguments in one form, and merge the answer.
 
         The form (MCP client/elicitation, form mode) has one required field per missing
@@ -229,15 +245,20 @@ class Tool:
             zemcp.ElicitAborted: the request can no longer be answered.
         """
         titled = versions.since(ctx.client.protocol_version, versions.ELICITATION_MODES)
-        schema = {"type": "object", "properties": {name: self._fields[name][1 if titled else 0] for name in missing},
-                  "required": list(missing)}
+        schema = {
+            "type": "object",
+            "properties": {name: self._fields[name][1 if titled else 0] for name in missing},
+            "required": list(missing),
+        }
         try:
             answer = ctx.elicit(self.question(missing), schema, key=",".join(missing))
             blank = [name for name in missing if isinstance(answer[name], str) and not answer[name].strip()]
             if blank:
                 raise ToolError(f"Error: elicit returned empty {', '.join(blank)}")
-            merged = {**{k: v for k, v in arguments.items() if k not in missing},
-                      **{name: answer[name] for name in missing}}
+            merged = {
+                **{k: v for k, v in arguments.items() if k not in missing},
+                **{name: answer[name] for name in missing},
+            }
             problem = self.check_arguments(merged)
             if problem is not None:
                 raise elicitation.ElicitMalformed(f"the answer does not fit the tool's input schema: {problem}")
@@ -248,7 +269,7 @@ class Tool:
             raise ToolError(f"Error: elicit: {exc}") from None
         return merged
 
-    def run(self, arguments: dict, ctx: Context, missing: list[str] | tuple[str, ...] = ()) -> dict:
+    def run(self, arguments: dict[str, Any], ctx: Context, missing: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
         """Call the handler with arguments that passed :meth:`check_arguments` (or, with
         ``missing``, :meth:`check_partial`) and shape its outcome as a ``CallToolResult``.
 
@@ -296,14 +317,19 @@ class Tool:
             log.error("tool %r returned a value that cannot be sent: %s", self.name, exc)
             return error_result(f"tool {self.name!r} returned a value that cannot be sent: {exc}")
 
-    def _structured_result(self, value: Any) -> dict:
+    def _structured_result(self, value: Any) -> dict[str, Any]:
         if isinstance(value, dict) and "structuredContent" in value:
             result = {"isError": False, **value}
         else:
             structured = schemas.structured_content(value, self._wrapped)
-            result = {"content": [{"type": "text", "text": json.dumps(structured, allow_nan=False)}],
-                      "structuredContent": structured, "isError": False}
-        error = _first_error(self._output_validator, result["structuredContent"])
+            result = {
+                "content": [{"type": "text", "text": json.dumps(structured, allow_nan=False)}],
+                "structuredContent": structured,
+                "isError": False,
+            }
+        validator = self._output_validator
+        assert validator is not None  # a structured result is made only with an output schema
+        error = _first_error(validator, result["structuredContent"])
         if error is not None:
             # The handler broke its own contract: a bug on the server side, not the caller's.
             problem = _describe(error, "field")
@@ -312,12 +338,12 @@ class Tool:
         return result
 
 
-def error_result(text: str) -> dict:
+def error_result(text: str) -> dict[str, Any]:
     """An ``isError`` result with one text item."""
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
-def to_result(value: Any) -> dict:
+def to_result(value: Any) -> dict[str, Any]:
     """Shape a handler's return value as a ``CallToolResult``.
 
     ``str`` becomes one text item; a list of content items (dicts with ``type``) is taken as
@@ -336,14 +362,18 @@ def to_result(value: Any) -> dict:
     if isinstance(value, dict) and "content" in value:
         _check_result(value)
         return {"isError": False, **value}
-    return {"content": [{"type": "text", "text": json.dumps(schemas.to_json(value), allow_nan=False)}], "isError": False}
+    return {
+        "content": [{"type": "text", "text": json.dumps(schemas.to_json(value), allow_nan=False)}],
+        "isError": False,
+    }
 
 
-def _check_result(result: dict) -> None:
+def _check_result(result: dict[str, Any]) -> None:
     # A malformed CallToolResult would reach the client as a protocol violation.
     content = result["content"]
     if not isinstance(content, list) or not all(
-            isinstance(item, dict) and isinstance(item.get("type"), str) for item in content):
+        isinstance(item, dict) and isinstance(item.get("type"), str) for item in content
+    ):
         raise TypeError("a CallToolResult's content must be a list of content items (dicts with a 'type')")
     if not isinstance(result.get("isError", False), bool):
         raise TypeError("a CallToolResult's isError must be true or false")
@@ -354,7 +384,7 @@ class ToolRegistry:
 
     def __init__(self) -> None:
         self._tools: dict[str, Tool] = {}
-        self._definitions: list[dict] = []
+        self._definitions: list[dict[str, Any]] = []
         self._cache = NO_CACHE
 
     def __len__(self) -> int:
@@ -378,7 +408,7 @@ class ToolRegistry:
         """The caching hint of ``tools/list``: the most cautious of the tools' hints."""
         return self._cache
 
-    def definitions(self) -> list[dict]:
+    def definitions(self) -> list[dict[str, Any]]:
         """Every tool as ``tools/list`` shows it, in registration order (do not modify)."""
         return self._definitions
 
@@ -389,7 +419,9 @@ def _check_object_schema(tool: str, which: str, schema: Any) -> None:
     jsonschema.Draft202012Validator.check_schema(schema)
 
 
-def _elicited_fields(tool: str, input_schema: dict, elicit_missing: Any) -> dict[str, tuple[dict, dict]]:
+def _elicited_fields(
+    tool: str, input_schema: dict[str, Any], elicit_missing: Any
+) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """The form field of each argument to ask for when missing: ``{name: (legacy, titled)}``.
 
     Each field is checked against the elicitation schema subset of both kinds of version
@@ -411,12 +443,18 @@ def _elicited_fields(tool: str, input_schema: dict, elicit_missing: Any) -> dict
                 f"tool {tool!r}: elicit_missing=True asks for missing required arguments, and none of this tool's "
                 "is a string, number, integer or boolean a form can ask for; list the names to ask for instead"
             )
-    elif isinstance(elicit_missing, (list, tuple)) and elicit_missing and all(
-            isinstance(n, str) for n in elicit_missing) and len(set(elicit_missing)) == len(elicit_missing):
+    elif (
+        isinstance(elicit_missing, (list, tuple))
+        and elicit_missing
+        and all(isinstance(n, str) for n in elicit_missing)
+        and len(set(elicit_missing)) == len(elicit_missing)
+    ):
         for name in elicit_missing:
             if name not in properties:
-                raise ValueError(f"tool {tool!r}: elicit_missing names {name!r}, which is not an argument of the tool "
-                                 f"(its arguments: {', '.join(properties) or 'none'})")
+                raise ValueError(
+                    f"tool {tool!r}: elicit_missing names {name!r}, which is not an argument of the tool "
+                    f"(its arguments: {', '.join(properties) or 'none'})"
+                )
             if not _askable(properties[name]):
                 raise ValueError(
                     f"tool {tool!r}: elicit_missing names {name!r}, which a form cannot ask for: a form field is a "
@@ -424,10 +462,17 @@ def _elicited_fields(tool: str, input_schema: dict, elicit_missing: Any) -> dict
                 )
         names = [name for name in properties if name in elicit_missing]
     else:
-        raise ValueError(f"tool {tool!r}: elicit_missing must be True, False or a non-empty list of distinct argument "
-                         f"names, got {elicit_missing!r}")
-    return {name: (schemas.form_field(properties[name], False), schemas.form_field(properties[name], True))
-            for name in names}
+        raise ValueError(
+            f"tool {tool!r}: elicit_missing must be True, False or a non-empty list of distinct argument "
+            f"names, got {elicit_missing!r}"
+        )
+    return {name: (_form_field(properties[name], False), _form_field(properties[name], True)) for name in names}
+
+
+def _form_field(prop: Any, titled_one_of: bool) -> dict[str, Any]:
+    field = schemas.form_field(prop, titled_one_of)
+    assert field is not None  # only properties that _askable accepted get here
+    return field
 
 
 def _askable(prop: Any) -> bool:
@@ -444,7 +489,7 @@ def _askable(prop: Any) -> bool:
     return True
 
 
-def _check_annotations(tool: str, annotations: dict | None) -> dict:
+def _check_annotations(tool: str, annotations: dict[str, Any] | None) -> dict[str, Any]:
     if annotations is None:
         return {}
     for key, value in annotations.items():
@@ -461,7 +506,7 @@ def _first_error(validator: jsonschema.Draft202012Validator, instance: Any) -> V
     # The common case, valid arguments, needs no ranking of errors.
     if validator.is_valid(instance):
         return None
-    error = best_match(validator.iter_errors(instance))
+    error: ValidationError | None = best_match(validator.iter_errors(instance))
     while error is not None and error.validator in ("anyOf", "oneOf") and error.context:
         # For ``X | None`` the null branch only says the value is not null; X's error says why.
         telling = [e for e in error.context if e.schema != {"type": "null"}]
@@ -475,12 +520,14 @@ def _describe(error: ValidationError, noun: str) -> str:
     """A validation error as text whose subject is the top-level ``noun`` at fault."""
     path = list(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        known = error.schema.get("properties", {})
-        patterns = error.schema.get("patternProperties", {})
+        # The schema holding additionalProperties is an object schema.
+        schema = cast(Mapping[str, Any], error.schema)
+        known = schema.get("properties", {})
+        patterns = schema.get("patternProperties", {})
         extra = [k for k in error.instance if k not in known and not any(re.search(p, k) for p in patterns)]
         problem = f"unexpected {_plural('field' if path else noun, extra)} {', '.join(map(repr, extra))}"
     elif error.validator == "required" and isinstance(error.instance, dict):
-        missing = [k for k in error.validator_value if k not in error.instance]
+        missing = [k for k in cast(list[str], error.validator_value) if k not in error.instance]
         problem = f"missing required {_plural('field' if path else noun, missing)} {', '.join(map(repr, missing))}"
     else:
         problem = error.message
@@ -492,5 +539,5 @@ def _describe(error: ValidationError, noun: str) -> str:
     return f"{where}: {problem}"
 
 
-def _plural(noun: str, items: list) -> str:
+def _plural(noun: str, items: list[Any]) -> str:
     return noun if len(items) == 1 else f"{noun}s"

@@ -19,6 +19,7 @@ import contextlib
 import logging
 import socket
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from werkzeug.exceptions import ClientDisconnected, HTTPException
@@ -30,8 +31,11 @@ from zemcp.config import Settings, is_loopback_host
 from zemcp.handshake import SESSION_HEADER, HandshakeEra
 from zemcp.jsonrpc import INVALID_REQUEST, ProtocolError
 from zemcp.modern import ModernEra
-from zemcp.responses import challenge_response, error_response, json_response
+from zemcp.responses import WSGIResponse, challenge_response, error_response, json_response
 from zemcp.server import Server
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse
 
 log = logging.getLogger("zemcp.transport")
 
@@ -79,13 +83,17 @@ class McpApp:
             log.warning(
                 "AUTHORIZATION IS OFF and this server binds to %s, which is not a loopback address: anyone who "
                 "reaches it can call every tool. Turn authorization on (ZEMCP_AUTH=jwt or introspection, "
-                "docs/security.md) or bind to 127.0.0.1", bind)
+                "docs/security.md) or bind to 127.0.0.1",
+                bind,
+            )
         elif not self.settings.auth_resource and self.auth.resource == self.settings.auth_resource_url:
             log.warning(
                 "ZEMCP_AUTH_RESOURCE is not set: tokens must be issued for %s; set it to the URL clients use "
-                "(https://host/mcp behind TLS or a proxy)", self.auth.resource)
+                "(https://host/mcp behind TLS or a proxy)",
+                self.auth.resource,
+            )
 
-    def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         """The WSGI entry point (PEP 3333): answer one HTTP request."""
         if not self._threading_checked:
             self._threading_checked = True
@@ -94,7 +102,8 @@ class McpApp:
                     "this WSGI server serves one request at a time per process (wsgi.multithread is false): "
                     "a handshake-era elicitation, sampling or roots request could never receive its answer, so "
                     "it fails at once with CannotWait. Serve zemcp with gunicorn's gthread worker "
-                    "(gunicorn -c gunicorn.conf.py); 2026-07-28 clients and plain calls work either way")
+                    "(gunicorn -c gunicorn.conf.py); 2026-07-28 clients and plain calls work either way"
+                )
         origin = environ.get("HTTP_ORIGIN")
         if origin is not None and _remembered(self._origin_cache, origin, self._origin_allowed):
             # Every response to an allowed page, streams included, says the page may read it.
@@ -105,17 +114,21 @@ class McpApp:
             response = error_response(exc.code or 400, INVALID_REQUEST, f"{exc.name}: {exc.description}")
         return response(environ, start_response)
 
-    def dispatch(self, request: Request) -> Response:
+    def dispatch(self, request: Request) -> WSGIResponse:
         """Answer one HTTP request; the checks run in the order of ``docs/transport.md``."""
         refusal = self._check_origin_and_host(request)
         if refusal is not None:
             return refusal
         path = request.path.rstrip("/")
-        if self.auth is not None and self.auth.metadata_path in (path, (request.script_root + request.path).rstrip("/")):
+        if self.auth is not None and self.auth.metadata_path in (
+            path,
+            (request.script_root + request.path).rstrip("/"),
+        ):
             return self._metadata(request)
         if path != self.endpoint:
-            return error_response(404, INVALID_REQUEST,
-                                  f"Not Found: the MCP endpoint is {request.script_root + self.endpoint or '/'}")
+            return error_response(
+                404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {request.script_root + self.endpoint or '/'}"
+            )
         if request.method == "OPTIONS":
             return self._preflight(request)
         principal = None
@@ -125,8 +138,12 @@ class McpApp:
             except Challenge as exc:
                 return challenge_response(exc)
             except VerifierUnavailable as exc:
-                return error_response(503, jsonrpc.INTERNAL_ERROR, f"Service Unavailable: {exc}; try again later",
-                                      headers={"Retry-After": str(AUTH_RETRY_AFTER)})
+                return error_response(
+                    503,
+                    jsonrpc.INTERNAL_ERROR,
+                    f"Service Unavailable: {exc}; try again later",
+                    headers={"Retry-After": str(AUTH_RETRY_AFTER)},
+                )
         if request.method == "POST":
             return self._post(request, principal)
         if request.method == "DELETE" and request.headers.get(SESSION_HEADER) is not None:
@@ -137,35 +154,55 @@ class McpApp:
             why = "DELETE ends a session and needs its Mcp-Session-Id header (2026-07-28 requests have no sessions)"
         else:
             why = f"{request.method} is not supported"
-        return error_response(405, INVALID_REQUEST, f"Method Not Allowed: {why}; use POST (and DELETE to end a session)",
-                              headers={"Allow": ALLOW})
+        return error_response(
+            405,
+            INVALID_REQUEST,
+            f"Method Not Allowed: {why}; use POST (and DELETE to end a session)",
+            headers={"Allow": ALLOW},
+        )
 
     def _preflight(self, request: Request) -> Response:
         """``OPTIONS``: a browser's CORS preflight (from an allowed Origin, checked before), else the methods."""
         origin = request.headers.get("Origin")
         if origin is None or "Access-Control-Request-Method" not in request.headers:
             return Response(status=204, headers={"Allow": ALLOW})
-        return Response(status=204, headers=cors.preflight_headers(origin, request.headers.get("Access-Control-Request-Headers")))
+        return Response(
+            status=204, headers=cors.preflight_headers(origin, request.headers.get("Access-Control-Request-Headers"))
+        )
 
     def _metadata(self, request: Request) -> Response:
         """The Protected Resource Metadata document (RFC 9728), served without a token."""
         if request.method == "OPTIONS":
             return self._preflight(request)
         if request.method not in ("GET", "HEAD"):
-            return error_response(405, INVALID_REQUEST, "Method Not Allowed: the resource metadata is read with GET",
-                                  headers={"Allow": "GET, HEAD, OPTIONS"})
-        return json_response(200, self.auth.metadata(self.server.declared_scopes()),
-                             headers={"Cache-Control": f"public, max-age={METADATA_MAX_AGE}"})
+            return error_response(
+                405,
+                INVALID_REQUEST,
+                "Method Not Allowed: the resource metadata is read with GET",
+                headers={"Allow": "GET, HEAD, OPTIONS"},
+            )
+        assert self.auth is not None  # dispatch serves the metadata only with authorization on
+        return json_response(
+            200,
+            self.auth.metadata(self.server.declared_scopes()),
+            headers={"Cache-Control": f"public, max-age={METADATA_MAX_AGE}"},
+        )
 
     def _check_origin_and_host(self, request: Request) -> Response | None:
         origin = request.headers.get("Origin")
         if origin is not None and not _remembered(self._origin_cache, origin, self._origin_allowed):
             log.warning("refused Origin %s", logsafe.clip(origin))
-            return error_response(403, INVALID_REQUEST, f"Forbidden: Origin {origin!r} is not allowed; add it to ZEMCP_ALLOWED_ORIGINS")
+            return error_response(
+                403, INVALID_REQUEST, f"Forbidden: Origin {origin!r} is not allowed; add it to ZEMCP_ALLOWED_ORIGINS"
+            )
         host = request.environ.get("HTTP_HOST")
         if host is not None and self._check_host and not _remembered(self._host_cache, host, _is_loopback_name):
             log.warning("refused Host %s on a loopback bind", logsafe.clip(host))
-            return error_response(403, INVALID_REQUEST, f"Forbidden: Host {host!r} is not a loopback name; this server is bound to loopback")
+            return error_response(
+                403,
+                INVALID_REQUEST,
+                f"Forbidden: Host {host!r} is not a loopback name; this server is bound to loopback",
+            )
         return None
 
     def _accepts_both(self, request: Request) -> bool:
@@ -173,8 +210,13 @@ class McpApp:
         value = request.environ.get("HTTP_ACCEPT")
         if not value:
             return False
-        return _remembered(self._accept_cache, value, lambda _: bool(
-            request.accept_mimetypes["application/json"] and request.accept_mimetypes["text/event-stream"]))
+        return _remembered(
+            self._accept_cache,
+            value,
+            lambda _: bool(
+                request.accept_mimetypes["application/json"] and request.accept_mimetypes["text/event-stream"]
+            ),
+        )
 
     def _origin_allowed(self, origin: str) -> bool:
         normalized = origin.rstrip("/").lower()
@@ -183,13 +225,18 @@ class McpApp:
         parts = urlsplit(normalized)
         return parts.scheme in ("http", "https") and parts.hostname is not None and is_loopback_host(parts.hostname)
 
-    def _post(self, request: Request, principal: Principal | None) -> Response:
+    def _post(self, request: Request, principal: Principal | None) -> WSGIResponse:
         if request.mimetype != "application/json":
             got = repr(request.mimetype) if request.mimetype else "none"
-            return error_response(415, INVALID_REQUEST, f"Unsupported Media Type: Content-Type must be application/json, got {got}")
+            return error_response(
+                415, INVALID_REQUEST, f"Unsupported Media Type: Content-Type must be application/json, got {got}"
+            )
         if not self._accepts_both(request):
-            return error_response(406, INVALID_REQUEST,
-                                  "Not Acceptable: the Accept header must list both application/json and text/event-stream")
+            return error_response(
+                406,
+                INVALID_REQUEST,
+                "Not Acceptable: the Accept header must list both application/json and text/event-stream",
+            )
         try:
             body = self._read_body(request)
         except TimeoutError:
@@ -199,11 +246,17 @@ class McpApp:
                 # the rest of its body before freeing this thread.
                 with contextlib.suppress(OSError):
                     client.shutdown(socket.SHUT_RD)
-            return error_response(408, INVALID_REQUEST,
-                                  f"Request Timeout: the body stalled for over {self.settings.body_timeout:g} s (ZEMCP_BODY_TIMEOUT)")
+            return error_response(
+                408,
+                INVALID_REQUEST,
+                f"Request Timeout: the body stalled for over {self.settings.body_timeout:g} s (ZEMCP_BODY_TIMEOUT)",
+            )
         if body is None:
-            return error_response(413, INVALID_REQUEST,
-                                  f"Payload Too Large: the body exceeds {self.settings.max_body_bytes} bytes (ZEMCP_MAX_BODY_BYTES)")
+            return error_response(
+                413,
+                INVALID_REQUEST,
+                f"Payload Too Large: the body exceeds {self.settings.max_body_bytes} bytes (ZEMCP_MAX_BODY_BYTES)",
+            )
         try:
             message = jsonrpc.parse(body)
         except ProtocolError as exc:
@@ -229,7 +282,7 @@ class McpApp:
         try:
             if length is not None:
                 # The common case: one read of the declared length (PEP 3333), no stream wrapper.
-                body = request.environ["wsgi.input"].read(length)
+                body: bytes = request.environ["wsgi.input"].read(length)
                 if len(body) < length:
                     raise ClientDisconnected()
                 return body

@@ -26,10 +26,16 @@ import selectors
 import socket
 import time
 from functools import partial
+from typing import TYPE_CHECKING, cast
 
 from gunicorn.workers import gthread
 
 from zemcp.config import Settings
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+    from gunicorn.http.parser import RequestParser
+    from gunicorn.http.unreader import Unreader
 
 
 class _HeadLimitedSocket(socket.socket):
@@ -65,7 +71,7 @@ class _HeadLimitedSocket(socket.socket):
                 return b""
             raise
 
-    def recv_into(self, buffer, nbytes: int = 0, flags: int = 0) -> int:
+    def recv_into(self, buffer: WriteableBuffer, nbytes: int = 0, flags: int = 0) -> int:
         try:
             return super().recv_into(buffer, nbytes, flags)
         except TimeoutError:
@@ -78,6 +84,17 @@ class _HeadLimitedSocket(socket.socket):
 #: a connection whose head grows past it is answered 431 and closed.
 HEAD_BUFFER_LIMIT = 64 * 1024
 _TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+
+
+class _Conn(gthread.TConn):
+    """gunicorn's connection, with the bytes of its next request's head gathered so far."""
+
+    head = b""
+
+
+def _unreader(conn: gthread.TConn) -> Unreader:
+    # The parser of an HTTP/1.1 connection: this worker serves neither HTTP/2 nor uwsgi.
+    return cast("RequestParser", conn.parser).unreader
 
 
 def _whole(head: bytes) -> bool:
@@ -103,7 +120,7 @@ class ThreadWorker(gthread.ThreadWorker):
         self.nr_conns += 1
         sock = _HeadLimitedSocket(client.family, client.type, client.proto, fileno=client.detach())
         sock.head_timeout = self.head_timeout
-        conn = gthread.TConn(self.cfg, sock, address, listener.getsockname())
+        conn = _Conn(self.cfg, sock, address, listener.getsockname())
         if self.cfg.is_ssl:
             # The bytes of a TLS connection can only be read once it is wrapped: gunicorn's way.
             self.enqueue_req(conn)
@@ -126,24 +143,27 @@ class ThreadWorker(gthread.ThreadWorker):
         request were read with the previous one (pipelining); when those bytes are not a whole
         head yet, the rest is gathered on the poller like any other head.
         """
-        parser = conn.parser if conn.initialized else None
-        buffered = parser.unreader.buf.getvalue() if parser is not None else b""
+        unreader = _unreader(conn) if conn.initialized and conn.parser is not None else None
+        buffered = unreader.buf.getvalue() if unreader is not None else b""
         if buffered and not _whole(buffered) and not self.cfg.is_ssl:
-            parser.unreader.buf.seek(0)
-            parser.unreader.buf.truncate()
+            assert unreader is not None  # buffered bytes came from it
+            unreader.buf.seek(0)
+            unreader.buf.truncate()
             conn.sock.setblocking(False)
             self._gather_head(conn, buffered)
             return
         super().enqueue_req(conn)
 
     def _gather_head(self, conn: gthread.TConn, head: bytes = b"") -> None:
+        # Every connection of this worker is a _Conn: accept() makes them.
+        conn = cast(_Conn, conn)
         # gunicorn's own pending-connection queue: murder_pending closes it when the time is up.
         conn.head = head
         conn.timeout = time.monotonic() + self.head_timeout
         self.pending_conns.append(conn)
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_head_bytes, conn))
 
-    def _on_head_bytes(self, conn: gthread.TConn, client: socket.socket) -> None:
+    def _on_head_bytes(self, conn: _Conn, client: socket.socket) -> None:
         """Read what arrived without blocking; hand the connection to a thread once its head is whole."""
         try:
             chunk = conn.sock.recv(HEAD_BUFFER_LIMIT)
@@ -168,6 +188,6 @@ class ThreadWorker(gthread.ThreadWorker):
         conn.init()
         conn.sock.setblocking(False)
         # The parser reads the gathered head first, then the rest from the socket.
-        conn.parser.unreader.unread(conn.head)
+        _unreader(conn).unread(conn.head)
         conn.data_ready = True
         super().enqueue_req(conn)

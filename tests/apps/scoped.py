@@ -19,8 +19,13 @@ def deploy(target: str) -> str:
 @server.tool
 def whoami(ctx: zemcp.Context, ask: bool = False) -> str:
     """Who the access token names; with ask, first ask the user for a word."""
-    word = ctx.elicit("A word?", {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
-                      key="word")["word"] if ask else ""
+    word = (
+        ctx.elicit(
+            "A word?", {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}, key="word"
+        )["word"]
+        if ask
+        else ""
+    )
     auth = ctx.auth
     who = "nobody" if auth is None else f"{auth.subject} via {auth.client_id} with {' '.join(sorted(auth.scopes))}"
     return f"{who} {word}".strip()

@@ -116,7 +116,9 @@ def _fields(line: str, kind: str, where: str) -> dict[str, str]:
     for part in parts:
         name, eq, value = part.partition("=")
         if not eq or name not in names:
-            raise ScenarioFormatError(f"{where}: {part!r} is not one of the {kind} fields {', '.join(names)} (name=value)")
+            raise ScenarioFormatError(
+                f"{where}: {part!r} is not one of the {kind} fields {', '.join(names)} (name=value)"
+            )
         if name in fields:
             raise ScenarioFormatError(f"{where}: field {name!r} given twice")
         fields[name] = value
@@ -181,8 +183,10 @@ def _command(fields: dict[str, str], where: str, lineno: int) -> Command:
     timeout = DEFAULT_TIMEOUT
     if "timeout" in fields:
         if kind == "background":
-            raise ScenarioFormatError(f"{where}: timeout applies to the foreground command only; "
-                                      "background commands run until the scenario ends")
+            raise ScenarioFormatError(
+                f"{where}: timeout applies to the foreground command only; "
+                "background commands run until the scenario ends"
+            )
         try:
             timeout = parse_duration(fields["timeout"])
         except ValueError as exc:
@@ -194,7 +198,9 @@ def _expectation(fields: dict[str, str], where: str, lineno: int) -> Expectation
     target = fields["expect"]
     ops = [op for op in ("code", "contains", "not-contains", "matches") if op in fields]
     if len(ops) != 1:
-        raise ScenarioFormatError(f"{where}: an expect line needs exactly one of code=, contains=, not-contains=, matches=")
+        raise ScenarioFormatError(
+            f"{where}: an expect line needs exactly one of code=, contains=, not-contains=, matches="
+        )
     op, value = ops[0], fields[ops[0]]
     if target == "exit":
         if op != "code" or not re.fullmatch(r"-?\d+", value):
@@ -312,11 +318,15 @@ class Background:
     def tail(self) -> str:
         """The last :data:`LOG_TAIL_LINES` lines of its output, and how it ended."""
         lines = self.log.read_text(encoding="utf-8", errors="replace").splitlines()
-        status = ("stopped by the runner" if self.exited_early is None
-                  else f"EXITED BY ITSELF with status {self.exited_early} before the end")
-        return (f"--- background seq {self.command.seq}: {shlex.join(self.argv)} ({status}), "
-                f"last {min(len(lines), LOG_TAIL_LINES)} of {len(lines)} lines ---\n"
-                + "\n".join(lines[-LOG_TAIL_LINES:]))
+        status = (
+            "stopped by the runner"
+            if self.exited_early is None
+            else f"EXITED BY ITSELF with status {self.exited_early} before the end"
+        )
+        return (
+            f"--- background seq {self.command.seq}: {shlex.join(self.argv)} ({status}), "
+            f"last {min(len(lines), LOG_TAIL_LINES)} of {len(lines)} lines ---\n" + "\n".join(lines[-LOG_TAIL_LINES:])
+        )
 
 
 @dataclass
@@ -363,13 +373,20 @@ def run_scenario(scenario: Scenario, workdir: Path) -> tuple[Outcome, list[Backg
             background.stop()
 
 
-def _start_background(command: Command, argv: list[str], env: dict[str, str], stdin_text: str | None,
-                      workdir: Path) -> Background:
+def _start_background(
+    command: Command, argv: list[str], env: dict[str, str], stdin_text: str | None, workdir: Path
+) -> Background:
     log = workdir / f"background-{command.seq}.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+            start_new_session=True,
+        )
     background = Background(command, argv, proc, log)
     if stdin_text is not None:
         try:
@@ -381,9 +398,18 @@ def _start_background(command: Command, argv: list[str], env: dict[str, str], st
 
 
 def _run_foreground(command: Command, argv: list[str], env: dict[str, str], stdin_text: str | None) -> Outcome:
-    proc = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, text=True, encoding="utf-8", errors="replace",
-                            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        cwd=REPO_ROOT,
+        env=env,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         try:
             stdout, stderr = proc.communicate(stdin_text, timeout=command.timeout)

@@ -74,7 +74,7 @@ def test_one_session_gets_at_most_half_the_pending_budget():
     _, third = greedy.call("ask_pin", {})
     assert "per-session cap" in third.get_json()["result"]["content"][0]["text"]
     other_response, _, _ = start(Peer(app))
-    for response, _, _ in held + [(other_response, None, None)]:
+    for response, _, _ in [*held, (other_response, None, None)]:
         response.close()
 
 
@@ -87,10 +87,24 @@ def test_the_call_budget_refuses_with_503_in_both_eras():
     _, busy = peer.call("hello", {})
     assert busy.status_code == 503 and busy.headers["Retry-After"] == "2"
     assert "Service Unavailable" in busy.get_json()["error"]["message"]
-    modern = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "hello", "arguments": {}, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}}
-    r = Client(app).post("/mcp", data=json.dumps(modern), headers={
-        **HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "hello"})
+    modern = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tools/call",
+        "params": {
+            "name": "hello",
+            "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    }
+    r = Client(app).post(
+        "/mcp",
+        data=json.dumps(modern),
+        headers={**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "hello"},
+    )
     assert r.status_code == 503 and r.get_json()["error"]["code"] == -32603
     assert peer.post({"jsonrpc": "2.0", "id": 5, "method": "ping"}).status_code == 200
     for response, _, _ in held:
@@ -102,13 +116,31 @@ def test_a_single_threaded_server_refuses_to_wait(caplog):
     app, _ = make_app(threads=8)
     plain = werkzeug_test.Client(app)
     with caplog.at_level(logging.WARNING, logger="zemcp"):
-        init = plain.post("/mcp", headers=HEADERS, data=json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                          "params": {"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
-                                     "clientInfo": {"name": "single", "version": "1"}}}))
+        init = plain.post(
+            "/mcp",
+            headers=HEADERS,
+            data=json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"elicitation": {}},
+                        "clientInfo": {"name": "single", "version": "1"},
+                    },
+                }
+            ),
+        )
     assert "wsgi.multithread is false" in caplog.text
     sid = init.headers["Mcp-Session-Id"]
-    r = plain.post("/mcp", headers={**HEADERS, "Mcp-Session-Id": sid}, data=json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask_pin", "arguments": {}}}))
+    r = plain.post(
+        "/mcp",
+        headers={**HEADERS, "Mcp-Session-Id": sid},
+        data=json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask_pin", "arguments": {}}}
+        ),
+    )
     result = r.get_json()["result"]
     assert r.mimetype == "application/json" and result["isError"] is True
     assert "serves one request at a time" in result["content"][0]["text"]

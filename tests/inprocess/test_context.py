@@ -8,11 +8,11 @@ import json
 import time
 
 import pytest
-from tests.inprocess.threaded import Client
 
 import zemcp
-from zemcp import Settings
 from tests.inprocess.test_transport import HEADERS, Peer, events
+from tests.inprocess.threaded import Client
+from zemcp import Settings
 
 LATEST = "2025-11-25"
 
@@ -24,8 +24,18 @@ class Peer1125(Peer):
         self.client = Client(app)
         self.path = "/mcp"
         self.ids = iter(range(1, 10_000))
-        r = self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": LATEST, "capabilities": capabilities, "clientInfo": {"name": "ctx", "version": "1"}}})
+        r = self.post(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": LATEST,
+                    "capabilities": capabilities,
+                    "clientInfo": {"name": "ctx", "version": "1"},
+                },
+            }
+        )
         assert r.status_code == 200, r.get_data()
         assert r.get_json()["result"]["protocolVersion"] == LATEST
         self.sid = r.headers["Mcp-Session-Id"]
@@ -40,8 +50,9 @@ class Peer1125(Peer):
     def respond(self, id_, result=None, error=None):
         body = {"jsonrpc": "2.0", "id": id_}
         body.update({"error": error} if error is not None else {"result": result})
-        return Client(self.client.application).post(self.path, data=json.dumps(body),
-                                                    headers={**HEADERS, "Mcp-Session-Id": self.sid})
+        return Client(self.client.application).post(
+            self.path, data=json.dumps(body), headers={**HEADERS, "Mcp-Session-Id": self.sid}
+        )
 
 
 def messages(stream):
@@ -90,14 +101,30 @@ def app():
 
     @server.tool("pick", description="Multi-select elicitation")
     def pick(ctx: zemcp.Context):
-        answer = ctx.elicit("Pick colours", {"type": "object", "properties": {
-            "colours": {"type": "array", "items": {"type": "string", "enum": ["red", "green"]}, "default": ["red"]},
-            "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
-        }})
+        answer = ctx.elicit(
+            "Pick colours",
+            {
+                "type": "object",
+                "properties": {
+                    "colours": {
+                        "type": "array",
+                        "items": {"type": "string", "enum": ["red", "green"]},
+                        "default": ["red"],
+                    },
+                    "size": {
+                        "type": "string",
+                        "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}],
+                    },
+                },
+            },
+        )
         return json.dumps(answer, sort_keys=True)
 
-    @server.tool("typed", description="Needs an integer",
-                 input_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    @server.tool(
+        "typed",
+        description="Needs an integer",
+        input_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    )
     def typed(n):
         return str(n)
 
@@ -106,8 +133,18 @@ def app():
 
 def test_initialize_advertises_logging_and_2025_11_25(app):
     """2025-11-25 is negotiated and the logging capability is advertised with tools."""
-    r = Client(app).post("/mcp", headers=HEADERS, data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                         "params": {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}}))
+    r = Client(app).post(
+        "/mcp",
+        headers=HEADERS,
+        data=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+            }
+        ),
+    )
     result = r.get_json()["result"]
     assert result["protocolVersion"] == LATEST
     assert result["capabilities"]["logging"] == {} and "tools" in result["capabilities"]
@@ -116,13 +153,20 @@ def test_initialize_advertises_logging_and_2025_11_25(app):
 def test_log_messages_follow_the_level_and_ride_the_stream(app):
     """ctx.log sends notifications/message at or above the level set by logging/setLevel."""
     peer = Peer1125(app, {})
-    assert peer.post({"jsonrpc": "2.0", "id": 90, "method": "logging/setLevel", "params": {"level": "info"}}).get_json()["result"] == {}
+    assert (
+        peer.post({"jsonrpc": "2.0", "id": 90, "method": "logging/setLevel", "params": {"level": "info"}}).get_json()[
+            "result"
+        ]
+        == {}
+    )
     rid, r = peer.call_with("logs", {})
     assert r.headers["Content-Type"] == "text/event-stream"
     got = messages(events(r))
     notes = [m["params"] for m in got if m.get("method") == "notifications/message"]
-    assert notes == [{"level": "info", "data": {"step": "info"}, "logger": "demo"},
-                     {"level": "error", "data": {"step": "error"}, "logger": "demo"}]
+    assert notes == [
+        {"level": "info", "data": {"step": "info"}, "logger": "demo"},
+        {"level": "error", "data": {"step": "error"}, "logger": "demo"},
+    ]
     assert got[-1]["id"] == rid and got[-1]["result"]["content"][0]["text"] == "logged"
     peer.post({"jsonrpc": "2.0", "id": 91, "method": "logging/setLevel", "params": {"level": "debug"}})
     _, r = peer.call_with("logs", {})
@@ -142,7 +186,8 @@ def test_progress_needs_a_token_and_echoes_it(app):
     rid, r = peer.call_with("progress", {}, meta={"progressToken": "tok-1"})
     got = messages(events(r))
     assert [m["params"] for m in got[:-1]] == [
-        {"progressToken": "tok-1", "progress": v, "total": 100, "message": f"at {v}"} for v in (0, 50, 100)]
+        {"progressToken": "tok-1", "progress": v, "total": 100, "message": f"at {v}"} for v in (0, 50, 100)
+    ]
     _, plain = peer.call_with("progress", {})
     assert plain.headers["Content-Type"] == "application/json"
 
@@ -162,10 +207,17 @@ def test_sampling_round_trip(app):
     stream = events(r)
     ask = next(stream)
     assert ask["method"] == "sampling/createMessage"
-    assert ask["params"] == {"messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
-                             "maxTokens": 20, "systemPrompt": "be brief"}
-    assert peer.respond(ask["id"], {"role": "assistant", "content": {"type": "text", "text": "hi"},
-                                    "model": "m"}).status_code == 202
+    assert ask["params"] == {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
+        "maxTokens": 20,
+        "systemPrompt": "be brief",
+    }
+    assert (
+        peer.respond(
+            ask["id"], {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+        ).status_code
+        == 202
+    )
     assert messages(stream)[-1]["result"]["content"][0]["text"] == "hi"
 
 
@@ -210,8 +262,11 @@ def test_url_mode_elicitation_and_completion(app):
     assert params["mode"] == "url" and params["url"] == "https://auth.example.com/start" and params["elicitationId"]
     peer.respond(ask["id"], {"action": "accept"})
     rest = messages(stream)
-    assert rest[0] == {"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
-                       "params": {"elicitationId": params["elicitationId"]}}
+    assert rest[0] == {
+        "jsonrpc": "2.0",
+        "method": "notifications/elicitation/complete",
+        "params": {"elicitationId": params["elicitationId"]},
+    }
     assert rest[-1]["result"]["content"][0]["text"] == f"consented {params['elicitationId']}"
 
 
@@ -284,8 +339,11 @@ def test_cancelled_call_stops_logging(app):
     rid, r = peer.call_with("slow", {})
     stream = events(r)
     next(stream)
-    Client(app).post("/mcp", headers={**HEADERS, "Mcp-Session-Id": peer.sid}, data=json.dumps(
-        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}))
+    Client(app).post(
+        "/mcp",
+        headers={**HEADERS, "Mcp-Session-Id": peer.sid},
+        data=json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}),
+    )
     rest = messages(stream)
     assert all(m.get("id") != rid for m in rest)
     assert seen == ["cancelled"]

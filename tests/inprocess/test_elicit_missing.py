@@ -10,24 +10,29 @@ import time
 from typing import Annotated, Literal
 
 import pytest
-from tests.inprocess.threaded import Client
 
 import zemcp
-from zemcp import Settings, session as session_module
 from tests.inprocess.test_modern import Modern, result_of
 from tests.inprocess.test_transport import HEADERS, events
+from tests.inprocess.threaded import Client
+from zemcp import Settings, session as session_module
 
 BOOKED: list[dict] = []
 
 
 def make_app():
-    server = zemcp.Server("missing-demo", "1", settings=Settings(threads=8, keepalive_interval=0.05,
-                                                                  elicitation_timeout=5))
+    server = zemcp.Server(
+        "missing-demo", "1", settings=Settings(threads=8, keepalive_interval=0.05, elicitation_timeout=5)
+    )
 
     @server.tool(elicit_missing=True)
-    def book(city: str, nights: Annotated[int, {"title": "Nights", "minimum": 1, "maximum": 14}],
-             size: Annotated[Literal["s", "l"], {"enumNames": ["Small", "Large"]}], breakfast: bool,
-             guests: list[str] | None = None) -> str:
+    def book(
+        city: str,
+        nights: Annotated[int, {"title": "Nights", "minimum": 1, "maximum": 14}],
+        size: Annotated[Literal["s", "l"], {"enumNames": ["Small", "Large"]}],
+        breakfast: bool,
+        guests: list[str] | None = None,
+    ) -> str:
         """Book a room."""
         BOOKED.append({"city": city, "nights": nights})
         return f"{nights} night(s) in {city}, size {size}, breakfast {breakfast}, guests {guests}"
@@ -40,16 +45,20 @@ def make_app():
     @server.tool(elicit_missing=["city"], elicit_message="Which city?")
     def visit(ctx: zemcp.Context, city: str) -> str:
         """Visit a city, after a confirmation."""
-        confirm = ctx.elicit(f"Really visit {city}?", {"type": "object", "properties": {"ok": {"type": "boolean"}},
-                                                       "required": ["ok"]}, key="ok")
+        confirm = ctx.elicit(
+            f"Really visit {city}?",
+            {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+            key="ok",
+        )
         return f"visiting {city}" if confirm["ok"] else "staying home"
 
     @server.tool
     def quick(ctx: zemcp.Context) -> str:
         """Ask with a short per-call timeout."""
         try:
-            answer = ctx.elicit("Quick!", {"type": "object", "properties": {"x": {"type": "string"}}}, key="x",
-                                timeout=0.2)
+            answer = ctx.elicit(
+                "Quick!", {"type": "object", "properties": {"x": {"type": "string"}}}, key="x", timeout=0.2
+            )
         except zemcp.ElicitTimeout as exc:
             return f"timeout: {exc}"
         return f"got {answer.get('x')}"
@@ -70,28 +79,52 @@ class Peer:
         self.client = Client(app)
         self.ids = iter(range(1, 10_000))
         caps = {"elicitation": {}} if capabilities is None else capabilities
-        r = self.client.post("/mcp", headers=HEADERS, data=json.dumps({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": protocol_version, "capabilities": caps,
-                       "clientInfo": {"name": "missing", "version": "1"}}}))
+        r = self.client.post(
+            "/mcp",
+            headers=HEADERS,
+            data=json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": protocol_version,
+                        "capabilities": caps,
+                        "clientInfo": {"name": "missing", "version": "1"},
+                    },
+                }
+            ),
+        )
         assert r.status_code == 200, r.get_data()
         self.headers = {**HEADERS, "Mcp-Session-Id": r.headers["Mcp-Session-Id"]}
         if initialized:
             self.initialized()
 
     def initialized(self):
-        note = Client(self.client.application).post("/mcp", headers=self.headers, data=json.dumps(
-            {"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        note = Client(self.client.application).post(
+            "/mcp", headers=self.headers, data=json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
         assert note.status_code == 202
 
     def call(self, name, arguments):
-        return self.client.post("/mcp", headers=self.headers, buffered=False, data=json.dumps(
-            {"jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call",
-             "params": {"name": name, "arguments": arguments}}))
+        return self.client.post(
+            "/mcp",
+            headers=self.headers,
+            buffered=False,
+            data=json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": next(self.ids),
+                    "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments},
+                }
+            ),
+        )
 
     def respond(self, id_, result):
-        return Client(self.client.application).post("/mcp", headers=self.headers, data=json.dumps(
-            {"jsonrpc": "2.0", "id": id_, "result": result}))
+        return Client(self.client.application).post(
+            "/mcp", headers=self.headers, data=json.dumps({"jsonrpc": "2.0", "id": id_, "result": result})
+        )
 
 
 def messages(response):
@@ -125,8 +158,10 @@ def test_one_form_asks_for_every_missing_argument(app):
     answer = {"city": "Oslo", "nights": 2, "size": "l", "breakfast": True, "unasked": "ignored"}
     assert peer.respond(ask["id"], {"action": "accept", "content": answer}).status_code == 202
     final = next(stream)
-    assert final["result"] == {"content": [{"type": "text", "text": "2 night(s) in Oslo, size l, breakfast True, "
-                                            "guests ['Ada']"}], "isError": False}
+    assert final["result"] == {
+        "content": [{"type": "text", "text": "2 night(s) in Oslo, size l, breakfast True, guests ['Ada']"}],
+        "isError": False,
+    }
     assert BOOKED == [{"city": "Oslo", "nights": 2}]
 
 
@@ -138,26 +173,38 @@ def test_only_the_missing_ones_are_asked_and_legacy_versions_get_enum_names(app)
     assert "mode" not in ask["params"]
     assert ask["params"]["requestedSchema"] == {
         "type": "object",
-        "properties": {"city": {"type": "string"},
-                       "size": {"type": "string", "enum": ["s", "l"], "enumNames": ["Small", "Large"]}},
+        "properties": {
+            "city": {"type": "string"},
+            "size": {"type": "string", "enum": ["s", "l"], "enumNames": ["Small", "Large"]},
+        },
         "required": ["city", "size"],
     }
     peer.respond(ask["id"], {"action": "accept", "content": {"city": "Rome", "size": "s"}})
     assert next(stream)["result"]["content"][0]["text"] == "3 night(s) in Rome, size s, breakfast False, guests None"
 
 
-@pytest.mark.parametrize("result, text", [
-    ({"action": "decline"}, "Error: elicit: the user declined to provide the requested information"),
-    ({"action": "cancel"}, "Error: elicit: the user cancelled the request without answering"),
-    ({"action": "accept", "content": {"city": "Oslo", "nights": 99, "size": "s", "breakfast": True}},
-     "Error: elicit: malformed elicitation answer: content does not match requestedSchema at nights: "
-     "99 is greater than the maximum of 14"),
-    ({"action": "accept", "content": {"city": "Oslo", "nights": 1, "size": "s", "breakfast": {"yes": 1}}},
-     "Error: elicit: malformed elicitation answer: content['breakfast'] is an object; an elicitation answer's "
-     "values must be strings, numbers, booleans or arrays of strings"),
-    ({"action": "accept", "content": {"city": "", "nights": 1, "size": "s", "breakfast": True}},
-     "Error: elicit returned empty city"),
-], ids=["decline", "cancel", "out-of-range", "not-primitive", "blank"])
+@pytest.mark.parametrize(
+    "result, text",
+    [
+        ({"action": "decline"}, "Error: elicit: the user declined to provide the requested information"),
+        ({"action": "cancel"}, "Error: elicit: the user cancelled the request without answering"),
+        (
+            {"action": "accept", "content": {"city": "Oslo", "nights": 99, "size": "s", "breakfast": True}},
+            "Error: elicit: malformed elicitation answer: content does not match requestedSchema at nights: "
+            "99 is greater than the maximum of 14",
+        ),
+        (
+            {"action": "accept", "content": {"city": "Oslo", "nights": 1, "size": "s", "breakfast": {"yes": 1}}},
+            "Error: elicit: malformed elicitation answer: content['breakfast'] is an object; an elicitation answer's "
+            "values must be strings, numbers, booleans or arrays of strings",
+        ),
+        (
+            {"action": "accept", "content": {"city": "", "nights": 1, "size": "s", "breakfast": True}},
+            "Error: elicit returned empty city",
+        ),
+    ],
+    ids=["decline", "cancel", "out-of-range", "not-primitive", "blank"],
+)
 def test_failed_answers_are_typed_error_results(app, result, text):
     """Decline, cancel, malformed and blank answers end the call with ze's texts; the handler never runs."""
     peer = Peer(app)
@@ -178,14 +225,17 @@ def test_the_merged_arguments_are_checked_against_the_input_schema(app):
     peer.respond(ask["id"], {"action": "accept", "content": {"label": "Not Lower"}})
     assert next(stream)["result"]["content"][0]["text"] == (
         "Error: elicit: malformed elicitation answer: the answer does not fit the tool's input schema: invalid "
-        "arguments for tool 'tag': argument 'label': 'Not Lower' does not match '^[a-z]+$'")
+        "arguments for tool 'tag': argument 'label': 'Not Lower' does not match '^[a-z]+$'"
+    )
 
 
 def test_a_missing_argument_a_form_cannot_ask_keeps_the_old_error(app):
     """Without 'where' (an object) nothing is asked: the call gets the usual validation error."""
     peer = Peer(app)
     assert final_text(peer.call("tag", {})) == (
-        True, "invalid arguments for tool 'tag': missing required arguments 'label', 'where'")
+        True,
+        "invalid arguments for tool 'tag': missing required arguments 'label', 'where'",
+    )
     old = Peer(app, protocol_version="2025-06-18")
     body = old.call("tag", {"label": "x"}).get_json()
     assert body["error"]["code"] == -32602 and "missing required argument 'where'" in body["error"]["message"]
@@ -195,7 +245,9 @@ def test_invalid_given_arguments_are_refused_before_asking(app):
     """An invalid argument besides the missing ones is reported at once; nothing is asked."""
     peer = Peer(app)
     assert final_text(peer.call("book", {"guests": [1]})) == (
-        True, "invalid arguments for tool 'book': argument 'guests' at guests[0]: 1 is not of type 'string'")
+        True,
+        "invalid arguments for tool 'book': argument 'guests' at guests[0]: 1 is not of type 'string'",
+    )
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2025-03-26"])
@@ -203,7 +255,9 @@ def test_without_the_capability_the_missing_names_are_listed(app, version):
     """No elicitation capability: the deterministic isError text, in every version."""
     peer = Peer(app, protocol_version=version, capabilities={})
     assert final_text(peer.call("book", {"size": "s"})) == (
-        True, "Error: missing required argument: city, nights, breakfast")
+        True,
+        "Error: missing required argument: city, nights, breakfast",
+    )
 
 
 def modern_ask(client, name, arguments, **kw):
@@ -219,10 +273,21 @@ def test_2026_07_28_asks_in_a_round_then_replays(app):
     assert list(first["inputRequests"]) == ["city,size,breakfast"]
     question = first["inputRequests"]["city,size,breakfast"]
     assert question["params"]["requestedSchema"]["properties"]["size"]["oneOf"][0] == {"const": "s", "title": "Small"}
-    done = result_of(client.call("book", {"nights": 1}, extra={
-        "inputResponses": {"city,size,breakfast": {"action": "accept",
-                                                   "content": {"city": "Bern", "size": "s", "breakfast": False}}},
-        "requestState": first["requestState"]}))
+    done = result_of(
+        client.call(
+            "book",
+            {"nights": 1},
+            extra={
+                "inputResponses": {
+                    "city,size,breakfast": {
+                        "action": "accept",
+                        "content": {"city": "Bern", "size": "s", "breakfast": False},
+                    }
+                },
+                "requestState": first["requestState"],
+            },
+        )
+    )
     assert done["resultType"] == "complete"
     assert done["content"][0]["text"] == "1 night(s) in Bern, size s, breakfast False, guests None"
     assert BOOKED == [{"city": "Bern", "nights": 1}]
@@ -233,13 +298,26 @@ def test_2026_07_28_handler_questions_follow_the_missing_ones(app):
     client = Modern(app)
     first = modern_ask(client, "visit", {})
     assert first["inputRequests"]["city"]["params"]["message"] == "Which city?"
-    second = modern_ask(client, "visit", {}, extra={
-        "inputResponses": {"city": {"action": "accept", "content": {"city": "Lyon"}}},
-        "requestState": first["requestState"]})
+    second = modern_ask(
+        client,
+        "visit",
+        {},
+        extra={
+            "inputResponses": {"city": {"action": "accept", "content": {"city": "Lyon"}}},
+            "requestState": first["requestState"],
+        },
+    )
     assert second["inputRequests"]["ok"]["params"]["message"] == "Really visit Lyon?"
-    done = result_of(client.call("visit", {}, extra={
-        "inputResponses": {"ok": {"action": "accept", "content": {"ok": True}}},
-        "requestState": second["requestState"]}))
+    done = result_of(
+        client.call(
+            "visit",
+            {},
+            extra={
+                "inputResponses": {"ok": {"action": "accept", "content": {"ok": True}}},
+                "requestState": second["requestState"],
+            },
+        )
+    )
     assert done["content"][0]["text"] == "visiting Lyon"
 
 
@@ -266,9 +344,16 @@ def test_the_per_call_timeout_does_not_bound_a_2026_07_28_round_trip(app):
     client = Modern(app)
     first = modern_ask(client, "quick", {})
     time.sleep(0.5)
-    done = result_of(client.call("quick", {}, extra={
-        "inputResponses": {"x": {"action": "accept", "content": {"x": "late"}}},
-        "requestState": first["requestState"]}))
+    done = result_of(
+        client.call(
+            "quick",
+            {},
+            extra={
+                "inputResponses": {"x": {"action": "accept", "content": {"x": "late"}}},
+                "requestState": first["requestState"],
+            },
+        )
+    )
     assert done["content"][0]["text"] == "got late"
 
 
@@ -299,7 +384,8 @@ def test_a_client_that_never_sends_initialized_is_asked_after_the_grace(app, mon
         assert expected_wait <= waited < expected_wait + 2.0, waited
         peer.respond(ask["id"], {"action": "cancel"})
         assert next(stream)["result"]["content"][0]["text"] == (
-            "Error: elicit: the user cancelled the request without answering")
+            "Error: elicit: the user cancelled the request without answering"
+        )
 
 
 def test_ze_execute_is_titled_in_tools_list():
@@ -307,7 +393,10 @@ def test_ze_execute_is_titled_in_tools_list():
     import wsgi
 
     peer = Peer(wsgi.create_app(Settings(threads=8)))
-    body = Client(peer.client.application).post("/mcp", headers=peer.headers, data=json.dumps(
-        {"jsonrpc": "2.0", "id": 9, "method": "tools/list"})).get_json()
+    body = (
+        Client(peer.client.application)
+        .post("/mcp", headers=peer.headers, data=json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}))
+        .get_json()
+    )
     tool = {t["name"]: t for t in body["result"]["tools"]}["ze_execute"]
     assert tool["title"] == "Run a command"

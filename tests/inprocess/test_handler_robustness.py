@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import pytest
 
 import zemcp
-from zemcp import Settings
 from tests.inprocess.test_context import Peer1125, messages
 from tests.inprocess.test_transport import Peer, events
+from zemcp import Settings
 
 
 @dataclass
@@ -38,15 +38,16 @@ def server():
     @server.tool
     def leaves_a_thread(ctx: zemcp.Context) -> str:
         """Returns at once; a thread it started uses ctx later."""
+
         def later():
             time.sleep(0.05)
-            for name, use in (("log", lambda: ctx.log("error", "late")),
-                              ("elicit", lambda: ctx.elicit("late?", Pick))):
+            for name, use in (("log", lambda: ctx.log("error", "late")), ("elicit", lambda: ctx.elicit("late?", Pick))):
                 try:
                     use()
                     late[name] = "no error"
                 except zemcp.ElicitError as exc:
                     late[name] = str(exc)
+
         late["thread"] = threading.Thread(target=later)
         late["thread"].start()
         return "returned"
@@ -106,11 +107,14 @@ def test_ctx_after_the_handler_returned_raises_and_holds_nothing(server):
     assert server.pending.count() == 0
 
 
-@pytest.mark.parametrize("content, expected", [
-    ({"name": "a", "extra": 1}, "Pick(name='a', ok=None)"),
-    ({"name": "a", "ok": None}, "Pick(name='a', ok=None)"),
-    ({"name": "a", "ok": True}, "Pick(name='a', ok=True)"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ({"name": "a", "extra": 1}, "Pick(name='a', ok=None)"),
+        ({"name": "a", "ok": None}, "Pick(name='a', ok=None)"),
+        ({"name": "a", "ok": True}, "Pick(name='a', ok=True)"),
+    ],
+)
 def test_typed_elicitation_ignores_unknown_keys_and_null(server, content, expected):
     """Extra keys in an accepted answer are dropped and null leaves an optional field empty."""
     peer = Peer(zemcp.McpApp(server))
@@ -121,8 +125,10 @@ def test_typed_elicitation_ignores_unknown_keys_and_null(server, content, expect
     assert messages(stream)[-1]["result"]["content"][0]["text"] == expected
 
 
-@pytest.mark.parametrize("which, text", [("bool", "progress must be a finite number, got True"),
-                                         ("total", "total must be a finite number, got 'x'")])
+@pytest.mark.parametrize(
+    "which, text",
+    [("bool", "progress must be a finite number, got True"), ("total", "total must be a finite number, got 'x'")],
+)
 def test_bad_progress_values_are_refused(server, which, text):
     """report_progress refuses booleans and non-numeric totals."""
     peer = Peer1125(zemcp.McpApp(server), {})
@@ -131,8 +137,9 @@ def test_bad_progress_values_are_refused(server, which, text):
     assert result["isError"] and text in result["content"][0]["text"]
 
 
-@pytest.mark.parametrize("tool, text", [("malformed", "content must be a list of content items"),
-                                        ("nan", "Out of range float values")])
+@pytest.mark.parametrize(
+    "tool, text", [("malformed", "content must be a list of content items"), ("nan", "Out of range float values")]
+)
 def test_results_that_cannot_be_sent_are_tool_errors(server, tool, text):
     """A malformed CallToolResult or a value with NaN is an isError result saying why."""
     peer = Peer(zemcp.McpApp(server))
@@ -140,8 +147,15 @@ def test_results_that_cannot_be_sent_are_tool_errors(server, tool, text):
     assert result["isError"] and text in result["content"][0]["text"]
 
 
-@pytest.mark.parametrize("argument, text", [([], "non-empty list"), ("https://x", "non-empty list"),
-                                            ([{"foo": 1}], "needs mode 'url'"), ([("only message",)], "pair of strings")])
+@pytest.mark.parametrize(
+    "argument, text",
+    [
+        ([], "non-empty list"),
+        ("https://x", "non-empty list"),
+        ([{"foo": 1}], "needs mode 'url'"),
+        ([("only message",)], "pair of strings"),
+    ],
+)
 def test_url_elicitation_required_checks_its_argument(argument, text):
     """URLElicitationRequired refuses what would make a malformed -32042."""
     with pytest.raises(TypeError, match=text):
@@ -168,16 +182,39 @@ def test_2024_11_05_sessions_get_only_what_that_version_has(server):
 
     server.prompt("p", title="A prompt")(lambda: "hi")
     client = Client(zemcp.McpApp(server))
-    init = client.post("/mcp", headers=HEADERS, data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                       "params": {"protocolVersion": "2024-11-05", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}}))
+    init = client.post(
+        "/mcp",
+        headers=HEADERS,
+        data=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2024-11-05",
+                    "capabilities": {},
+                    "clientInfo": {"name": "old", "version": "1"},
+                },
+            }
+        ),
+    )
     assert "completions" not in init.get_json()["result"]["capabilities"]
     headers = {**HEADERS, "Mcp-Session-Id": init.headers["Mcp-Session-Id"]}
-    tools = client.post("/mcp", headers=headers, data=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).get_json()
+    tools = client.post(
+        "/mcp", headers=headers, data=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    ).get_json()
     assert all("outputSchema" not in t and "title" not in t for t in tools["result"]["tools"])
-    prompts = client.post("/mcp", headers=headers, data=json.dumps({"jsonrpc": "2.0", "id": 3, "method": "prompts/list"})).get_json()
+    prompts = client.post(
+        "/mcp", headers=headers, data=json.dumps({"jsonrpc": "2.0", "id": 3, "method": "prompts/list"})
+    ).get_json()
     assert "title" not in prompts["result"]["prompts"][0]
-    call = client.post("/mcp", headers=headers, data=json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                       "params": {"name": "structured", "arguments": {}}})).get_json()["result"]
+    call = client.post(
+        "/mcp",
+        headers=headers,
+        data=json.dumps(
+            {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "structured", "arguments": {}}}
+        ),
+    ).get_json()["result"]
     assert "structuredContent" not in call and json.loads(call["content"][0]["text"]) == {"a": 1}
 
 
@@ -189,11 +226,13 @@ def test_background_elicitation_ends_when_the_handler_returns():
     @server.tool
     def spawns(ctx: zemcp.Context) -> str:
         """Starts an elicitation on another thread, then returns."""
+
         def ask():
             try:
                 ctx.elicit("Still there?", Pick)
             except zemcp.ElicitError as exc:
                 outcome["error"] = (type(exc).__name__, str(exc))
+
         outcome["thread"] = threading.Thread(target=ask)
         outcome["thread"].start()
         deadline = time.monotonic() + 5

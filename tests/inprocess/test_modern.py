@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from tests.inprocess.threaded import Client
 
 import zemcp
+from tests.inprocess.threaded import Client
 from zemcp import Settings
 
 VERSION = "2026-07-28"
@@ -26,9 +26,12 @@ NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required"
 
 
 def meta(capabilities: dict | None = None, **extra: Any) -> dict:
-    return {"io.modelcontextprotocol/protocolVersion": VERSION,
-            "io.modelcontextprotocol/clientCapabilities": ALL_CAPS if capabilities is None else capabilities,
-            "io.modelcontextprotocol/clientInfo": {"name": "modern-test", "version": "3"}, **extra}
+    return {
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientCapabilities": ALL_CAPS if capabilities is None else capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "modern-test", "version": "3"},
+        **extra,
+    }
 
 
 def headers_for(method: str, params: dict) -> dict:
@@ -47,8 +50,17 @@ class Modern:
         self.app = app
         self.ids = iter(range(1, 100_000))
 
-    def post(self, method: str, params: dict | None = None, *, capabilities: dict | None = None,
-             headers: dict | None = None, meta_extra: dict | None = None, raw_params: bool = False, **kw):
+    def post(
+        self,
+        method: str,
+        params: dict | None = None,
+        *,
+        capabilities: dict | None = None,
+        headers: dict | None = None,
+        meta_extra: dict | None = None,
+        raw_params: bool = False,
+        **kw,
+    ):
         params = dict(params or {})
         if not raw_params:
             params["_meta"] = meta(capabilities, **(meta_extra or {}))
@@ -89,8 +101,12 @@ SIDE_EFFECTS: list[str] = []
 
 
 def make_app(**settings: Any):
-    server = zemcp.Server("modern-fixture", "2.0", instructions="try me",
-                          settings=Settings(keepalive_interval=0.05, elicitation_timeout=30, threads=12, **settings))
+    server = zemcp.Server(
+        "modern-fixture",
+        "2.0",
+        instructions="try me",
+        settings=Settings(keepalive_interval=0.05, elicitation_timeout=30, threads=12, **settings),
+    )
 
     @server.tool
     def greet(ctx: zemcp.Context) -> str:
@@ -103,16 +119,19 @@ def make_app(**settings: Any):
     def two_steps(ctx: zemcp.Context, prefix: str = "") -> str:
         """Two questions in two rounds."""
         name = ctx.elicit("Step 1: name?", NAME, key="step1")["name"]
-        color = ctx.elicit(f"Step 2: {name}, colour?", {"type": "object", "properties": {"color": {"type": "string"}}},
-                           key="step2")["color"]
+        color = ctx.elicit(
+            f"Step 2: {name}, colour?", {"type": "object", "properties": {"color": {"type": "string"}}}, key="step2"
+        )["color"]
         return f"{prefix}{name} likes {color}"
 
     @server.tool
     def all_at_once(ctx: zemcp.Context) -> str:
         """Three questions in one round."""
-        person, sampled, roots = ctx.ask_all(zemcp.Elicit("Name?", NAME, key="user_name"),
-                                             zemcp.Sample("Greet", 50, key="greeting"),
-                                             zemcp.ListRoots(key="client_roots"))
+        person, sampled, roots = ctx.ask_all(
+            zemcp.Elicit("Name?", NAME, key="user_name"),
+            zemcp.Sample("Greet", 50, key="greeting"),
+            zemcp.ListRoots(key="client_roots"),
+        )
         return f"{person['name']}; {sampled['content']['text']}; {len(roots)} root(s)"
 
     @server.tool
@@ -162,7 +181,7 @@ def make_app(**settings: Any):
         """Catches everything, also the end of the round."""
         try:
             ctx.elicit("Name?", NAME)
-        except BaseException:  # noqa: BLE001 - the point of the test
+        except BaseException:  # the point of the test
             pass
         return "swallowed"
 
@@ -183,14 +202,26 @@ def make_app(**settings: Any):
     @server.prompt
     def with_context(ctx: zemcp.Context) -> str:
         """A prompt that asks for context first."""
-        return "Prompt with context: " + ctx.elicit("Context?", {"type": "object", "properties": {
-            "context": {"type": "string"}}, "required": ["context"]}, key="user_context")["context"]
+        return (
+            "Prompt with context: "
+            + ctx.elicit(
+                "Context?",
+                {"type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]},
+                key="user_context",
+            )["context"]
+        )
 
     @server.resource("test://asked", name="asked")
     def asked(ctx: zemcp.Context) -> str:
         """A resource whose read asks which variant."""
-        return "variant " + ctx.elicit("Variant?", {"type": "object", "properties": {
-            "v": {"type": "string"}}, "required": ["v"]}, key="variant")["v"]
+        return (
+            "variant "
+            + ctx.elicit(
+                "Variant?",
+                {"type": "object", "properties": {"v": {"type": "string"}}, "required": ["v"]},
+                key="variant",
+            )["v"]
+        )
 
     @server.resource("test://plain", name="plain")
     def plain() -> str:
@@ -215,7 +246,9 @@ def client(fixture):
 
 
 def retry(client: Modern, name: str, first: dict, responses: dict, arguments: dict | None = None, **kw):
-    return client.call(name, arguments, extra={"inputResponses": responses, "requestState": first["requestState"]}, **kw)
+    return client.call(
+        name, arguments, extra={"inputResponses": responses, "requestState": first["requestState"]}, **kw
+    )
 
 
 # -- era selection, envelope, headers -------------------------------------------------------
@@ -237,23 +270,41 @@ def test_a_session_header_on_a_modern_request_is_ignored(client):
 
 def test_initialize_still_starts_a_handshake_session(client):
     """initialize without the envelope starts a session as before, never at 2026-07-28."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}}
-    r = Client(client.app).post("/mcp", data=json.dumps(body), content_type="application/json", headers={"Accept": ACCEPT})
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}},
+    }
+    r = Client(client.app).post(
+        "/mcp", data=json.dumps(body), content_type="application/json", headers={"Accept": ACCEPT}
+    )
     assert r.status_code == 200 and r.headers["Mcp-Session-Id"]
     assert r.get_json()["result"]["protocolVersion"] == "2025-11-25"
 
 
-@pytest.mark.parametrize("params, missing", [
-    ({}, "params._meta"),
-    ({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}, "protocolVersion"),
-    ({"_meta": {"io.modelcontextprotocol/protocolVersion": VERSION}}, "clientCapabilities"),
-    ({"_meta": {"io.modelcontextprotocol/protocolVersion": 7, "io.modelcontextprotocol/clientCapabilities": {}}},
-     "must be a string"),
-    ({"_meta": {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": []}},
-     "must be an object"),
-    ({"_meta": {**meta(), "io.modelcontextprotocol/logLevel": "loud"}}, "logLevel"),
-])
+@pytest.mark.parametrize(
+    "params, missing",
+    [
+        ({}, "params._meta"),
+        ({"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}, "protocolVersion"),
+        ({"_meta": {"io.modelcontextprotocol/protocolVersion": VERSION}}, "clientCapabilities"),
+        (
+            {"_meta": {"io.modelcontextprotocol/protocolVersion": 7, "io.modelcontextprotocol/clientCapabilities": {}}},
+            "must be a string",
+        ),
+        (
+            {
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": VERSION,
+                    "io.modelcontextprotocol/clientCapabilities": [],
+                }
+            },
+            "must be an object",
+        ),
+        ({"_meta": {**meta(), "io.modelcontextprotocol/logLevel": "loud"}}, "logLevel"),
+    ],
+)
 def test_a_bad_envelope_is_400_invalid_params(client, params, missing):
     """A missing or malformed envelope field is HTTP 400 with -32602 naming it (the header says modern)."""
     error = error_of(client.post("server/discover", params, raw_params=True), 400, -32602)
@@ -262,16 +313,21 @@ def test_a_bad_envelope_is_400_invalid_params(client, params, missing):
 
 def test_client_info_is_optional(client):
     """A request without clientInfo is served."""
-    params = {"_meta": {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {}}}
+    params = {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": VERSION, "io.modelcontextprotocol/clientCapabilities": {}}
+    }
     assert client.post("server/discover", params, raw_params=True).status_code == 200
 
 
-@pytest.mark.parametrize("headers, word", [
-    ({"Mcp-Method": None}, "Mcp-Method"),
-    ({"Mcp-Method": "prompts/list"}, "Mcp-Method"),
-    ({"Mcp-Method": "TOOLS/LIST"}, "Mcp-Method"),
-    ({"MCP-Protocol-Version": None}, "MCP-Protocol-Version"),
-])
+@pytest.mark.parametrize(
+    "headers, word",
+    [
+        ({"Mcp-Method": None}, "Mcp-Method"),
+        ({"Mcp-Method": "prompts/list"}, "Mcp-Method"),
+        ({"Mcp-Method": "TOOLS/LIST"}, "Mcp-Method"),
+        ({"MCP-Protocol-Version": None}, "MCP-Protocol-Version"),
+    ],
+)
 def test_standard_header_mismatch_is_400_header_mismatch(client, headers, word):
     """A missing or different Mcp-Method or MCP-Protocol-Version is HTTP 400 with -32020."""
     assert word in error_of(client.post("tools/list", headers=headers), 400, -32020)["message"]
@@ -291,16 +347,21 @@ def test_version_mismatch_comes_before_unsupported_version(client):
 
 def test_an_unsupported_version_names_what_is_served(client):
     """An unknown version in both header and envelope is 400 -32022 with supported and requested."""
-    r = client.post("server/discover", meta_extra={"io.modelcontextprotocol/protocolVersion": "v999.0.0"},
-                    headers={"MCP-Protocol-Version": "v999.0.0"})
+    r = client.post(
+        "server/discover",
+        meta_extra={"io.modelcontextprotocol/protocolVersion": "v999.0.0"},
+        headers={"MCP-Protocol-Version": "v999.0.0"},
+    )
     error = error_of(r, 400, -32022)
     assert error["data"]["requested"] == "v999.0.0"
     discovered = result_of(client.post("server/discover"))["supportedVersions"]
     assert VERSION in error["data"]["supported"] and set(error["data"]["supported"]) <= set(discovered)
 
 
-@pytest.mark.parametrize("method", ["initialize", "ping", "logging/setLevel", "resources/subscribe",
-                                    "resources/unsubscribe", "unknown/method"])
+@pytest.mark.parametrize(
+    "method",
+    ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "unknown/method"],
+)
 def test_removed_and_unknown_methods_are_404(client, method):
     """Methods 2026-07-28 removed, and unknown ones, are HTTP 404 with -32601 and the request's id."""
     r = client.post(method)
@@ -318,8 +379,12 @@ def test_get_and_delete_without_a_session_are_405(client):
 def test_a_notification_is_accepted(client):
     """An id-less modern message is answered 202 with no body."""
     body = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"_meta": meta(), "requestId": 1}}
-    r = Client(client.app).post("/mcp", data=json.dumps(body), content_type="application/json",
-                                headers={"Accept": ACCEPT, "MCP-Protocol-Version": VERSION})
+    r = Client(client.app).post(
+        "/mcp",
+        data=json.dumps(body),
+        content_type="application/json",
+        headers={"Accept": ACCEPT, "MCP-Protocol-Version": VERSION},
+    )
     assert r.status_code == 202 and r.get_data() == b""
 
 
@@ -348,8 +413,16 @@ def test_discover_describes_the_server(fixture):
     assert (result["ttlMs"], result["cacheScope"], result["resultType"]) == (0, "private", "complete")
 
 
-@pytest.mark.parametrize("method, params", [("tools/list", {}), ("prompts/list", {}), ("resources/list", {}),
-                                            ("resources/templates/list", {}), ("resources/read", {"uri": "test://plain"})])
+@pytest.mark.parametrize(
+    "method, params",
+    [
+        ("tools/list", {}),
+        ("prompts/list", {}),
+        ("resources/list", {}),
+        ("resources/templates/list", {}),
+        ("resources/read", {"uri": "test://plain"}),
+    ],
+)
 def test_cacheable_results_carry_caching_hints(client, method, params):
     """Lists and resources/read carry ttlMs and cacheScope, every result resultType and serverInfo."""
     result = result_of(client.post(method, params))
@@ -380,7 +453,10 @@ def test_an_elicitation_takes_two_rounds_and_side_effects_happen_once(client):
 
 def test_answers_without_request_state_are_taken_by_key(client):
     """A first request that already answers by key completes; unknown extra keys are ignored."""
-    responses = {"user_name": {"action": "accept", "content": {"name": "Bo"}}, "extra": {"action": "accept", "content": {}}}
+    responses = {
+        "user_name": {"action": "accept", "content": {"name": "Bo"}},
+        "extra": {"action": "accept", "content": {}},
+    }
     done = result_of(client.call("greet", extra={"inputResponses": responses}))
     assert done["content"][0]["text"] == "Hello, Bo!"
 
@@ -433,10 +509,15 @@ def test_several_questions_share_one_round(client):
     """ask_all puts elicitation, sampling and roots in one InputRequiredResult."""
     r1 = result_of(client.call("all_at_once"))
     assert {k: v["method"] for k, v in r1["inputRequests"].items()} == {
-        "user_name": "elicitation/create", "greeting": "sampling/createMessage", "client_roots": "roots/list"}
-    answers = {"user_name": {"action": "accept", "content": {"name": "Alice"}},
-               "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hello there!"}, "model": "m"},
-               "client_roots": {"roots": [{"uri": "file:///r", "name": "R"}]}}
+        "user_name": "elicitation/create",
+        "greeting": "sampling/createMessage",
+        "client_roots": "roots/list",
+    }
+    answers = {
+        "user_name": {"action": "accept", "content": {"name": "Alice"}},
+        "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hello there!"}, "model": "m"},
+        "client_roots": {"roots": [{"uri": "file:///r", "name": "R"}]},
+    }
     done = result_of(retry(client, "all_at_once", r1, answers))
     assert done["content"][0]["text"] == "Alice; Hello there!; 1 root(s)"
 
@@ -444,8 +525,10 @@ def test_several_questions_share_one_round(client):
 def test_a_partial_answer_is_held_until_the_rest_arrives(client):
     """Answering only the later questions of a round keeps them; the missing one is asked again."""
     r1 = result_of(client.call("all_at_once"))
-    partial = {"greeting": {"role": "assistant", "content": {"type": "text", "text": "Hi"}, "model": "m"},
-               "client_roots": {"roots": []}}
+    partial = {
+        "greeting": {"role": "assistant", "content": {"type": "text", "text": "Hi"}, "model": "m"},
+        "client_roots": {"roots": []},
+    }
     r2 = result_of(retry(client, "all_at_once", r1, partial))
     assert list(r2["inputRequests"]) == ["user_name"]
     done = result_of(retry(client, "all_at_once", r2, {"user_name": {"action": "accept", "content": {"name": "Z"}}}))
@@ -465,7 +548,9 @@ def test_tampered_request_state_is_refused(client):
     first = result_of(client.call("greet"))
     token = first["requestState"]
     first["requestState"] = token[:-3] + ("A" if token[-3] != "A" else "B") + token[-2:]
-    error = error_of(retry(client, "greet", first, {"user_name": {"action": "accept", "content": {"name": "x"}}}), 400, -32602)
+    error = error_of(
+        retry(client, "greet", first, {"user_name": {"action": "accept", "content": {"name": "x"}}}), 400, -32602
+    )
     assert error["data"] == {"reason": "invalid_request_state"}
     first["requestState"] = token + "-TAMPERED"
     error_of(retry(client, "greet", first, {}), 400, -32602)
@@ -486,6 +571,7 @@ def test_expired_request_state_is_refused(client, monkeypatch):
     import time as real_time
 
     from zemcp import request_state
+
     later = real_time.time() + 31
     monkeypatch.setattr(request_state.time, "time", lambda: later)
     error_of(retry(client, "greet", first, {"user_name": {"action": "accept", "content": {"name": "x"}}}), 400, -32602)
@@ -541,8 +627,16 @@ def test_a_prompt_can_elicit_by_multi_round_trip(client):
     params = {"name": "with_context"}
     r1 = result_of(client.post("prompts/get", params))
     assert r1["resultType"] == "input_required" and "user_context" in r1["inputRequests"]
-    done = result_of(client.post("prompts/get", {**params, "requestState": r1["requestState"], "inputResponses": {
-        "user_context": {"action": "accept", "content": {"context": "test context"}}}}))
+    done = result_of(
+        client.post(
+            "prompts/get",
+            {
+                **params,
+                "requestState": r1["requestState"],
+                "inputResponses": {"user_context": {"action": "accept", "content": {"context": "test context"}}},
+            },
+        )
+    )
     assert done["messages"][0]["content"]["text"] == "Prompt with context: test context"
 
 
@@ -550,8 +644,16 @@ def test_a_resource_read_can_elicit(client):
     """resources/read of a resource that takes ctx asks, then completes with caching hints."""
     r1 = result_of(client.post("resources/read", {"uri": "test://asked"}))
     assert r1["resultType"] == "input_required"
-    done = result_of(client.post("resources/read", {"uri": "test://asked", "requestState": r1["requestState"],
-                                                    "inputResponses": {"variant": {"action": "accept", "content": {"v": "x"}}}}))
+    done = result_of(
+        client.post(
+            "resources/read",
+            {
+                "uri": "test://asked",
+                "requestState": r1["requestState"],
+                "inputResponses": {"variant": {"action": "accept", "content": {"v": "x"}}},
+            },
+        )
+    )
     assert done["contents"][0]["text"] == "variant x" and done["ttlMs"] == 0
 
 
@@ -576,8 +678,13 @@ def test_log_level_and_progress_ride_the_request_stream(client):
     assert r.mimetype == "text/event-stream"
     frames = sse(r)
     methods = [f.get("method") for f in frames]
-    assert methods == ["notifications/message", "notifications/progress", "notifications/progress",
-                       "notifications/progress", None]
+    assert methods == [
+        "notifications/message",
+        "notifications/progress",
+        "notifications/progress",
+        "notifications/progress",
+        None,
+    ]
     assert frames[0]["params"] == {"level": "info", "data": "working"}
     assert [f["params"]["progressToken"] for f in frames[1:4]] == ["p-1"] * 3
     assert frames[-1]["result"]["resultType"] == "complete"
@@ -624,8 +731,11 @@ def test_listen_acknowledges_then_delivers_only_what_was_asked(fixture):
         assert server.notify_resource_updated("test://plain") == 1
         tools, updated = stream.read(3)[1:3]
         assert tools["method"] == "notifications/tools/list_changed"
-        assert updated == {"jsonrpc": "2.0", "method": "notifications/resources/updated",
-                           "params": {"uri": "test://plain", "_meta": {"io.modelcontextprotocol/subscriptionId": subscription}}}
+        assert updated == {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": "test://plain", "_meta": {"io.modelcontextprotocol/subscriptionId": subscription}},
+        }
     finally:
         stream.close()
     assert server.subscriptions.count() == 0
@@ -654,7 +764,9 @@ def test_listen_streams_are_capped():
     first = listen(client, {"toolsListChanged": True})
     first.read(1)
     refused = client.post("subscriptions/listen", {"notifications": {}})
-    assert refused.status_code == 429 and refused.headers["Retry-After"] and refused.get_json()["error"]["code"] == -32600
+    assert (
+        refused.status_code == 429 and refused.headers["Retry-After"] and refused.get_json()["error"]["code"] == -32600
+    )
     first.close()
     again = listen(client, {})
     again.read(1)
@@ -668,7 +780,9 @@ def test_shutdown_ends_listen_streams_with_a_result(fixture):
     stream.read(1)
     server.shutdown()
     end = stream.read(2)[1]
-    assert end["result"]["resultType"] == "complete" and end["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"]
+    assert (
+        end["result"]["resultType"] == "complete" and end["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"]
+    )
     stream.close()
 
 
@@ -683,10 +797,20 @@ def test_bad_listen_filter_is_invalid_params(client):
 def test_the_same_ask_all_handler_pushes_all_questions_in_the_handshake_era():
     """In a session, ask_all sends every request on the stream before waiting; the answers complete the call."""
     app, _ = make_app()
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": ALL_CAPS, "clientInfo": {"name": "h", "version": "1"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": ALL_CAPS,
+            "clientInfo": {"name": "h", "version": "1"},
+        },
+    }
     web = Client(app)
-    sid = web.post("/mcp", data=json.dumps(init), content_type="application/json", headers={"Accept": ACCEPT}).headers["Mcp-Session-Id"]
+    sid = web.post("/mcp", data=json.dumps(init), content_type="application/json", headers={"Accept": ACCEPT}).headers[
+        "Mcp-Session-Id"
+    ]
     headers = {"Accept": ACCEPT, "Mcp-Session-Id": sid}
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "all_at_once", "arguments": {}}}
     r = web.post("/mcp", data=json.dumps(call), content_type="application/json", headers=headers, buffered=False)
@@ -695,12 +819,19 @@ def test_the_same_ask_all_handler_pushes_all_questions_in_the_handshake_era():
     while len(frames) < 3:
         frames.extend(json.loads(line[6:]) for line in next(chunks).decode().split("\n") if line.startswith("data: "))
     assert [f["method"] for f in frames] == ["elicitation/create", "sampling/createMessage", "roots/list"]
-    answers = [{"action": "accept", "content": {"name": "H"}},
-               {"role": "assistant", "content": {"type": "text", "text": "yo"}, "model": "m"}, {"roots": []}]
+    answers = [
+        {"action": "accept", "content": {"name": "H"}},
+        {"role": "assistant", "content": {"type": "text", "text": "yo"}, "model": "m"},
+        {"roots": []},
+    ]
     for frame, answer in zip(frames, answers):
         reply = {"jsonrpc": "2.0", "id": frame["id"], "result": answer}
-        assert Client(app).post("/mcp", data=json.dumps(reply), content_type="application/json",
-                                headers=headers).status_code == 202
+        assert (
+            Client(app)
+            .post("/mcp", data=json.dumps(reply), content_type="application/json", headers=headers)
+            .status_code
+            == 202
+        )
     rest = b"".join(chunks).decode()
     final = [json.loads(line[6:]) for line in rest.split("\n") if line.startswith("data: ")][-1]
     assert final["result"]["content"][0]["text"] == "H; yo; 0 root(s)" and "resultType" not in final["result"]
@@ -713,7 +844,9 @@ def test_concurrent_rounds_do_not_mix(client):
 
     def one(n: int) -> None:
         first = result_of(client.call("greet"))
-        done = result_of(retry(client, "greet", first, {"user_name": {"action": "accept", "content": {"name": f"n{n}"}}}))
+        done = result_of(
+            retry(client, "greet", first, {"user_name": {"action": "accept", "content": {"name": f"n{n}"}}})
+        )
         results[n] = done["content"][0]["text"]
 
     threads = [threading.Thread(target=one, args=(n,)) for n in range(20)]

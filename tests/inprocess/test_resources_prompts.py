@@ -9,13 +9,16 @@ import json
 from typing import Annotated
 
 import pytest
-from tests.inprocess.threaded import Client
 
 import zemcp
+from tests.inprocess.threaded import Client
 from zemcp import Settings
 
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-           "MCP-Protocol-Version": "2025-06-18"}
+HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": "2025-06-18",
+}
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "inproc", "version": "1"}}
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -62,8 +65,16 @@ def build_server() -> zemcp.Server:
     @server.prompt()
     def test_prompt_with_embedded_resource(resourceUri: str):
         """A prompt embedding a resource."""
-        return [{"role": "user", "content": {"type": "resource", "resource": {
-            "uri": resourceUri, "mimeType": "text/plain", "text": "embedded"}}}, "Use the resource above."]
+        return [
+            {
+                "role": "user",
+                "content": {
+                    "type": "resource",
+                    "resource": {"uri": resourceUri, "mimeType": "text/plain", "text": "embedded"},
+                },
+            },
+            "Use the resource above.",
+        ]
 
     @server.completion(prompt="test_prompt_with_arguments")
     def complete_args(argument, value, context):
@@ -82,8 +93,11 @@ class Peer:
     def __init__(self, app):
         self.client = Client(app)
         self.ids = iter(range(1, 100_000))
-        r = self.client.post("/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}),
-                             headers=HEADERS)
+        r = self.client.post(
+            "/mcp",
+            data=json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}),
+            headers=HEADERS,
+        )
         assert r.status_code == 200, r.get_data()
         self.sid = r.headers["Mcp-Session-Id"]
 
@@ -136,19 +150,40 @@ def peer(server):
 def test_resources_list_and_templates_list(peer):
     listed = peer.result("resources/list")
     assert [r["uri"] for r in listed["resources"]] == [
-        "test://static-text", "test://static-binary", "test://watched-resource", "test://broken"]
-    assert listed["resources"][0] == {"uri": "test://static-text", "name": "static_text", "title": "Static text",
-                                      "description": "A static text resource.", "mimeType": "text/plain"}
+        "test://static-text",
+        "test://static-binary",
+        "test://watched-resource",
+        "test://broken",
+    ]
+    assert listed["resources"][0] == {
+        "uri": "test://static-text",
+        "name": "static_text",
+        "title": "Static text",
+        "description": "A static text resource.",
+        "mimeType": "text/plain",
+    }
     assert all(r["uri"] and r["name"] for r in listed["resources"])
-    assert peer.result("resources/templates/list") == {"resourceTemplates": [
-        {"uriTemplate": "test://template/{id}/data", "name": "template_data", "description": "Data of one item.",
-         "mimeType": "application/json"}]}
+    assert peer.result("resources/templates/list") == {
+        "resourceTemplates": [
+            {
+                "uriTemplate": "test://template/{id}/data",
+                "name": "template_data",
+                "description": "Data of one item.",
+                "mimeType": "application/json",
+            }
+        ]
+    }
 
 
 def test_resources_read_text_binary_and_template(peer):
     text = peer.result("resources/read", {"uri": "test://static-text"})["contents"]
-    assert text == [{"uri": "test://static-text", "mimeType": "text/plain",
-                     "text": "This is the content of the static text resource."}]
+    assert text == [
+        {
+            "uri": "test://static-text",
+            "mimeType": "text/plain",
+            "text": "This is the content of the static text resource.",
+        }
+    ]
     binary = peer.result("resources/read", {"uri": "test://static-binary"})["contents"][0]
     assert binary["uri"] == "test://static-binary" and binary["mimeType"] == "image/png"
     assert base64.b64decode(binary["blob"]) == PNG
@@ -182,11 +217,20 @@ def test_prompts_list(peer):
     prompts = peer.result("prompts/list")["prompts"]
     assert prompts == [
         {"name": "test_simple_prompt", "description": "A prompt without arguments.", "arguments": []},
-        {"name": "test_prompt_with_arguments", "title": "With arguments", "description": "A prompt with arguments.",
-         "arguments": [{"name": "arg1", "description": "First argument", "required": True},
-                       {"name": "arg2", "description": "Second argument.", "required": False}]},
-        {"name": "test_prompt_with_embedded_resource", "description": "A prompt embedding a resource.",
-         "arguments": [{"name": "resourceUri", "required": True}]},
+        {
+            "name": "test_prompt_with_arguments",
+            "title": "With arguments",
+            "description": "A prompt with arguments.",
+            "arguments": [
+                {"name": "arg1", "description": "First argument", "required": True},
+                {"name": "arg2", "description": "Second argument.", "required": False},
+            ],
+        },
+        {
+            "name": "test_prompt_with_embedded_resource",
+            "description": "A prompt embedding a resource.",
+            "arguments": [{"name": "resourceUri", "required": True}],
+        },
     ]
 
 
@@ -194,21 +238,30 @@ def test_prompts_get(peer):
     simple = peer.result("prompts/get", {"name": "test_simple_prompt"})
     assert simple["messages"] == [{"role": "user", "content": {"type": "text", "text": "This is a simple prompt."}}]
     got = peer.result("prompts/get", {"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": "b"}})
-    assert got == {"description": "A prompt with arguments.", "messages": [
-        {"role": "user", "content": {"type": "text", "text": "arg1=a"}},
-        {"role": "assistant", "content": {"type": "text", "text": "arg2=b"}}]}
-    embedded = peer.result("prompts/get", {"name": "test_prompt_with_embedded_resource",
-                                           "arguments": {"resourceUri": "test://static-text"}})["messages"]
+    assert got == {
+        "description": "A prompt with arguments.",
+        "messages": [
+            {"role": "user", "content": {"type": "text", "text": "arg1=a"}},
+            {"role": "assistant", "content": {"type": "text", "text": "arg2=b"}},
+        ],
+    }
+    embedded = peer.result(
+        "prompts/get",
+        {"name": "test_prompt_with_embedded_resource", "arguments": {"resourceUri": "test://static-text"}},
+    )["messages"]
     assert embedded[0]["content"]["type"] == "resource"
     assert embedded[0]["content"]["resource"]["uri"] == "test://static-text"
     assert embedded[1] == {"role": "user", "content": {"type": "text", "text": "Use the resource above."}}
 
 
-@pytest.mark.parametrize("params, words", [
-    ({"name": "no_such_prompt"}, "no_such_prompt"),
-    ({"name": "test_prompt_with_arguments", "arguments": {"arg2": "b"}}, "arg1"),
-    ({"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg3": "c"}}, "arg3"),
-])
+@pytest.mark.parametrize(
+    "params, words",
+    [
+        ({"name": "no_such_prompt"}, "no_such_prompt"),
+        ({"name": "test_prompt_with_arguments", "arguments": {"arg2": "b"}}, "arg1"),
+        ({"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg3": "c"}}, "arg3"),
+    ],
+)
 def test_prompts_get_errors_are_invalid_params(peer, params, words):
     error = peer.error("prompts/get", params)
     assert error["code"] == -32602 and words in error["message"]
@@ -218,27 +271,43 @@ def test_prompts_get_errors_are_invalid_params(peer, params, words):
 
 
 def test_completion_for_a_prompt_argument(peer):
-    result = peer.result("completion/complete", {
-        "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
-        "argument": {"name": "arg1", "value": "b"}, "context": {"arguments": {"arg2": "x"}}})
+    result = peer.result(
+        "completion/complete",
+        {
+            "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+            "argument": {"name": "arg1", "value": "b"},
+            "context": {"arguments": {"arg2": "x"}},
+        },
+    )
     assert result == {"completion": {"values": ["beta", "bravo"], "total": 2, "hasMore": False}}
 
 
 def test_completion_for_a_template_variable_is_capped(peer):
-    result = peer.result("completion/complete", {
-        "ref": {"type": "ref/resource", "uri": "test://template/{id}/data"}, "argument": {"name": "id", "value": ""}})
+    result = peer.result(
+        "completion/complete",
+        {"ref": {"type": "ref/resource", "uri": "test://template/{id}/data"}, "argument": {"name": "id", "value": ""}},
+    )
     assert len(result["completion"]["values"]) == 100
     assert result["completion"]["total"] == 150 and result["completion"]["hasMore"] is True
 
 
 def test_completion_without_provider_and_for_unknown_refs(peer):
-    empty = peer.result("completion/complete", {"ref": {"type": "ref/prompt", "name": "test_prompt_with_embedded_resource"},
-                                                "argument": {"name": "resourceUri", "value": "test://"}})
+    empty = peer.result(
+        "completion/complete",
+        {
+            "ref": {"type": "ref/prompt", "name": "test_prompt_with_embedded_resource"},
+            "argument": {"name": "resourceUri", "value": "test://"},
+        },
+    )
     assert empty == {"completion": {"values": [], "total": 0, "hasMore": False}}
-    error = peer.error("completion/complete", {"ref": {"type": "ref/prompt", "name": "nope"},
-                                               "argument": {"name": "x", "value": ""}})
+    error = peer.error(
+        "completion/complete", {"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "x", "value": ""}}
+    )
     assert error["code"] == -32602 and "nope" in error["message"]
-    assert peer.error("completion/complete", {"ref": {"type": "ref/prompt", "name": "test_simple_prompt"}})["code"] == -32602
+    assert (
+        peer.error("completion/complete", {"ref": {"type": "ref/prompt", "name": "test_simple_prompt"}})["code"]
+        == -32602
+    )
 
 
 # -- pagination -----------------------------------------------------------------------------
@@ -255,10 +324,12 @@ def test_every_list_is_paginated():
         server.resource(f"test://t{i}/{{id}}", name=f"t{i}")(lambda id: "x")
         server.prompt(f"p{i}")(lambda: "x")
     peer = Peer(zemcp.McpApp(server))
-    for method, key, field, prefix in [("tools/list", "tools", "name", "tool"),
-                                       ("resources/list", "resources", "name", "r"),
-                                       ("resources/templates/list", "resourceTemplates", "name", "t"),
-                                       ("prompts/list", "prompts", "name", "p")]:
+    for method, key, field, prefix in [
+        ("tools/list", "tools", "name", "tool"),
+        ("resources/list", "resources", "name", "r"),
+        ("resources/templates/list", "resourceTemplates", "name", "t"),
+        ("prompts/list", "prompts", "name", "p"),
+    ]:
         items, pages = peer.walk(method, key)
         assert [item[field] for item in items] == [f"{prefix}{i}" for i in range(n)], method
         assert pages > 1, method
@@ -283,9 +354,26 @@ def test_prompt_result_json_cannot_carry_is_an_internal_error():
 
     client = Client(zemcp.McpApp(server))
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    init = client.post("/mcp", headers=headers, data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                       "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}))
+    init = client.post(
+        "/mcp",
+        headers=headers,
+        data=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "c", "version": "1"},
+                },
+            }
+        ),
+    )
     headers["Mcp-Session-Id"] = init.headers["Mcp-Session-Id"]
-    r = client.post("/mcp", headers=headers, data=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "prompts/get",
-                    "params": {"name": "dated"}}))
+    r = client.post(
+        "/mcp",
+        headers=headers,
+        data=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "dated"}}),
+    )
     assert r.status_code == 200 and r.get_json()["id"] == 2 and r.get_json()["error"]["code"] == -32603

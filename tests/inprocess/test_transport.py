@@ -11,11 +11,11 @@ import time
 
 import pytest
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
-from tests.inprocess.threaded import Client
 from werkzeug.wrappers import Response
 
 import wsgi
 import zemcp
+from tests.inprocess.threaded import Client
 from zemcp import Settings
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -42,8 +42,10 @@ class Peer:
 
     def call(self, name, arguments, **kw):
         rid = next(self.ids)
-        return rid, self.post({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-                               "params": {"name": name, "arguments": arguments}}, **kw)
+        return rid, self.post(
+            {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": arguments}},
+            **kw,
+        )
 
     def answer(self, id_, result):
         # Another client object: the stream holds the first one's response open.
@@ -130,13 +132,23 @@ def test_cancelled_request_gets_no_response(app):
     stream = events(r)
     ask = next(stream)
     other = Client(app)
-    resp = other.post("/mcp", headers={**HEADERS, "Mcp-Session-Id": peer.sid}, data=json.dumps(
-        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid, "reason": "user"}}))
+    resp = other.post(
+        "/mcp",
+        headers={**HEADERS, "Mcp-Session-Id": peer.sid},
+        data=json.dumps(
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid, "reason": "user"}}
+        ),
+    )
     assert resp.status_code == 202
     rest = [e for e in stream if e != "keep-alive"]
     assert all(e.get("id") != rid for e in rest)
-    assert rest == [{"jsonrpc": "2.0", "method": "notifications/cancelled",
-                     "params": {"requestId": ask["id"], "reason": "the client cancelled the request: user"}}]
+    assert rest == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": ask["id"], "reason": "the client cancelled the request: user"},
+        }
+    ]
     assert app.server.pending.count() == 0
 
 
@@ -206,13 +218,16 @@ def test_tool_api_shapes_results_and_errors():
     assert json.loads(r.get_json()["result"]["content"][0]["text"]) == {"client": "inproc", "request": rid}
 
 
-@pytest.mark.parametrize("params, text", [
-    ({"name": "nope"}, "Unknown tool: 'nope'"),
-    ({"name": "double", "arguments": {"n": "x"}}, "argument 'n': 'x' is not of type 'integer'"),
-    ({"name": "double", "arguments": {}}, "missing required argument 'n'"),
-    ({"name": "double", "arguments": [1]}, "params.arguments must be an object"),
-    ({}, "tools/call needs params.name"),
-])
+@pytest.mark.parametrize(
+    "params, text",
+    [
+        ({"name": "nope"}, "Unknown tool: 'nope'"),
+        ({"name": "double", "arguments": {"n": "x"}}, "argument 'n': 'x' is not of type 'integer'"),
+        ({"name": "double", "arguments": {}}, "missing required argument 'n'"),
+        ({"name": "double", "arguments": [1]}, "params.arguments must be an object"),
+        ({}, "tools/call needs params.name"),
+    ],
+)
 def test_bad_tool_calls_are_invalid_params(params, text):
     """Unknown tools and arguments that fail the input schema are -32602 errors naming the problem."""
     peer = Peer(zemcp.McpApp(make_server()))
@@ -282,7 +297,10 @@ def test_result_json_cannot_carry_is_an_internal_error():
 
     @server.tool("when", description="Returns a datetime in structuredContent")
     def when():
-        return {"content": [{"type": "text", "text": "now"}], "structuredContent": {"at": datetime.datetime(2026, 1, 1)}}
+        return {
+            "content": [{"type": "text", "text": "now"}],
+            "structuredContent": {"at": datetime.datetime(2026, 1, 1)},
+        }
 
     @server.tool("nan", description="Returns NaN after logging", input_schema={"type": "object"})
     def nan(ctx: zemcp.Context):
@@ -309,20 +327,43 @@ def test_result_json_cannot_carry_is_an_internal_error():
 def test_client_strings_with_lone_surrogates_are_echoed_safely(app):
     """A client name with a lone surrogate is stored and shown without breaking any response."""
     client = Client(app)
-    r = client.post("/mcp", headers=HEADERS, data=json.dumps({"jsonrpc": "2.0", "id": "\ud800", "method": "initialize",
-                    "params": {**INIT, "clientInfo": {"name": "\udc00", "version": "1"}}}))
+    r = client.post(
+        "/mcp",
+        headers=HEADERS,
+        data=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": "\ud800",
+                "method": "initialize",
+                "params": {**INIT, "clientInfo": {"name": "\udc00", "version": "1"}},
+            }
+        ),
+    )
     assert r.status_code == 200 and r.get_json()["id"] == "\ud800"
     sid = r.headers["Mcp-Session-Id"]
-    listing = client.post("/mcp", headers={**HEADERS, "Mcp-Session-Id": sid}, data=json.dumps(
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ze_execute", "arguments": {"command": "session list"}}}))
+    listing = client.post(
+        "/mcp",
+        headers={**HEADERS, "Mcp-Session-Id": sid},
+        data=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "ze_execute", "arguments": {"command": "session list"}},
+            }
+        ),
+    )
     assert listing.status_code == 200 and "\udc00" in listing.get_json()["result"]["content"][0]["text"]
 
 
 def test_repeated_session_header_is_refused(app):
     """Mcp-Session-Id sent twice is a 400 that says to send it once."""
     peer = Peer(app)
-    r = peer.client.post("/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
-                         headers=[*HEADERS.items(), ("Mcp-Session-Id", peer.sid), ("Mcp-Session-Id", peer.sid)])
+    r = peer.client.post(
+        "/mcp",
+        data=json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping"}),
+        headers=[*HEADERS.items(), ("Mcp-Session-Id", peer.sid), ("Mcp-Session-Id", peer.sid)],
+    )
     assert r.status_code == 400 and "send the Mcp-Session-Id header once" in r.get_json()["error"]["message"]
 
 
@@ -336,7 +377,9 @@ def test_unexpected_argument_to_ze_execute_is_invalid_params(app):
 def test_body_shorter_than_its_content_length_is_a_bad_request(app):
     """A body that ends before the bytes its Content-Length declares is refused with 400."""
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
-    r = Client(app).post("/mcp", input_stream=io.BytesIO(body), headers={**HEADERS, "Content-Length": str(len(body) + 50)})
+    r = Client(app).post(
+        "/mcp", input_stream=io.BytesIO(body), headers={**HEADERS, "Content-Length": str(len(body) + 50)}
+    )
     assert r.status_code == 400
     assert r.get_json()["error"]["code"] == -32600
 
@@ -360,20 +403,38 @@ def test_responses_to_an_allowed_page_can_be_read_by_it_streams_included(app):
     stream of an eliciting call too; a refused Origin gets 403 without CORS headers."""
     origin = "http://localhost:5173"
     client = Client(app)
-    r = client.post("/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        **INIT, "capabilities": {"elicitation": {}}}}), headers={**HEADERS, "Origin": origin})
+    r = client.post(
+        "/mcp",
+        data=json.dumps(
+            {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {**INIT, "capabilities": {"elicitation": {}}}}
+        ),
+        headers={**HEADERS, "Origin": origin},
+    )
     assert r.headers["Access-Control-Allow-Origin"] == origin and "Origin" in r.headers["Vary"]
     assert "Mcp-Session-Id" in r.headers["Access-Control-Expose-Headers"]
     sid = r.headers["Mcp-Session-Id"]
-    stream = client.post("/mcp", data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "ze_execute", "arguments": {}}}), headers={**HEADERS, "Origin": origin, "Mcp-Session-Id": sid},
-        buffered=False)
+    stream = client.post(
+        "/mcp",
+        data=json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ze_execute", "arguments": {}}}
+        ),
+        headers={**HEADERS, "Origin": origin, "Mcp-Session-Id": sid},
+        buffered=False,
+    )
     assert stream.headers["Content-Type"].startswith("text/event-stream")
     assert stream.headers["Access-Control-Allow-Origin"] == origin
     stream.close()
-    refused = client.options("/mcp", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})
+    refused = client.options(
+        "/mcp", headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}
+    )
     assert refused.status_code == 403 and "Access-Control-Allow-Origin" not in refused.headers
-    preflight = client.options("/mcp", headers={"Origin": origin, "Access-Control-Request-Method": "POST",
-                                                "Access-Control-Request-Headers": "Content-Type, X-Other, Mcp-Param-Region"})
+    preflight = client.options(
+        "/mcp",
+        headers={
+            "Origin": origin,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "Content-Type, X-Other, Mcp-Param-Region",
+        },
+    )
     assert preflight.status_code == 204
     assert preflight.headers["Access-Control-Allow-Headers"] == "content-type, mcp-param-region"

@@ -257,7 +257,10 @@ class _ResourceBoundTokens:
         token = {
             "token_type": "Bearer",
             "access_token": self.server.sign_access_token(
-                client_id=self.request.client.get_client_id(), subject=user, scope=scope, audience=audience,
+                client_id=self.request.client.get_client_id(),
+                subject=user,
+                scope=scope,
+                audience=audience,
             ),
             "expires_in": ACCESS_TOKEN_LIFETIME,
             "scope": scope,
@@ -285,17 +288,19 @@ class AuthorizationCodeGrant(_ResourceBoundTokens, grants.AuthorizationCodeGrant
     def save_authorization_code(self, code: str, request) -> None:
         """Store the code with its PKCE challenge and the requested resources."""
         payload = request.payload
-        self.server.store_code(AuthorizationCode(
-            code=code,
-            client_id=request.client.get_client_id(),
-            redirect_uri=payload.redirect_uri,
-            scope=request.scope,
-            subject=request.user,
-            code_challenge=payload.data["code_challenge"],
-            code_challenge_method=payload.data["code_challenge_method"],
-            resources=_resources(payload.datalist.get("resource", [])),
-            expires_at=time.time() + CODE_LIFETIME,
-        ))
+        self.server.store_code(
+            AuthorizationCode(
+                code=code,
+                client_id=request.client.get_client_id(),
+                redirect_uri=payload.redirect_uri,
+                scope=request.scope,
+                subject=request.user,
+                code_challenge=payload.data["code_challenge"],
+                code_challenge_method=payload.data["code_challenge_method"],
+                resources=_resources(payload.datalist.get("resource", [])),
+                expires_at=time.time() + CODE_LIFETIME,
+            )
+        )
 
     def query_authorization_code(self, code: str, client: ClientMixin) -> AuthorizationCode | None:
         """The unexpired code, if it was issued to ``client``."""
@@ -470,9 +475,18 @@ class OAuthServer(AuthorizationServer):
 
         secret = secrets.token_urlsafe(24)
         self.introspection_client = (INTROSPECTION_CLIENT_ID, secret)
-        self.add_client(Client(INTROSPECTION_CLIENT_ID, secret, {
-            "token_endpoint_auth_method": "client_secret_basic", "grant_types": [], "response_types": [],
-        }, may_introspect=True))
+        self.add_client(
+            Client(
+                INTROSPECTION_CLIENT_ID,
+                secret,
+                {
+                    "token_endpoint_auth_method": "client_secret_basic",
+                    "grant_types": [],
+                    "response_types": [],
+                },
+                may_introspect=True,
+            )
+        )
 
         # Port 0: the OS picks a free port while binding, so no other process can take it first.
         self._http = make_server(HOST, 0, app, threaded=True)
@@ -485,8 +499,7 @@ class OAuthServer(AuthorizationServer):
 
     def start(self) -> OAuthServer:
         """Serve in a daemon thread."""
-        self._thread = threading.Thread(target=self._http.serve_forever, name=f"oauth-server-{self.port}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._http.serve_forever, name=f"oauth-server-{self.port}", daemon=True)
         self._thread.start()
         return self
 
@@ -523,22 +536,24 @@ class OAuthServer(AuthorizationServer):
     def metadata(self) -> AuthorizationServerMetadata:
         """RFC 8414 metadata (plain http on loopback, so authlib's ``validate()``, which demands
         https, is not applied)."""
-        return AuthorizationServerMetadata({
-            "issuer": self.issuer,
-            "authorization_endpoint": self.url("/authorize"),
-            "token_endpoint": self.url("/token"),
-            "registration_endpoint": self.url("/register"),
-            "jwks_uri": self.jwks_url,
-            "introspection_endpoint": self.introspection_url,
-            "scopes_supported": self.scopes_supported,
-            "response_types_supported": ["code"],
-            "response_modes_supported": ["query"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
-            "token_endpoint_auth_methods_supported": _TOKEN_AUTH_METHODS,
-            "introspection_endpoint_auth_methods_supported": JwtIntrospectionEndpoint.CLIENT_AUTH_METHODS,
-            "code_challenge_methods_supported": ["S256"],
-            "authorization_response_iss_parameter_supported": True,
-        })
+        return AuthorizationServerMetadata(
+            {
+                "issuer": self.issuer,
+                "authorization_endpoint": self.url("/authorize"),
+                "token_endpoint": self.url("/token"),
+                "registration_endpoint": self.url("/register"),
+                "jwks_uri": self.jwks_url,
+                "introspection_endpoint": self.introspection_url,
+                "scopes_supported": self.scopes_supported,
+                "response_types_supported": ["code"],
+                "response_modes_supported": ["query"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "token_endpoint_auth_methods_supported": _TOKEN_AUTH_METHODS,
+                "introspection_endpoint_auth_methods_supported": JwtIntrospectionEndpoint.CLIENT_AUTH_METHODS,
+                "code_challenge_methods_supported": ["S256"],
+                "authorization_response_iss_parameter_supported": True,
+            }
+        )
 
     def _routes(self, app: Flask) -> None:
         @app.before_request
@@ -614,8 +629,15 @@ class OAuthServer(AuthorizationServer):
             return
         granted = request.authorization_code or request.refresh_token
         now = int(time.time())
-        record = IssuedToken("refresh_token", request.client.get_client_id(), request.user, token["scope"],
-                             now, now + REFRESH_TOKEN_LIFETIME, granted.resources)
+        record = IssuedToken(
+            "refresh_token",
+            request.client.get_client_id(),
+            request.user,
+            token["scope"],
+            now,
+            now + REFRESH_TOKEN_LIFETIME,
+            granted.resources,
+        )
         with self._lock:
             self._refresh_tokens[token["refresh_token"]] = record
 
@@ -650,8 +672,15 @@ class OAuthServer(AuthorizationServer):
             self._keys.append(key)
         return key.kid
 
-    def access_token_claims(self, *, client_id: str, subject: str, scope: str, audience: Iterable[str],
-                            lifetime: int = ACCESS_TOKEN_LIFETIME) -> dict[str, Any]:
+    def access_token_claims(
+        self,
+        *,
+        client_id: str,
+        subject: str,
+        scope: str,
+        audience: Iterable[str],
+        lifetime: int = ACCESS_TOKEN_LIFETIME,
+    ) -> dict[str, Any]:
         """The claims of an access token as the token endpoint issues it."""
         audience = list(audience)
         now = int(time.time())
@@ -671,13 +700,26 @@ class OAuthServer(AuthorizationServer):
     def sign_access_token(self, **claims: Any) -> str:
         """An access token (RS256 with the current key) with :meth:`access_token_claims`."""
         key = self.signing_key
-        return jwt.encode(self.access_token_claims(**claims), key.private_key, algorithm="RS256",
-                          headers={"kid": key.kid, "typ": "at+jwt"})
+        return jwt.encode(
+            self.access_token_claims(**claims),
+            key.private_key,
+            algorithm="RS256",
+            headers={"kid": key.kid, "typ": "at+jwt"},
+        )
 
-    def mint_token(self, audience: str | Iterable[str] | None = None, *, scope: str = "mcp",
-                   client_id: str = "minted-client", claims: dict[str, Any] | None = None,
-                   lifetime: int = ACCESS_TOKEN_LIFETIME, kid: Any = _MISSING, alg: str = "RS256",
-                   key: Any = None, headers: dict[str, Any] | None = None) -> str:
+    def mint_token(
+        self,
+        audience: str | Iterable[str] | None = None,
+        *,
+        scope: str = "mcp",
+        client_id: str = "minted-client",
+        claims: dict[str, Any] | None = None,
+        lifetime: int = ACCESS_TOKEN_LIFETIME,
+        kid: Any = _MISSING,
+        alg: str = "RS256",
+        key: Any = None,
+        headers: dict[str, Any] | None = None,
+    ) -> str:
         """An access token made directly, for tests of how a resource server treats tokens.
 
         Args:
@@ -691,8 +733,9 @@ class OAuthServer(AuthorizationServer):
             headers: further JOSE header members.
         """
         audiences = [audience] if isinstance(audience, str) else list(audience or ())
-        payload = self.access_token_claims(client_id=client_id, subject=self.subject, scope=scope,
-                                           audience=audiences, lifetime=lifetime)
+        payload = self.access_token_claims(
+            client_id=client_id, subject=self.subject, scope=scope, audience=audiences, lifetime=lifetime
+        )
         for name, value in (claims or {}).items():
             if value is None:
                 payload.pop(name, None)
@@ -717,14 +760,26 @@ class OAuthServer(AuthorizationServer):
                 key = next((k for k in self._keys if k.kid == kid), None)
             if key is None:
                 return None
-            claims = jwt.decode(token, key.private_key.public_key(), algorithms=["RS256"], issuer=self.issuer,
-                                options={"verify_aud": False, "require": ["exp", "iat", "sub"]})
+            claims = jwt.decode(
+                token,
+                key.private_key.public_key(),
+                algorithms=["RS256"],
+                issuer=self.issuer,
+                options={"verify_aud": False, "require": ["exp", "iat", "sub"]},
+            )
         except jwt.PyJWTError:
             return None
         audience = claims.get("aud", ())
-        return IssuedToken("Bearer", claims.get("client_id", ""), claims["sub"], claims.get("scope", ""),
-                           claims["iat"], claims["exp"], (audience,) if isinstance(audience, str) else tuple(audience),
-                           jti=claims.get("jti", ""))
+        return IssuedToken(
+            "Bearer",
+            claims.get("client_id", ""),
+            claims["sub"],
+            claims.get("scope", ""),
+            claims["iat"],
+            claims["exp"],
+            (audience,) if isinstance(audience, str) else tuple(audience),
+            jti=claims.get("jti", ""),
+        )
 
 
 @pytest.fixture

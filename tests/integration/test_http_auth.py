@@ -63,14 +63,17 @@ class AuthorizationServerSide:
             for kid, key in self.keys.items():
                 jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
                 keys.append({**jwk, "kid": kid, "use": "sig", "alg": "RS256"})
-            keys.append({**json.loads(jwt.algorithms.ECAlgorithm.to_jwk(self.ec_key.public_key())), "kid": "ec1",
-                         "use": "sig"})
+            keys.append(
+                {**json.loads(jwt.algorithms.ECAlgorithm.to_jwk(self.ec_key.public_key())), "kid": "ec1", "use": "sig"}
+            )
             return Response(json.dumps({"keys": keys}), content_type="application/json")
         if request.path == "/introspect" and request.method == "POST":
             if self.introspection_down:
                 return Response("down", status=500)
             if request.authorization is None or (request.authorization.username, request.authorization.password) != (
-                    "zemcp-rs", "rs-secret"):
+                "zemcp-rs",
+                "rs-secret",
+            ):
                 return Response(json.dumps({"error": "invalid_client"}), status=401, content_type="application/json")
             answer = self.introspection.get(request.form.get("token", ""), {"active": False})
             return Response(json.dumps(answer), content_type="application/json")
@@ -83,12 +86,33 @@ class AuthorizationServerSide:
         self.signing_kid = kid
         return kid
 
-    def token(self, audience: str, *, subject="alice", client_id="client-a", scope="mcp", expires_in=300,
-              issuer=None, kid=None, key=None, algorithm="RS256", **claims) -> str:
+    def token(
+        self,
+        audience: str,
+        *,
+        subject="alice",
+        client_id="client-a",
+        scope="mcp",
+        expires_in=300,
+        issuer=None,
+        kid=None,
+        key=None,
+        algorithm="RS256",
+        **claims,
+    ) -> str:
         """A JWT access token; every claim can be overridden to make a bad one."""
         now = int(time.time())
-        body = {"iss": issuer or self.issuer, "sub": subject, "aud": audience, "client_id": client_id,
-                "scope": scope, "iat": now, "exp": now + expires_in, "jti": uuid.uuid4().hex, **claims}
+        body = {
+            "iss": issuer or self.issuer,
+            "sub": subject,
+            "aud": audience,
+            "client_id": client_id,
+            "scope": scope,
+            "iat": now,
+            "exp": now + expires_in,
+            "jti": uuid.uuid4().hex,
+            **claims,
+        }
         kid = kid or self.signing_kid
         return jwt.encode(body, key or self.keys[kid], algorithm=algorithm, headers={"kid": kid})
 
@@ -102,8 +126,9 @@ def authz():
 
 @pytest.fixture
 def jwt_server(start_server, authz):
-    return start_server(auth="jwt", auth_issuer=authz.issuer, auth_jwks_url=authz.jwks_url, auth_scopes="mcp",
-                        auth_jwks_cooldown=0)
+    return start_server(
+        auth="jwt", auth_issuer=authz.issuer, auth_jwks_url=authz.jwks_url, auth_scopes="mcp", auth_jwks_cooldown=0
+    )
 
 
 def bearer(token: str) -> dict:
@@ -111,12 +136,19 @@ def bearer(token: str) -> dict:
 
 
 def post(url: str, message: dict, headers: dict | None = None, **kw) -> requests.Response:
-    return requests.post(url, json=message, timeout=READ_TIMEOUT,
-                         headers={"Accept": ACCEPT, **(headers or {})}, **kw)
+    return requests.post(url, json=message, timeout=READ_TIMEOUT, headers={"Accept": ACCEPT, **(headers or {})}, **kw)
 
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "auth-test", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "auth-test", "version": "1"},
+    },
+}
 
 
 def metadata_url(server) -> str:
@@ -128,7 +160,7 @@ def challenge_params(response: requests.Response) -> dict:
     value = response.headers["WWW-Authenticate"]
     assert value.startswith("Bearer "), value
     params = {}
-    for part in value[len("Bearer "):].split(", "):
+    for part in value[len("Bearer ") :].split(", "):
         name, _, quoted = part.partition("=")
         params[name] = quoted.strip('"')
     return params
@@ -147,8 +179,12 @@ class Session:
         assert post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, self.headers).status_code == 202
 
     def call(self, name: str, arguments: dict, headers: dict | None = None, **kw) -> requests.Response:
-        return post(self.url, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                               "params": {"name": name, "arguments": arguments}}, headers or self.headers, **kw)
+        return post(
+            self.url,
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}},
+            headers or self.headers,
+            **kw,
+        )
 
 
 def test_protected_resource_metadata_names_the_resource_and_the_authorization_server(jwt_server, authz):
@@ -172,25 +208,46 @@ def test_a_request_without_a_token_is_challenged(jwt_server):
     assert post(token_url, INIT).status_code == 401
 
 
-@pytest.mark.parametrize("bad", ["expired", "wrong audience", "wrong issuer", "alg none", "unknown kid",
-                                 "foreign signature", "HS256 with the public key", "not a JWT", "no sub",
-                                 "RS256 naming the EC key", "20 KB of text"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "expired",
+        "wrong audience",
+        "wrong issuer",
+        "alg none",
+        "unknown kid",
+        "foreign signature",
+        "HS256 with the public key",
+        "not a JWT",
+        "no sub",
+        "RS256 naming the EC key",
+        "20 KB of text",
+    ],
+)
 def test_refused_tokens_get_invalid_token(jwt_server, authz, bad):
     """Each kind of unusable token gets 401 invalid_token, and never reaches the MCP layer."""
     aud = jwt_server.url
     other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    public_pem = authz.keys["k1"].public_key().public_bytes(encoding=serialization.Encoding.PEM,
-                                                            format=serialization.PublicFormat.SubjectPublicKeyInfo)
+    public_pem = (
+        authz.keys["k1"]
+        .public_key()
+        .public_bytes(encoding=serialization.Encoding.PEM, format=serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
     tokens = {
         "expired": lambda: authz.token(aud, expires_in=-120),
         "wrong audience": lambda: authz.token("http://127.0.0.1:1/mcp"),
         "wrong issuer": lambda: authz.token(aud, issuer="http://127.0.0.1:1"),
-        "alg none": lambda: jwt.encode({"iss": authz.issuer, "sub": "alice", "aud": aud, "scope": "mcp",
-                                        "exp": int(time.time()) + 300}, None, algorithm="none", headers={"kid": "k1"}),
+        "alg none": lambda: jwt.encode(
+            {"iss": authz.issuer, "sub": "alice", "aud": aud, "scope": "mcp", "exp": int(time.time()) + 300},
+            None,
+            algorithm="none",
+            headers={"kid": "k1"},
+        ),
         "unknown kid": lambda: authz.token(aud, kid="nope", key=other_key),
         "foreign signature": lambda: authz.token(aud, kid="k1", key=other_key),
-        "HS256 with the public key": lambda: _hs256(public_pem, {"iss": authz.issuer, "sub": "alice", "aud": aud,
-                                                                 "scope": "mcp", "exp": int(time.time()) + 300}),
+        "HS256 with the public key": lambda: _hs256(
+            public_pem, {"iss": authz.issuer, "sub": "alice", "aud": aud, "scope": "mcp", "exp": int(time.time()) + 300}
+        ),
         "not a JWT": lambda: "opaque-" + uuid.uuid4().hex,
         "no sub": lambda: _without(authz, aud, "sub"),
         "RS256 naming the EC key": lambda: authz.token(aud, kid="ec1", key=authz.keys["k1"]),
@@ -224,6 +281,7 @@ def _hs256(secret: bytes, claims: dict) -> str:
     # PyJWT refuses to sign HMAC with a PEM key; build the token by hand, as an attacker would.
     def b64(data: bytes) -> str:
         return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
     head = b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": "k1"}).encode())
     body = b64(json.dumps(claims).encode())
     signature = hmac.new(secret, f"{head}.{body}".encode(), hashlib.sha256).digest()
@@ -271,7 +329,11 @@ def test_a_session_cannot_be_used_with_another_principals_token(jwt_server, auth
         lines = stream.iter_lines()
         ask = next(json.loads(line[6:]) for line in lines if line.startswith(b"data: "))
         assert ask["method"] == "elicitation/create"
-        answer = {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"command": "server status"}}}
+        answer = {
+            "jsonrpc": "2.0",
+            "id": ask["id"],
+            "result": {"action": "accept", "content": {"command": "server status"}},
+        }
         assert post(jwt_server.url, answer, bob_headers).status_code == 404
         assert requests.delete(jwt_server.url, headers=bob_headers, timeout=READ_TIMEOUT).status_code == 404
         # Alice's own answer still resolves her call: Bob's never reached the waiter.
@@ -287,8 +349,9 @@ def test_a_session_cannot_be_used_with_another_principals_token(jwt_server, auth
 
 def test_scopes_per_tool_prompt_and_resource(start_server, authz):
     """Lists show what the token's scopes allow; using the rest is 403 with every scope it needs."""
-    server = start_server(app=SCOPED_APP, auth="jwt", auth_issuer=authz.issuer, auth_jwks_url=authz.jwks_url,
-                          auth_scopes="mcp")
+    server = start_server(
+        app=SCOPED_APP, auth="jwt", auth_issuer=authz.issuer, auth_jwks_url=authz.jwks_url, auth_scopes="mcp"
+    )
     document = requests.get(metadata_url(server), timeout=READ_TIMEOUT).json()
     assert document["scopes_supported"] == ["mcp", "deploy:write", "prompts:read", "files:read"]
     plain = Session(server.url, authz.token(server.url, scope="mcp"))
@@ -301,8 +364,11 @@ def test_scopes_per_tool_prompt_and_resource(start_server, authz):
     assert r.json()["id"] == 2 and "deploy:write" in r.json()["error"]["message"]
     prompts = post(server.url, {"jsonrpc": "2.0", "id": 4, "method": "prompts/list"}, plain.headers).json()
     assert prompts["result"]["prompts"] == []
-    read = post(server.url, {"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": "test://secret"}},
-                plain.headers)
+    read = post(
+        server.url,
+        {"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": "test://secret"}},
+        plain.headers,
+    )
     assert read.status_code == 403 and challenge_params(read)["scope"] == "mcp files:read"
     # A broader scope covers the narrower one (deploy covers deploy:write).
     broad = Session(server.url, authz.token(server.url, scope="mcp deploy files"))
@@ -321,26 +387,41 @@ def test_request_state_is_bound_to_the_principal(start_server, authz):
     first = client.call_result({"ask": True}, name="whoami", headers=alice)
     assert first["resultType"] == "input_required", first
     responses = {key: {"action": "accept", "content": {"word": "hi"}} for key in first["inputRequests"]}
-    _, stolen = client.call({"ask": True}, name="whoami", input_responses=responses,
-                            request_state=first["requestState"], headers=bob)
+    _, stolen = client.call(
+        {"ask": True}, name="whoami", input_responses=responses, request_state=first["requestState"], headers=bob
+    )
     assert stolen["error"]["code"] == -32602 and stolen["error"]["data"]["reason"] == "invalid_request_state"
-    done = client.call_result({"ask": True}, name="whoami", input_responses=responses,
-                              request_state=first["requestState"], headers=alice)
+    done = client.call_result(
+        {"ask": True}, name="whoami", input_responses=responses, request_state=first["requestState"], headers=alice
+    )
     assert done["content"][0]["text"] == "alice via client-a with mcp hi"
 
 
 @pytest.fixture
 def introspection_server(start_server, authz):
-    return start_server(auth="introspection", auth_issuer=authz.issuer, auth_introspection_url=authz.introspection_url,
-                        auth_client_id="zemcp-rs", auth_client_secret="rs-secret", auth_introspection_cache=0)
+    return start_server(
+        auth="introspection",
+        auth_issuer=authz.issuer,
+        auth_introspection_url=authz.introspection_url,
+        auth_client_id="zemcp-rs",
+        auth_client_secret="rs-secret",
+        auth_introspection_cache=0,
+    )
 
 
 def test_opaque_tokens_by_introspection(introspection_server, authz):
     """Active tokens for this resource pass; inactive or foreign ones get 401; a down endpoint 503."""
     url = introspection_server.url
     now = int(time.time())
-    authz.introspection["good"] = {"active": True, "sub": "carol", "client_id": "c", "scope": "mcp", "aud": url,
-                                   "iss": authz.issuer, "exp": now + 300}
+    authz.introspection["good"] = {
+        "active": True,
+        "sub": "carol",
+        "client_id": "c",
+        "scope": "mcp",
+        "aud": url,
+        "iss": authz.issuer,
+        "exp": now + 300,
+    }
     authz.introspection["foreign"] = {**authz.introspection["good"], "aud": "https://elsewhere.example/mcp"}
     authz.introspection["revoked"] = {"active": False}
     assert Session(url, "good").call("ze_execute", {"command": "help"}).status_code == 200
@@ -358,6 +439,13 @@ def test_a_browser_page_can_read_the_challenge(jwt_server):
     r = post(jwt_server.url, INIT, {"Origin": origin})
     assert r.status_code == 401 and r.headers["Access-Control-Allow-Origin"] == origin
     assert "WWW-Authenticate" in r.headers["Access-Control-Expose-Headers"]
-    preflight = requests.options(jwt_server.url, timeout=READ_TIMEOUT, headers={
-        "Origin": origin, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"})
+    preflight = requests.options(
+        jwt_server.url,
+        timeout=READ_TIMEOUT,
+        headers={
+            "Origin": origin,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization",
+        },
+    )
     assert preflight.status_code == 204 and preflight.headers["Access-Control-Allow-Headers"] == "authorization"

@@ -44,8 +44,16 @@ LOG_DEADLINE = 5.0
 TIMEOUT = (CONNECT_TIMEOUT, READ_TIMEOUT)
 
 #: Every header a browser client of zemcp may send that needs a preflight.
-PREFLIGHT_HEADERS = ("content-type", "mcp-session-id", "mcp-protocol-version", "authorization", "last-event-id",
-                     "mcp-method", "mcp-name", "mcp-param-region")
+PREFLIGHT_HEADERS = (
+    "content-type",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "authorization",
+    "last-event-id",
+    "mcp-method",
+    "mcp-name",
+    "mcp-param-region",
+)
 
 #: The page; :func:`browser_page` turns ``__MCP_URL__``, ``__VERSION__`` and ``__ACCEPT__`` into
 #: JavaScript string literals. Every step's HTTP status is recorded so that a failure shows
@@ -168,8 +176,11 @@ def page_server() -> Iterator:
 
 def browser_page(mcp_url: str) -> str:
     """The page's HTML for the MCP endpoint ``mcp_url``."""
-    return (PAGE.replace("__MCP_URL__", json.dumps(mcp_url)).replace("__VERSION__", json.dumps(CLIENT_VERSION))
-            .replace("__ACCEPT__", json.dumps(ACCEPT)))
+    return (
+        PAGE.replace("__MCP_URL__", json.dumps(mcp_url))
+        .replace("__VERSION__", json.dumps(CLIENT_VERSION))
+        .replace("__ACCEPT__", json.dumps(ACCEPT))
+    )
 
 
 def run_chromium(chromium: str, url: str, tmp_path: Path) -> tuple[str, str]:
@@ -182,28 +193,45 @@ def run_chromium(chromium: str, url: str, tmp_path: Path) -> tuple[str, str]:
     home.mkdir()
     # Chromium writes below $HOME and the XDG directories next to its profile (NSS database,
     # caches); point them into the test's directory.
-    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-           "XDG_CACHE_HOME": str(home / ".cache")}
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+    }
     stderr_path = tmp_path / "chromium.stderr"
     args = [
-        chromium, "--headless=new", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'profile'}",
+        chromium,
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        f"--user-data-dir={tmp_path / 'profile'}",
         # Nothing but the two loopback servers: no proxy, no DNS for other names, none of the
         # browser's own background traffic (component updates, sync, metrics).
-        "--no-proxy-server", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--disable-default-apps", "--no-first-run", "--metrics-recording-only",
+        "--no-proxy-server",
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--no-first-run",
+        "--metrics-recording-only",
         # Console messages (a blocked CORS request's reason) go to stderr, for failure reports.
         "--enable-logging=stderr",
-        f"--virtual-time-budget={VIRTUAL_TIME_BUDGET}", "--dump-dom", url,
+        f"--virtual-time-budget={VIRTUAL_TIME_BUDGET}",
+        "--dump-dom",
+        url,
     ]
     with open(stderr_path, "wb") as stderr:
-        proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            args, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, start_new_session=True
+        )
         try:
             stdout, _ = proc.communicate(timeout=BROWSER_TIMEOUT)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"chromium did not finish within {BROWSER_TIMEOUT} s:\n"
-                        f"{stderr_path.read_text(errors='replace')}")
+            pytest.fail(
+                f"chromium did not finish within {BROWSER_TIMEOUT} s:\n{stderr_path.read_text(errors='replace')}"
+            )
         finally:
             stop_group(proc, STOP_TIMEOUT)
     errors = stderr_path.read_text(errors="replace")
@@ -214,7 +242,7 @@ def run_chromium(chromium: str, url: str, tmp_path: Path) -> tuple[str, str]:
 def page_outcome(dom: str, errors: str) -> dict:
     """The JSON the page's script wrote into ``<pre id="out">``."""
     match = re.search(r'<pre id="out">(.*?)</pre>', dom, re.S)
-    assert match is not None, f"no <pre id=\"out\"> in the dumped DOM:\n{dom}\n{errors}"
+    assert match is not None, f'no <pre id="out"> in the dumped DOM:\n{dom}\n{errors}'
     text = html.unescape(match.group(1))
     assert text != "pending", f"the page's script did not finish before the dump:\n{errors}"
     return json.loads(text)
@@ -248,7 +276,10 @@ def test_browser_speaks_mcp_across_origins(start_server, page_server, chromium, 
 
     assert "error" not in outcome, report
     assert [(s["method"], s["status"]) for s in outcome["steps"]] == [
-        ("initialize", 200), ("notifications/initialized", 202), ("tools/call", 200)], report
+        ("initialize", 200),
+        ("notifications/initialized", 202),
+        ("tools/call", 200),
+    ], report
     assert outcome["sessionId"], report
     result = outcome["call"]["result"]
     assert result["isError"] is False, report
@@ -266,15 +297,22 @@ def test_preflight_allows_loopback_and_refuses_other_origins(start_server):
     allowed for a loopback one, whose POSTs then carry the CORS response headers."""
     server = start_server()
 
-    refused = requests.options(server.url, timeout=TIMEOUT, headers={
-        "Origin": "https://evil.example", "Access-Control-Request-Method": "POST"})
+    refused = requests.options(
+        server.url, timeout=TIMEOUT, headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"}
+    )
     assert refused.status_code == 403, (refused.status_code, refused.headers, refused.text)
     assert "Access-Control-Allow-Origin" not in refused.headers, refused.headers
 
     origin = "http://localhost:5173"
-    preflight = requests.options(server.url, timeout=TIMEOUT, headers={
-        "Origin": origin, "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": ", ".join(PREFLIGHT_HEADERS)})
+    preflight = requests.options(
+        server.url,
+        timeout=TIMEOUT,
+        headers={
+            "Origin": origin,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": ", ".join(PREFLIGHT_HEADERS),
+        },
+    )
     assert preflight.status_code == 204, (preflight.status_code, preflight.headers, preflight.text)
     assert preflight.headers.get("Access-Control-Allow-Origin") == origin, preflight.headers
     methods = {m.strip().upper() for m in preflight.headers.get("Access-Control-Allow-Methods", "").split(",")}

@@ -27,8 +27,7 @@ def book(city: str, nights: Annotated[int, {"minimum": 1, "maximum": 14}], size:
 def quick(ctx: zemcp.Context) -> str:
     """Ask with a per-call timeout of 0.5 s."""
     try:
-        answer = ctx.elicit("Quick!", {"type": "object", "properties": {"x": {"type": "string"}}}, key="x",
-                            timeout=0.5)
+        answer = ctx.elicit("Quick!", {"type": "object", "properties": {"x": {"type": "string"}}}, key="x", timeout=0.5)
     except zemcp.ElicitTimeout as exc:
         return f"timeout: {exc}"
     return f"got {answer.get('x')}"
@@ -66,11 +65,14 @@ def test_declined_and_unsupported_are_typed_error_results(start_server):
     assert ask["params"]["requestedSchema"]["required"] == ["city", "nights", "size"]
     client.answer(ask["id"], {"action": "decline"})
     assert stream.next_message()["result"]["content"][0]["text"] == (
-        "Error: elicit: the user declined to provide the requested information")
+        "Error: elicit: the user declined to provide the requested information"
+    )
     plain = gunicorn.session(elicitation=False)
     result = plain.post(plain.call_message({"size": "s"}, name="book")).json()["result"]
-    assert result == {"content": [{"type": "text", "text": "Error: missing required argument: city, nights"}],
-                      "isError": True}
+    assert result == {
+        "content": [{"type": "text", "text": "Error: missing required argument: city, nights"}],
+        "isError": True,
+    }
 
 
 def test_missing_arguments_in_2026_07_28_take_a_round(start_server):
@@ -79,8 +81,12 @@ def test_missing_arguments_in_2026_07_28_take_a_round(start_server):
     first = modern.call_result({"city": "Rome"}, name="book")
     assert first["resultType"] == "input_required", first
     assert list(first["inputRequests"]) == ["nights,size"]
-    done = modern.call_result({"city": "Rome"}, name="book", request_state=first["requestState"], input_responses={
-        "nights,size": {"action": "accept", "content": {"nights": 3, "size": "s"}}})
+    done = modern.call_result(
+        {"city": "Rome"},
+        name="book",
+        request_state=first["requestState"],
+        input_responses={"nights,size": {"action": "accept", "content": {"nights": 3, "size": "s"}}},
+    )
     assert done["resultType"] == "complete" and done["content"][0]["text"] == "3 night(s) in Rome, size s", done
 
 
@@ -113,8 +119,12 @@ def test_per_call_timeout_does_not_bound_a_2026_07_28_round_trip(start_server):
     first = modern.call_result({}, name="quick")
     assert first["resultType"] == "input_required", first
     time.sleep(1.0)
-    done = modern.call_result({}, name="quick", request_state=first["requestState"],
-                              input_responses={"x": {"action": "accept", "content": {"x": "late"}}})
+    done = modern.call_result(
+        {},
+        name="quick",
+        request_state=first["requestState"],
+        input_responses={"x": {"action": "accept", "content": {"x": "late"}}},
+    )
     assert done["content"][0]["text"] == "got late", done
 
 

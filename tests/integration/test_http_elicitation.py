@@ -99,17 +99,29 @@ def _finish(client, stream, call, answer_result=None, error=None, elicitation=No
     return final["result"]
 
 
-@pytest.mark.parametrize("answer, error, keyword", [
-    ({"action": "decline"}, None, "declin"),
-    ({"action": "cancel"}, None, "cancel"),
-    (None, {"code": -1, "message": "user closed the dialog"}, "cancel"),
-    ({"action": "maybe", "content": {"command": "help"}}, None, "malformed"),
-    ({"action": "accept", "content": ["help"]}, None, "malformed"),
-    ({"action": "accept", "content": "help"}, None, "malformed"),
-    ({"action": "accept", "content": {"command": 5}}, None, "malformed"),
-    ({"action": "accept", "content": {}}, None, "malformed"),
-], ids=["decline", "cancel", "error-answer", "unknown-action", "content-array", "content-string",
-        "content-wrong-type", "content-missing-required"])
+@pytest.mark.parametrize(
+    "answer, error, keyword",
+    [
+        ({"action": "decline"}, None, "declin"),
+        ({"action": "cancel"}, None, "cancel"),
+        (None, {"code": -1, "message": "user closed the dialog"}, "cancel"),
+        ({"action": "maybe", "content": {"command": "help"}}, None, "malformed"),
+        ({"action": "accept", "content": ["help"]}, None, "malformed"),
+        ({"action": "accept", "content": "help"}, None, "malformed"),
+        ({"action": "accept", "content": {"command": 5}}, None, "malformed"),
+        ({"action": "accept", "content": {}}, None, "malformed"),
+    ],
+    ids=[
+        "decline",
+        "cancel",
+        "error-answer",
+        "unknown-action",
+        "content-array",
+        "content-string",
+        "content-wrong-type",
+        "content-missing-required",
+    ],
+)
 def test_elicitation_outcomes_become_error_results(client, answer, error, keyword):
     """Decline, cancel, an error answer and malformed answers end the call with 'Error: elicit: ...'."""
     call, _, stream, elicitation = client.start_elicitation()
@@ -138,8 +150,9 @@ def test_answer_for_unknown_id_is_202_and_resolves_nothing(client):
     # Nothing was resolved: the stream only carries keep-alives, and the session still waits.
     stream.wait_comments(1)
     assert "pending elicitations: 1" in client.command_text("session show")
-    result = _finish(client, stream, call, {"action": "accept", "content": {"command": "session show"}},
-                     elicitation=elicitation)
+    result = _finish(
+        client, stream, call, {"action": "accept", "content": {"command": "session show"}}, elicitation=elicitation
+    )
     assert result["isError"] is False
     assert "pending elicitations: 0" in client.command_text("session show")
 
@@ -168,7 +181,9 @@ def test_sessions_cannot_answer_each_others_elicitations(server):
 def test_second_answer_after_resolution_is_dropped(client):
     """A repeated answer to an elicitation already answered gets 202 and changes nothing."""
     call, _, stream, elicitation = client.start_elicitation()
-    result = _finish(client, stream, call, {"action": "accept", "content": {"command": "help"}}, elicitation=elicitation)
+    result = _finish(
+        client, stream, call, {"action": "accept", "content": {"command": "help"}}, elicitation=elicitation
+    )
     assert result["isError"] is False and "server status" in result["content"][0]["text"]
     late = client.accept(elicitation["id"], {"command": "session show"})
     assert late.status_code == 202 and late.content == b""
@@ -183,7 +198,9 @@ def test_keepalive_comments_while_waiting(client):
     elapsed = time.monotonic() - start
     assert len(comments) == 3
     assert 0.9 <= elapsed <= 5.0, f"3 keep-alives at a 0.5 s interval took {elapsed:.2f} s"
-    result = _finish(client, stream, call, {"action": "accept", "content": {"command": "help"}}, elicitation=elicitation)
+    result = _finish(
+        client, stream, call, {"action": "accept", "content": {"command": "help"}}, elicitation=elicitation
+    )
     assert result["isError"] is False
 
 
@@ -195,8 +212,13 @@ def test_concurrent_elicitations_of_one_session_resolve_independently(client):
     assert "pending elicitations: 2" in client.command_text("session show")
     result_2 = _finish(client, stream_2, call_2, {"action": "decline"}, elicitation=elicitation_2)
     assert result_2["isError"] is True and "declin" in result_2["content"][0]["text"]
-    result_1 = _finish(client, stream_1, call_1, {"action": "accept", "content": {"command": "session show"}},
-                       elicitation=elicitation_1)
+    result_1 = _finish(
+        client,
+        stream_1,
+        call_1,
+        {"action": "accept", "content": {"command": "session show"}},
+        elicitation=elicitation_1,
+    )
     assert result_1["isError"] is False
 
 
@@ -205,13 +227,19 @@ def test_sessions_cannot_cancel_each_others_calls(server):
     alice = server.session(name="alice")
     bob = server.session(name="bob")
     call, _, stream, elicitation = alice.start_elicitation()
-    response = bob.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                         "params": {"requestId": call["id"], "reason": "not yours"}})
+    response = bob.post(
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": call["id"], "reason": "not yours"},
+        }
+    )
     assert response.status_code == 202, response.text
     stream.wait_comments(1)
     assert "pending elicitations: 1" in alice.command_text("session show")
-    result = _finish(alice, stream, call, {"action": "accept", "content": {"command": "session show"}},
-                     elicitation=elicitation)
+    result = _finish(
+        alice, stream, call, {"action": "accept", "content": {"command": "session show"}}, elicitation=elicitation
+    )
     assert result["isError"] is False and "client: alice" in result["content"][0]["text"]
 
 

@@ -16,15 +16,20 @@ def test_elicitation_timeout_sends_cancel_then_error_result(start_server):
     assert rest, "the stream ended without a response"
     final = rest[-1]
     assert final.get("id") == call["id"] and "result" in final, rest
-    cancels = [i for i, m in enumerate(rest) if m.get("method") == "notifications/cancelled"
-               and m.get("params", {}).get("requestId") == elicitation["id"]]
+    cancels = [
+        i
+        for i, m in enumerate(rest)
+        if m.get("method") == "notifications/cancelled" and m.get("params", {}).get("requestId") == elicitation["id"]
+    ]
     assert cancels, f"no notifications/cancelled for elicitation {elicitation['id']!r}: {rest}"
     assert cancels[0] < len(rest) - 1
     result = final["result"]
     assert result["isError"] is True
     text = result["content"][0]["text"]
     assert text.startswith("Error: elicit: "), text
-    assert re.search(r"time[ds]? ?out|within 1(\.0+)? ?s", text, re.I), f"the result does not mention the timeout: {text}"
+    assert re.search(r"time[ds]? ?out|within 1(\.0+)? ?s", text, re.I), (
+        f"the result does not mention the timeout: {text}"
+    )
     client.wait_pending(0)
     late = client.accept(elicitation["id"], {"command": "help"})
     assert late.status_code == 202 and late.content == b""
@@ -34,8 +39,13 @@ def test_cancelled_notification_ends_stream_without_response(client):
     """notifications/cancelled for the waiting tools/call ends its stream without a response and frees the slot."""
     call, _, stream, elicitation = client.start_elicitation()
     assert client.status()["pending"] == 1
-    response = client.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                            "params": {"requestId": call["id"], "reason": "the user gave up"}})
+    response = client.post(
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": call["id"], "reason": "the user gave up"},
+        }
+    )
     assert response.status_code == 202, response.text
     assert response.content == b""
     start = time.monotonic()

@@ -15,8 +15,11 @@ def _error(response, status):
     return body
 
 
-@pytest.mark.parametrize("data", [b'{"jsonrpc": "2.0", "id": 1, "method": "ping"', b"", b"\xff\xfe{}", b"{'id': 1}"],
-                         ids=["truncated", "empty", "not-utf8", "single-quotes"])
+@pytest.mark.parametrize(
+    "data",
+    [b'{"jsonrpc": "2.0", "id": 1, "method": "ping"', b"", b"\xff\xfe{}", b"{'id': 1}"],
+    ids=["truncated", "empty", "not-utf8", "single-quotes"],
+)
 def test_bad_json_is_400_parse_error(client, data):
     """A body that is not JSON gets 400 with -32700."""
     body = _error(client.post(data=data), 400)
@@ -31,13 +34,17 @@ def test_json_array_is_400_invalid_request(client):
     assert body["error"]["code"] == -32600
 
 
-@pytest.mark.parametrize("message, expected_id", [
-    ({"jsonrpc": "1.0", "id": 7, "method": "ping"}, 7),
-    ({"id": 8, "method": "ping"}, 8),
-    ({"jsonrpc": "2.0", "id": 9}, 9),
-    ("ping", None),
-    (42, None),
-], ids=["jsonrpc-1.0", "no-jsonrpc", "neither-method-nor-result", "json-string", "json-number"])
+@pytest.mark.parametrize(
+    "message, expected_id",
+    [
+        ({"jsonrpc": "1.0", "id": 7, "method": "ping"}, 7),
+        ({"id": 8, "method": "ping"}, 8),
+        ({"jsonrpc": "2.0", "id": 9}, 9),
+        ("ping", None),
+        (42, None),
+    ],
+    ids=["jsonrpc-1.0", "no-jsonrpc", "neither-method-nor-result", "json-string", "json-number"],
+)
 def test_not_json_rpc_is_invalid_request(client, message, expected_id):
     """JSON that is not one JSON-RPC 2.0 message gets -32600, with the id when it has one."""
     response = client.post(message)
@@ -66,12 +73,16 @@ def test_unknown_tool_is_invalid_params_with_id(client):
     assert body["id"] == 31
 
 
-@pytest.mark.parametrize("params", [
-    {"name": "ze_execute", "arguments": {"command": 5}},
-    {"name": "ze_execute", "arguments": "server status"},
-    {"arguments": {}},
-    ["ze_execute"],
-], ids=["argument-wrong-type", "arguments-not-object", "no-name", "params-not-object"])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"name": "ze_execute", "arguments": {"command": 5}},
+        {"name": "ze_execute", "arguments": "server status"},
+        {"arguments": {}},
+        ["ze_execute"],
+    ],
+    ids=["argument-wrong-type", "arguments-not-object", "no-name", "params-not-object"],
+)
 def test_bad_params_are_invalid_params_with_id(client, params):
     """Bad tools/call params get -32602 echoing the request id."""
     response = client.post({"jsonrpc": "2.0", "id": 44, "method": "tools/call", "params": params})
@@ -90,8 +101,9 @@ def test_wrong_content_type_is_415(client, content_type):
 
 def test_json_content_type_with_charset_is_accepted(client):
     """Content-Type application/json with a charset parameter is accepted."""
-    response = client.post({"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                           headers={"Content-Type": "application/json; charset=utf-8"})
+    response = client.post(
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Content-Type": "application/json; charset=utf-8"}
+    )
     assert response.status_code == 200, response.text
     assert response.json()["result"] == {}
 
@@ -111,7 +123,7 @@ def _padded_ping(size):
 
 def _chunks(data, size=1000):
     for start in range(0, len(data), size):
-        yield data[start:start + size]
+        yield data[start : start + size]
 
 
 def test_body_over_default_limit_with_content_length_is_413(client):
@@ -146,10 +158,13 @@ def test_body_limit_setting_applies_to_length_and_chunked_bodies(start_server):
     assert chunked_at_limit.status_code == 200 and chunked_at_limit.json()["result"] == {}, chunked_at_limit.text
 
 
-@pytest.mark.parametrize("framing, first_bytes", [
-    ("Content-Length: 1000", b"{"),
-    ("Transfer-Encoding: chunked", b"1\r\n{\r\n"),
-])
+@pytest.mark.parametrize(
+    "framing, first_bytes",
+    [
+        ("Content-Length: 1000", b"{"),
+        ("Transfer-Encoding: chunked", b"1\r\n{\r\n"),
+    ],
+)
 def test_stalled_body_is_408_and_frees_the_thread(start_server, framing, first_bytes):
     """A body that stops arriving gets 408 after ZEMCP_BODY_TIMEOUT, so it cannot pin a thread."""
     import socket
@@ -159,8 +174,11 @@ def test_stalled_body_is_408_and_frees_the_thread(start_server, framing, first_b
     stalled = []
     for _ in range(3):
         s = socket.create_connection(("127.0.0.1", server.port), timeout=10)
-        s.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                  f"Accept: application/json, text/event-stream\r\n{framing}\r\n\r\n".encode() + first_bytes)
+        s.sendall(
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\n{framing}\r\n\r\n".encode()
+            + first_bytes
+        )
         stalled.append(s)
     try:
         started = time.monotonic()

@@ -44,15 +44,25 @@ def _package_version(modules: Path, name: str) -> str | None:
 def _installed(modules: Path) -> bool:
     """True when ``modules`` holds the pinned Node and a 2.x TypeScript client."""
     client = _package_version(modules, TS_CLIENT)
-    return (_package_version(modules, NODE_PACKAGE) == NODE_VERSION
-            and (modules / NODE_PACKAGE / "bin" / "node").is_file()
-            and client is not None and client.split(".")[0] == TS_CLIENT_MAJOR)
+    return (
+        _package_version(modules, NODE_PACKAGE) == NODE_VERSION
+        and (modules / NODE_PACKAGE / "bin" / "node").is_file()
+        and client is not None
+        and client.split(".")[0] == TS_CLIENT_MAJOR
+    )
 
 
 def _run_bounded(command: list[str], timeout: float, **kwargs) -> tuple[int, str, str]:
     """Run ``command`` in its own process group; on timeout stop the whole group and fail."""
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, **kwargs)
+    proc = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **kwargs,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -75,17 +85,28 @@ def node_modules() -> Path:
         return modules
     npm = shutil.which("npm")
     if npm is None:
-        pytest.skip(f"npm is not installed, so Node {NODE_VERSION} and {TS_CLIENT}@{TS_CLIENT_MAJOR} cannot be "
-                    f"installed into {folder}")
+        pytest.skip(
+            f"npm is not installed, so Node {NODE_VERSION} and {TS_CLIENT}@{TS_CLIENT_MAJOR} cannot be "
+            f"installed into {folder}"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     # One installer at a time per folder (two pytest runs may share the cache).
     with open(folder / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not _installed(modules):
             code, out, err = _run_bounded(
-                [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund",
-                 f"{NODE_PACKAGE}@{NODE_VERSION}", f"{TS_CLIENT}@{TS_CLIENT_MAJOR}"],
-                INSTALL_TIMEOUT)
+                [
+                    npm,
+                    "install",
+                    "--prefix",
+                    str(folder),
+                    "--no-audit",
+                    "--no-fund",
+                    f"{NODE_PACKAGE}@{NODE_VERSION}",
+                    f"{TS_CLIENT}@{TS_CLIENT_MAJOR}",
+                ],
+                INSTALL_TIMEOUT,
+            )
             assert code == 0, f"npm install into {folder} failed ({code}):\n{out}\n{err}"
             assert _installed(modules), f"npm install into {folder} left no usable install:\n{out}\n{err}"
     return modules
@@ -95,8 +116,9 @@ def test_typescript_client_pinned_2026_lists_calls_and_answers_elicitation(node_
     """The TypeScript client pinned to 2026-07-28 discovers, lists tools, and completes ze_execute {} by answering the elicitation."""
     node = node_modules / NODE_PACKAGE / "bin" / "node"
     since = len(traced_server.log())
-    code, out, err = _run_bounded([str(node), str(NODE_SCRIPT), str(node_modules), traced_server.url],
-                                  NODE_RUN_TIMEOUT, cwd=REPO)
+    code, out, err = _run_bounded(
+        [str(node), str(NODE_SCRIPT), str(node_modules), traced_server.url], NODE_RUN_TIMEOUT, cwd=REPO
+    )
     assert code == 0, f"the Node client failed ({code}):\n{out}\n{err}"
     report = json.loads(out.strip().splitlines()[-1])
 

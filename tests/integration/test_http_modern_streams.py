@@ -20,10 +20,17 @@ RELEASE_LIMIT = 3.0
 def open_listen(client: ModernClient, notifications: dict) -> tuple[requests.Response, dict]:
     """POST subscriptions/listen with ``stream=True``; returns the response and the acknowledgement."""
     message = client.message("subscriptions/listen", {"notifications": notifications})
-    response = requests.post(client.url, data=json.dumps(message), headers=client.headers(message), stream=True,
-                             timeout=(CONNECT_TIMEOUT, 10))
+    response = requests.post(
+        client.url,
+        data=json.dumps(message),
+        headers=client.headers(message),
+        stream=True,
+        timeout=(CONNECT_TIMEOUT, 10),
+    )
     assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/event-stream"), (
-        response.status_code, response.headers)
+        response.status_code,
+        response.headers,
+    )
     lines = response.iter_lines()
     for line in lines:
         if line.startswith(b"data: "):
@@ -69,4 +76,3 @@ def test_an_abandoned_session_elicitation_frees_its_pending_slot_within_seconds(
     started = time.monotonic()
     watcher.wait_pending(0, deadline=RELEASE_LIMIT)
     assert time.monotonic() - started < RELEASE_LIMIT
-

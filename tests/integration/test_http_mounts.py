@@ -25,15 +25,17 @@ MISSING = "Error: missing required argument: command"
 
 def _needs(module: str) -> pytest.MarkDecorator:
     """Skip the parameter, saying so, where the framework is not installed."""
-    return pytest.mark.skipif(importlib.util.find_spec(module) is None,
-                              reason=f"{module} is not installed (pip install {module})")
+    return pytest.mark.skipif(
+        importlib.util.find_spec(module) is None, reason=f"{module} is not installed (pip install {module})"
+    )
 
 
 #: (framework, gunicorn app, the text of the site's own page).
 SITES = [
     pytest.param(("flask", "tests.apps.flask_site:app", "the flask site"), id="flask", marks=_needs("flask")),
-    pytest.param(("django", "tests.apps.django_site.wsgi:application", "the django site"), id="django",
-                 marks=_needs("django")),
+    pytest.param(
+        ("django", "tests.apps.django_site.wsgi:application", "the django site"), id="django", marks=_needs("django")
+    ),
 ]
 
 
@@ -81,9 +83,10 @@ def test_handshake_eliciting_call_through_the_mount(site):
     assert elicitation["params"]["requestedSchema"]["required"] == ["command"]
 
     # The answer travels on the client's plain connection, not on the stream's.
-    answer = client.post({"jsonrpc": "2.0", "id": elicitation["id"],
-                          "result": {"action": "accept", "content": {"command": "help"}}},
-                         headers={"Mcp-Session-Id": client.session_id})
+    answer = client.post(
+        {"jsonrpc": "2.0", "id": elicitation["id"], "result": {"action": "accept", "content": {"command": "help"}}},
+        headers={"Mcp-Session-Id": client.session_id},
+    )
     assert answer.status_code == 202, answer.text
 
     final = stream.next_message()

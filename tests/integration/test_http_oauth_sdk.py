@@ -63,8 +63,14 @@ def verify_access_token(token: str, auth: OAuthServer, audience: str) -> dict:
     header = jwt.get_unverified_header(token)
     assert header["alg"] == "RS256" and header.get("kid"), header
     key = jwt.PyJWKSet.from_dict(jwks)[header["kid"]]
-    return jwt.decode(token, key, algorithms=["RS256"], audience=audience, issuer=auth.issuer,
-                      options={"require": ["iss", "sub", "aud", "exp", "iat", "client_id", "scope", "jti"]})
+    return jwt.decode(
+        token,
+        key,
+        algorithms=["RS256"],
+        audience=audience,
+        issuer=auth.issuer,
+        options={"require": ["iss", "sub", "aud", "exp", "iat", "client_id", "scope", "jti"]},
+    )
 
 
 def challenge_params(header: str) -> dict[str, str]:
@@ -121,8 +127,9 @@ def run_authorized_client(url: str, mode: str) -> dict:
 
             async def callback_handler() -> AuthorizationCodeResult:
                 answer = authorization_responses[-1]
-                return AuthorizationCodeResult(code=answer["code"][0], state=answer.get("state", [None])[0],
-                                               iss=answer.get("iss", [None])[0])
+                return AuthorizationCodeResult(
+                    code=answer["code"][0], state=answer.get("state", [None])[0], iss=answer.get("iss", [None])[0]
+                )
 
             provider = OAuthClientProvider(
                 server_url=url,
@@ -139,14 +146,25 @@ def run_authorized_client(url: str, mode: str) -> dict:
                 callback_handler=callback_handler,
             )
             http = httpx2.AsyncClient(auth=provider, timeout=httpx2.Timeout(READ_TIMEOUT, read=30))
-            async with http, mcp.Client(streamable_http_client(url, http_client=http), mode=mode,
-                                        client_info=types.Implementation(name="zemcp-oauth-sdk", version="1.0"),
-                                        elicitation_callback=on_elicit, read_timeout_seconds=20) as client:
+            async with (
+                http,
+                mcp.Client(
+                    streamable_http_client(url, http_client=http),
+                    mode=mode,
+                    client_info=types.Implementation(name="zemcp-oauth-sdk", version="1.0"),
+                    elicitation_callback=on_elicit,
+                    read_timeout_seconds=20,
+                ) as client,
+            ):
                 return await client.call_tool("ze_execute", {})
 
     result = asyncio.run(asyncio.wait_for(scenario(), SCENARIO_TIMEOUT))
-    return {"result": result, "elicitations": elicitations, "authorization_responses": authorization_responses,
-            "storage": storage}
+    return {
+        "result": result,
+        "elicitations": elicitations,
+        "authorization_responses": authorization_responses,
+        "storage": storage,
+    }
 
 
 # -- the authorization server on its own ------------------------------------------------------
@@ -167,8 +185,13 @@ def test_authorization_server_issues_resource_bound_jwts(oauth_server, http):  #
 
     metadata = http.get(auth.url("/.well-known/oauth-authorization-server"), timeout=TIMEOUTS).json()
     assert metadata["issuer"] == auth.issuer and not auth.issuer.endswith("/"), metadata
-    for endpoint in ("authorization_endpoint", "token_endpoint", "registration_endpoint", "jwks_uri",
-                     "introspection_endpoint"):
+    for endpoint in (
+        "authorization_endpoint",
+        "token_endpoint",
+        "registration_endpoint",
+        "jwks_uri",
+        "introspection_endpoint",
+    ):
         assert metadata[endpoint].startswith(auth.issuer + "/"), metadata
     assert metadata["code_challenge_methods_supported"] == ["S256"], metadata
     assert {"none", "client_secret_basic"} <= set(metadata["token_endpoint_auth_methods_supported"]), metadata
@@ -176,31 +199,53 @@ def test_authorization_server_issues_resource_bound_jwts(oauth_server, http):  #
     assert "authorization_code" in metadata["grant_types_supported"], metadata
     assert metadata["scopes_supported"] == ["mcp"], metadata
 
-    registration = http.post(metadata["registration_endpoint"], timeout=TIMEOUTS, json={
-        "redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "none", "scope": "mcp",
-        "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-        "client_name": "by hand",
-    })
+    registration = http.post(
+        metadata["registration_endpoint"],
+        timeout=TIMEOUTS,
+        json={
+            "redirect_uris": [REDIRECT_URI],
+            "token_endpoint_auth_method": "none",
+            "scope": "mcp",
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "client_name": "by hand",
+        },
+    )
     assert registration.status_code == 201, registration.text
     client = registration.json()
     assert client["client_id"] and "client_secret" not in client, client
 
     def authorize(challenge: str | None, state: str) -> dict[str, str]:
-        query = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": REDIRECT_URI,
-                 "scope": "mcp", "state": state, "resource": resource}
+        query = {
+            "response_type": "code",
+            "client_id": client["client_id"],
+            "redirect_uri": REDIRECT_URI,
+            "scope": "mcp",
+            "state": state,
+            "resource": resource,
+        }
         if challenge:
             query.update(code_challenge=challenge, code_challenge_method="S256")
-        response = http.get(metadata["authorization_endpoint"], params=query, allow_redirects=False,
-                            timeout=TIMEOUTS)
+        response = http.get(metadata["authorization_endpoint"], params=query, allow_redirects=False, timeout=TIMEOUTS)
         assert response.status_code == 302, (response.status_code, response.text)
         location = response.headers["Location"]
         assert location.startswith(REDIRECT_URI + "?"), location
         return {name: values[0] for name, values in parse_qs(urlsplit(location).query).items()}
 
     def redeem(code: str, verifier: str, **extra) -> requests.Response:
-        return http.post(metadata["token_endpoint"], timeout=TIMEOUTS, data={
-            "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI,
-            "client_id": client["client_id"], "code_verifier": verifier, "resource": resource, **extra})
+        return http.post(
+            metadata["token_endpoint"],
+            timeout=TIMEOUTS,
+            data={
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": REDIRECT_URI,
+                "client_id": client["client_id"],
+                "code_verifier": verifier,
+                "resource": resource,
+                **extra,
+            },
+        )
 
     # PKCE is required: without a challenge the answer is an error redirect.
     refused = authorize(None, "s0")
@@ -213,9 +258,18 @@ def test_authorization_server_issues_resource_bound_jwts(oauth_server, http):  #
     wrong = redeem(answer["code"], pkce_pair()[0])
     assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant", wrong.text
     # A token request may not name a resource the authorization did not grant (RFC 8707 §2.2).
-    elsewhere = http.post(metadata["token_endpoint"], timeout=TIMEOUTS, data={
-        "grant_type": "authorization_code", "code": answer["code"], "redirect_uri": REDIRECT_URI,
-        "client_id": client["client_id"], "code_verifier": verifier, "resource": "http://127.0.0.1:2/mcp"})
+    elsewhere = http.post(
+        metadata["token_endpoint"],
+        timeout=TIMEOUTS,
+        data={
+            "grant_type": "authorization_code",
+            "code": answer["code"],
+            "redirect_uri": REDIRECT_URI,
+            "client_id": client["client_id"],
+            "code_verifier": verifier,
+            "resource": "http://127.0.0.1:2/mcp",
+        },
+    )
     assert elsewhere.status_code == 400 and elsewhere.json()["error"] == "invalid_target", elsewhere.text
 
     issued = redeem(answer["code"], verifier)
@@ -231,8 +285,9 @@ def test_authorization_server_issues_resource_bound_jwts(oauth_server, http):  #
 
     introspect_url = metadata["introspection_endpoint"]
     assert http.post(introspect_url, data={"token": tokens["access_token"]}, timeout=TIMEOUTS).status_code == 401
-    introspection = http.post(introspect_url, data={"token": tokens["access_token"]},
-                              auth=auth.introspection_client, timeout=TIMEOUTS).json()
+    introspection = http.post(
+        introspect_url, data={"token": tokens["access_token"]}, auth=auth.introspection_client, timeout=TIMEOUTS
+    ).json()
     assert introspection["active"] is True, introspection
     for name in ("aud", "scope", "exp", "iss", "sub", "client_id"):
         assert introspection[name] == claims[name], (name, introspection, claims)
@@ -242,26 +297,44 @@ def test_authorization_server_issues_resource_bound_jwts(oauth_server, http):  #
     new_kid = auth.rotate_key()
     kids = [key["kid"] for key in http.get(auth.jwks_url, timeout=TIMEOUTS).json()["keys"]]
     assert kids == [old_kid, new_kid], kids
-    refreshed = http.post(metadata["token_endpoint"], timeout=TIMEOUTS, data={
-        "grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": client["client_id"],
-        "resource": resource})
+    refreshed = http.post(
+        metadata["token_endpoint"],
+        timeout=TIMEOUTS,
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": tokens["refresh_token"],
+            "client_id": client["client_id"],
+            "resource": resource,
+        },
+    )
     assert refreshed.status_code == 200, refreshed.text
     renewed = refreshed.json()
     assert jwt.get_unverified_header(renewed["access_token"])["kid"] == new_kid
     assert verify_access_token(renewed["access_token"], auth, resource)["aud"] == resource
     # The refresh token rotated: the spent one is refused.
-    replay = http.post(metadata["token_endpoint"], timeout=TIMEOUTS, data={
-        "grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": client["client_id"]})
+    replay = http.post(
+        metadata["token_endpoint"],
+        timeout=TIMEOUTS,
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": tokens["refresh_token"],
+            "client_id": client["client_id"],
+        },
+    )
     assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant", replay.text
 
     # Minted tokens: signed like issued ones unless told otherwise; the introspection vouches
     # only for tokens its own keys signed.
     minted = auth.mint_token(resource, scope="mcp other")
     assert verify_access_token(minted, auth, resource)["scope"] == "mcp other"
-    for forged in (auth.mint_token(resource, kid="unknown"), auth.mint_token(resource, lifetime=-60),
-                   auth.mint_token(resource, alg="none")):
-        verdict = http.post(introspect_url, data={"token": forged}, auth=auth.introspection_client,
-                            timeout=TIMEOUTS).json()
+    for forged in (
+        auth.mint_token(resource, kid="unknown"),
+        auth.mint_token(resource, lifetime=-60),
+        auth.mint_token(resource, alg="none"),
+    ):
+        verdict = http.post(
+            introspect_url, data={"token": forged}, auth=auth.introspection_client, timeout=TIMEOUTS
+        ).json()
         assert verdict == {"active": False}, (forged, verdict)
 
     assert ("POST", "/register") in auth.request_log and ("POST", "/introspect") in auth.request_log
@@ -275,8 +348,14 @@ def auth_settings(auth: OAuthServer, verification: str) -> dict[str, str]:
     if verification == "jwt":
         return {"auth": "jwt", "auth_issuer": auth.issuer, "auth_jwks_url": auth.jwks_url, "auth_scopes": "mcp"}
     client_id, client_secret = auth.introspection_client
-    return {"auth": "introspection", "auth_issuer": auth.issuer, "auth_introspection_url": auth.introspection_url,
-            "auth_client_id": client_id, "auth_client_secret": client_secret, "auth_scopes": "mcp"}
+    return {
+        "auth": "introspection",
+        "auth_issuer": auth.issuer,
+        "auth_introspection_url": auth.introspection_url,
+        "auth_client_id": client_id,
+        "auth_client_secret": client_secret,
+        "auth_scopes": "mcp",
+    }
 
 
 #: How zemcp checks tokens, and how the client picks the protocol era.
@@ -284,8 +363,12 @@ SCENARIOS = [("jwt", "auto"), ("jwt", "legacy"), ("introspection", "auto")]
 
 
 @pytest.mark.parametrize(("verification", "mode"), SCENARIOS, ids=["-".join(s) for s in SCENARIOS])
-def test_sdk_oauth_client_authorizes_and_completes_eliciting_call(start_server, oauth_server,  # noqa: F811
-                                                                   verification, mode):
+def test_sdk_oauth_client_authorizes_and_completes_eliciting_call(
+    start_server,
+    oauth_server,  # noqa: F811
+    verification,
+    mode,
+):
     """Unauthenticated requests are challenged; the SDK client authorizes itself at the
     authorization server and completes an eliciting tools/call with a token for this resource.
 
@@ -300,10 +383,21 @@ def test_sdk_oauth_client_authorizes_and_completes_eliciting_call(start_server, 
     metadata_url = f"{server.base}/.well-known/oauth-protected-resource/mcp"
 
     # Without a token: 401 with the RFC 9728 pointer to the protected resource metadata.
-    refused = requests.post(server.url, timeout=TIMEOUTS, headers={"Accept": ACCEPT}, json={
-        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": CLIENT_VERSION, "capabilities": {},
-            "clientInfo": {"name": "no-token", "version": "1.0"}}})
+    refused = requests.post(
+        server.url,
+        timeout=TIMEOUTS,
+        headers={"Accept": ACCEPT},
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": CLIENT_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "no-token", "version": "1.0"},
+            },
+        },
+    )
     assert refused.status_code == 401, (refused.status_code, refused.headers, refused.text)
     challenge = refused.headers.get("WWW-Authenticate", "")
     assert challenge_params(challenge) == {"resource_metadata": metadata_url, "scope": "mcp"}, challenge

@@ -31,8 +31,13 @@ def run_client(url: str, name: str, **options) -> dict:
         return types.ElicitResult(action="accept", content={"command": "session show"})
 
     async def scenario():
-        async with mcp.Client(url, client_info=types.Implementation(name=name, version="4.2"),
-                              elicitation_callback=on_elicit, read_timeout_seconds=20, **options) as client:
+        async with mcp.Client(
+            url,
+            client_info=types.Implementation(name=name, version="4.2"),
+            elicitation_callback=on_elicit,
+            read_timeout_seconds=20,
+            **options,
+        ) as client:
             seen = {
                 "version": client.protocol_version,
                 "discover": client.session.discover_result,

@@ -9,9 +9,16 @@ TIMEOUT = (5, 10)
 @pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "HEAD"])
 def test_other_methods_are_405_with_allow(client, method):
     """GET /mcp and other methods than POST/DELETE get 405 with an Allow header naming POST."""
-    response = requests.request(method, client.url, timeout=TIMEOUT,
-                                headers={"Accept": "text/event-stream", "Mcp-Session-Id": client.session_id,
-                                         "MCP-Protocol-Version": client.protocol_version})
+    response = requests.request(
+        method,
+        client.url,
+        timeout=TIMEOUT,
+        headers={
+            "Accept": "text/event-stream",
+            "Mcp-Session-Id": client.session_id,
+            "MCP-Protocol-Version": client.protocol_version,
+        },
+    )
     assert response.status_code == 405, response.text
     allow = [m.strip().upper() for m in response.headers.get("Allow", "").split(",")]
     assert "POST" in allow, response.headers
@@ -28,8 +35,9 @@ def test_options_without_a_preflight_names_the_methods(client):
 @pytest.mark.parametrize("origin", ["http://evil.example.com", "https://attacker.test:8443", "null"])
 def test_bad_origin_is_403_before_session_lookup(client, origin):
     """A disallowed Origin gets 403, even with a bogus session id (not 404)."""
-    response = client.post({"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                           headers={"Origin": origin, "Mcp-Session-Id": "bogus-session-id"})
+    response = client.post(
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Origin": origin, "Mcp-Session-Id": "bogus-session-id"}
+    )
     assert response.status_code == 403, response.text
     live = client.post({"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers={"Origin": origin})
     assert live.status_code == 403, live.text
@@ -48,14 +56,17 @@ def test_bad_origin_on_initialize_creates_no_session(server):
 
 def test_bad_origin_on_delete_is_403_and_session_survives(client):
     """DELETE from a disallowed Origin gets 403 and does not end the session."""
-    response = requests.delete(client.url, timeout=TIMEOUT,
-                               headers={"Mcp-Session-Id": client.session_id, "Origin": "http://evil.example.com"})
+    response = requests.delete(
+        client.url, timeout=TIMEOUT, headers={"Mcp-Session-Id": client.session_id, "Origin": "http://evil.example.com"}
+    )
     assert response.status_code == 403, response.text
     assert client.request("ping").status_code == 200
 
 
-@pytest.mark.parametrize("origin", ["http://localhost", "http://localhost:3000", "http://127.0.0.1:8080",
-                                    "https://127.0.0.1", "http://[::1]:5173"])
+@pytest.mark.parametrize(
+    "origin",
+    ["http://localhost", "http://localhost:3000", "http://127.0.0.1:8080", "https://127.0.0.1", "http://[::1]:5173"],
+)
 def test_loopback_origin_is_allowed(client, origin):
     """A loopback Origin is allowed by default."""
     response = client.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Origin": origin})
@@ -82,7 +93,9 @@ def test_non_loopback_host_is_403(client, server, host):
 @pytest.mark.parametrize("host", ["localhost:{port}", "127.0.0.1:{port}", "localhost"])
 def test_loopback_host_is_allowed(client, server, host):
     """A loopback Host header is accepted."""
-    response = client.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Host": host.format(port=server.port)})
+    response = client.post(
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Host": host.format(port=server.port)}
+    )
     assert response.status_code == 200, response.text
 
 
@@ -95,7 +108,11 @@ def test_allowed_origins_setting_extends_the_allowlist(start_server):
     for origin in ("https://app.example.com", "http://tools.example.org:8080", "http://localhost:6274"):
         response = client.post(ping, headers={"Origin": origin})
         assert response.status_code == 200, (origin, response.text)
-    for origin in ("http://app.example.com", "https://app.example.com:444", "http://tools.example.org",
-                   "https://evil.example.com"):
+    for origin in (
+        "http://app.example.com",
+        "https://app.example.com:444",
+        "http://tools.example.org",
+        "https://evil.example.com",
+    ):
         response = client.post(ping, headers={"Origin": origin})
         assert response.status_code == 403, (origin, response.text)

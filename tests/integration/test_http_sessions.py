@@ -22,7 +22,8 @@ def test_server_discover_probe_gets_400_error_that_means_fall_back(server):
     client = server.client()
     response = client.post(
         {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {}}},
-        headers={"MCP-Protocol-Version": "2026-07-28"}, session=False,
+        headers={"MCP-Protocol-Version": "2026-07-28"},
+        session=False,
     )
     assert response.status_code == 400, response.text
     assert response.headers["Content-Type"].startswith("application/json")
@@ -81,12 +82,16 @@ def test_delete_ends_session_then_404(server):
 def test_delete_with_unsupported_protocol_version_is_400(server, version):
     """DELETE whose MCP-Protocol-Version is not supported gets 400 and leaves the session alive."""
     client = server.session()
-    response = client.http.delete(client.url, timeout=(5, 10),
-                                  headers={"Mcp-Session-Id": client.session_id, "MCP-Protocol-Version": version})
+    response = client.http.delete(
+        client.url, timeout=(5, 10), headers={"Mcp-Session-Id": client.session_id, "MCP-Protocol-Version": version}
+    )
     assert response.status_code == 400, (response.status_code, response.text)
     assert client.request("ping").status_code == 200, "a refused DELETE must not end the session"
-    accepted = client.http.delete(client.url, timeout=(5, 10), headers={
-        "Mcp-Session-Id": client.session_id, "MCP-Protocol-Version": client.protocol_version})
+    accepted = client.http.delete(
+        client.url,
+        timeout=(5, 10),
+        headers={"Mcp-Session-Id": client.session_id, "MCP-Protocol-Version": client.protocol_version},
+    )
     assert accepted.status_code == 204
 
 

@@ -38,8 +38,9 @@ def test_a_sync_worker_refuses_to_wait_at_once_and_says_why(sync_server):
     modern = ModernClient(sync_server.url, name="modern-on-sync")
     assert "client: modern-on-sync" in modern.run_eliciting("session show")
     # Without gunicorn.conf.py nothing configures zemcp's logger: Python prints warnings bare.
-    assert re.search(r"serves one request at a time per process \(wsgi.multithread is false\).*gthread",
-                     sync_server.log()), sync_server.log()
+    assert re.search(
+        r"serves one request at a time per process \(wsgi.multithread is false\).*gthread", sync_server.log()
+    ), sync_server.log()
 
 
 def test_an_oversized_initialize_is_refused(server):
@@ -122,12 +123,19 @@ def test_a_trickling_pipelined_head_is_cut_after_head_timeout(start_server):
     server = start_server(threads=4, head_timeout=1)
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
     try:
-        first = b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{' \
-                b'"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
-        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                     b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-                     b"Mcp-Method: server/discover\r\nContent-Length: " + str(len(first)).encode() + b"\r\n\r\n" + first
-                     + b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        first = (
+            b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{'
+            b'"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
+        )
+        sock.sendall(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+            b"Mcp-Method: server/discover\r\nContent-Length: "
+            + str(len(first)).encode()
+            + b"\r\n\r\n"
+            + first
+            + b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+        )
         started = time.monotonic()
         closed = False
         received = b""
@@ -188,8 +196,10 @@ def test_a_head_over_64_kib_is_refused_at_once(start_server):
     server = start_server(threads=4, head_timeout=5)
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
         started = time.monotonic()
-        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"".join(
-            f"X-Big-{n}: {'b' * 8000}\r\n".encode() for n in range(9)))
+        sock.sendall(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + b"".join(f"X-Big-{n}: {'b' * 8000}\r\n".encode() for n in range(9))
+        )
         answer = b""
         try:
             while chunk := sock.recv(65536):

@@ -109,7 +109,7 @@ def test_tampered_request_state_is_refused(start_traced_server):
     for position in (len(prefix) + 1, len(state) // 2, len(state) - 2):
         original = state[position]
         replacement = "A" if original != "A" else "B"
-        tampered = state[:position] + replacement + state[position + 1:]
+        tampered = state[:position] + replacement + state[position + 1 :]
         assert tampered != state and len(tampered) == len(state)
         response, reply = client.call({}, input_responses=answer("session show"), request_state=tampered)
         assert_invalid_state(response, reply)
@@ -126,8 +126,9 @@ def test_request_state_replayed_against_other_arguments_is_refused(start_traced_
     first = client.ask_command()
 
     for arguments in ({"command": "help"}, {"command": ""}):
-        response, reply = client.call(arguments, input_responses=answer("session show"),
-                                      request_state=first["requestState"])
+        response, reply = client.call(
+            arguments, input_responses=answer("session show"), request_state=first["requestState"]
+        )
         assert_invalid_state(response, reply)
 
     final = client.answer_command(first, "session show")

@@ -26,9 +26,14 @@ def serve(tmp_path):
     def start(*args: str) -> tuple[str, object]:
         port = free_port()
         log = tmp_path / f"run-{port}.log"
-        proc = subprocess.Popen([sys.executable, "-m", "zemcp", "run", *args, "--bind", f"{HOST}:{port}"], cwd=REPO,
-                                stdin=subprocess.DEVNULL, stdout=log.open("wb"), stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "zemcp", "run", *args, "--bind", f"{HOST}:{port}"],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         procs.append(proc)
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
@@ -46,13 +51,25 @@ def serve(tmp_path):
 
 
 def post(url, message, headers=None, **kw):
-    return requests.post(url, json=message, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
-                         headers={"Accept": ACCEPT, **(headers or {})}, **kw)
+    return requests.post(
+        url, json=message, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), headers={"Accept": ACCEPT, **(headers or {})}, **kw
+    )
 
 
 def session(url) -> dict:
-    r = post(url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "run", "version": "1"}}})
+    r = post(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "run", "version": "1"},
+            },
+        },
+    )
     assert r.status_code == 200, r.text
     headers = {"Mcp-Session-Id": r.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-06-18"}
     assert post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers).status_code == 202
@@ -64,8 +81,12 @@ def test_run_serves_a_file_with_the_gthread_worker_and_its_thread_budget(serve):
     same way reports the budget of 8 threads, and the log names zemcp's worker."""
     url, log = serve("examples/hello.py", "--threads", "8")
     headers = session(url)
-    with post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "greet", "arguments": {}}},
-              headers, stream=True) as stream:
+    with post(
+        url,
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "greet", "arguments": {}}},
+        headers,
+        stream=True,
+    ) as stream:
         assert stream.headers["Content-Type"].startswith("text/event-stream")
         lines = stream.iter_lines()
         ask = next(json.loads(line[6:]) for line in lines if line.startswith(b"data: "))
@@ -77,17 +98,28 @@ def test_run_serves_a_file_with_the_gthread_worker_and_its_thread_budget(serve):
     assert "Using worker: zemcp.worker.ThreadWorker" in log.read_text()
     url, _ = serve("wsgi:app", "--threads", "8")
     headers = session(url)
-    r = post(url, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                   "params": {"name": "ze_execute", "arguments": {"command": "server status"}}}, headers)
+    r = post(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "ze_execute", "arguments": {"command": "server status"}},
+        },
+        headers,
+    )
     assert "thread budget: 8 threads" in r.json()["result"]["content"][0]["text"]
 
 
-@pytest.mark.parametrize("target, error", [
-    ("nosuch.py", "no such file: nosuch.py"),
-    ("nosuch_module_xyz", "no module named 'nosuch_module_xyz'"),
-    ("json", "json holds no zemcp.McpApp or zemcp.Server at its top level"),
-    ("wsgi:create_app", "wsgi has no McpApp or Server named 'create_app' (found function)"),
-])
+@pytest.mark.parametrize(
+    "target, error",
+    [
+        ("nosuch.py", "no such file: nosuch.py"),
+        ("nosuch_module_xyz", "no module named 'nosuch_module_xyz'"),
+        ("json", "json holds no zemcp.McpApp or zemcp.Server at its top level"),
+        ("wsgi:create_app", "wsgi has no McpApp or Server named 'create_app' (found function)"),
+    ],
+)
 def test_run_refuses_targets_it_cannot_serve(target, error, monkeypatch):
     monkeypatch.chdir(REPO)
     result = CliRunner().invoke(main, ["run", target])
@@ -106,7 +138,12 @@ def test_reload_serves_the_edited_file(serve, tmp_path):
     source = (REPO / "examples" / "hello.py").read_text()
     target.write_text(source)
     url, log = serve(str(target), "--reload")
-    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "greet", "arguments": {"name": "Ada"}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "greet", "arguments": {"name": "Ada"}},
+    }
     assert post(url, call, session(url)).json()["result"]["content"][0]["text"] == "Hello, Ada!"
     target.write_text(source.replace('f"Hello, ', 'f"Welcome, '))
     deadline = time.monotonic() + START_TIMEOUT

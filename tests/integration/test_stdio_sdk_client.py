@@ -24,11 +24,18 @@ def run_stdio(mode: str, target: str = "wsgi.py") -> dict:
         return types.ElicitResult(action="accept", content={"command": "session show"})
 
     async def scenario():
-        params = StdioServerParameters(command=sys.executable, cwd=REPO,
-                                       args=["-m", "zemcp", "run", target, "--transport", "stdio", "--log-level", "warning"])
-        async with mcp.Client(stdio_client(params), mode=mode, elicitation_callback=on_elicit,
-                              client_info=types.Implementation(name="stdio-test", version="1"),
-                              read_timeout_seconds=20) as client:
+        params = StdioServerParameters(
+            command=sys.executable,
+            cwd=REPO,
+            args=["-m", "zemcp", "run", target, "--transport", "stdio", "--log-level", "warning"],
+        )
+        async with mcp.Client(
+            stdio_client(params),
+            mode=mode,
+            elicitation_callback=on_elicit,
+            client_info=types.Implementation(name="stdio-test", version="1"),
+            read_timeout_seconds=20,
+        ) as client:
             tools = await client.list_tools()
             result = await client.call_tool("ze_execute", {})
             return {"version": client.protocol_version, "tools": [t.name for t in tools.tools], "result": result}

@@ -12,8 +12,16 @@ from tests.processes import stop_group
 
 #: [seconds] bound on each read of a line and on the process's exit.
 TIMEOUT = 20
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "pipes", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "pipes", "version": "1"},
+    },
+}
 META = {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION, "io.modelcontextprotocol/clientCapabilities": {}}
 
 
@@ -21,9 +29,14 @@ class Pipes:
     """``zemcp run wsgi.py --transport stdio`` with its stdin and stdout."""
 
     def __init__(self):
-        self.proc = subprocess.Popen([sys.executable, "-m", "zemcp", "run", "wsgi.py", "--transport", "stdio"],
-                                     cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "zemcp", "run", "wsgi.py", "--transport", "stdio"],
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
 
     def send(self, message) -> None:
         line = message if isinstance(message, bytes) else json.dumps(message).encode()
@@ -62,8 +75,14 @@ def test_handshake_era_over_stdio(pipes):
     assert ask["method"] == "elicitation/create"
     pipes.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
     assert pipes.read() == {"jsonrpc": "2.0", "id": 3, "result": {}}
-    pipes.send({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                "params": {"name": "ze_execute", "arguments": {"command": "help"}, "_meta": META}})
+    pipes.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "ze_execute", "arguments": {"command": "help"}, "_meta": META},
+        }
+    )
     assert "handshake era" in pipes.read()["error"]["message"]
     pipes.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"command": "help"}}})
     final = pipes.read()
@@ -72,8 +91,16 @@ def test_handshake_era_over_stdio(pipes):
 
 def test_modern_era_over_stdio(pipes):
     """A first request with the envelope opens a 2026-07-28 connection: rounds, no initialize."""
-    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "ze_execute", "arguments": {}, "_meta": {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}}}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "ze_execute",
+            "arguments": {},
+            "_meta": {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}},
+        },
+    }
     pipes.send(call)
     first = pipes.read()["result"]
     assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["command"]
@@ -81,8 +108,10 @@ def test_modern_era_over_stdio(pipes):
     assert pipes.read()["error"]["code"] == -32022
     retry = json.loads(json.dumps(call))
     retry["id"] = 2
-    retry["params"].update(requestState=first["requestState"],
-                           inputResponses={"command": {"action": "accept", "content": {"command": "help"}}})
+    retry["params"].update(
+        requestState=first["requestState"],
+        inputResponses={"command": {"action": "accept", "content": {"command": "help"}}},
+    )
     pipes.send(retry)
     done = pipes.read()
     assert done["id"] == 2 and done["result"]["resultType"] == "complete"

@@ -71,7 +71,7 @@ def free_port() -> int:
             return port
 
 
-def render(template: Path, values: dict[str, str], instances: list["Instance"]) -> str:
+def render(template: Path, values: dict[str, str], instances: list[Instance]) -> str:
     """Render a deploy/ template with deploy/render.py, exactly as docs/deploy.md shows."""
     argv = [sys.executable, str(DEPLOY / "render.py"), str(template)]
     for name, value in values.items():
@@ -103,13 +103,19 @@ def instance_command() -> list[str]:
 class Process:
     """A child process in its own process group, with its output in a log file."""
 
-    def __init__(self, argv: list[str], log_path: Path, *, env: dict[str, str] | None = None,
-                 cwd: Path = REPO):
+    def __init__(self, argv: list[str], log_path: Path, *, env: dict[str, str] | None = None, cwd: Path = REPO):
         self.argv = argv
         self.log_path = log_path
         self._log = open(log_path, "wb")
-        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def log(self) -> str:
         """Everything the process wrote so far."""
@@ -130,7 +136,9 @@ class Process:
                     return
             except OSError:
                 time.sleep(0.05)
-        raise HarnessError(f"{shlex.join(self.argv)} did not listen on {HOST}:{port} within {START_TIMEOUT} s:\n{self.log()}")
+        raise HarnessError(
+            f"{shlex.join(self.argv)} did not listen on {HOST}:{port} within {START_TIMEOUT} s:\n{self.log()}"
+        )
 
     def stop(self) -> None:
         """SIGTERM the process group, wait, SIGKILL it on timeout; close the log."""
@@ -252,12 +260,18 @@ class HAProxy(Proxy):
     def __init__(self, workdir: Path, instances: list[Instance]):
         super().__init__(workdir, instances)
         self.config = self.dir / "haproxy.cfg"
-        self.config.write_text(render(DEPLOY / "haproxy.cfg", {
-            "LISTEN": f"{HOST}:{self.port}",
-            "LOG_TARGET": "stdout",
-            "RUN_DIR": str(self.dir),
-            "PEER_ADDRESS": f"{HOST}:{free_port()}",
-        }, instances))
+        self.config.write_text(
+            render(
+                DEPLOY / "haproxy.cfg",
+                {
+                    "LISTEN": f"{HOST}:{self.port}",
+                    "LOG_TARGET": "stdout",
+                    "RUN_DIR": str(self.dir),
+                    "PEER_ADDRESS": f"{HOST}:{free_port()}",
+                },
+                instances,
+            )
+        )
         self._start(["haproxy", "-db", "-f", str(self.config)])
 
     def logs(self) -> str:
@@ -287,7 +301,9 @@ class HAProxy(Proxy):
         records = []
         for match in self._LINE.finditer(self.logs()):
             server = match["server"]
-            records.append(Routed(match["owner"] or None, None if server == "<NOSRV>" else server, int(match["status"])))
+            records.append(
+                Routed(match["owner"] or None, None if server == "<NOSRV>" else server, int(match["status"]))
+            )
         return records
 
 
@@ -303,14 +319,21 @@ class Nginx(Proxy):
         temp = self.dir / "temp"
         logs.mkdir()
         temp.mkdir()
-        (self.dir / "zemcp.conf").write_text(render(DEPLOY / "nginx.conf", {
-            "LISTEN": f"{HOST}:{self.port}",
-            "LOG_DIR": str(logs),
-        }, instances))
+        (self.dir / "zemcp.conf").write_text(
+            render(
+                DEPLOY / "nginx.conf",
+                {
+                    "LISTEN": f"{HOST}:{self.port}",
+                    "LOG_DIR": str(logs),
+                },
+                instances,
+            )
+        )
         # What a distribution's nginx.conf provides around an included http-context file,
         # with every path inside the prefix so that nothing of the system nginx is touched.
-        temp_paths = "\n".join(f"    {kind}_temp_path {temp / kind};" for kind in
-                               ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        temp_paths = "\n".join(
+            f"    {kind}_temp_path {temp / kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+        )
         (self.dir / "nginx.conf").write_text(
             "worker_processes auto;\n"
             f"pid {self.dir / 'nginx.pid'};\n"
@@ -323,8 +346,19 @@ class Nginx(Proxy):
             "}\n"
         )
         self._by_address = {i.address: i.name for i in instances}
-        self._start(["nginx", "-p", str(self.dir), "-e", str(logs / "error.log"), "-c", str(self.dir / "nginx.conf"),
-                     "-g", "daemon off;"])
+        self._start(
+            [
+                "nginx",
+                "-p",
+                str(self.dir),
+                "-e",
+                str(logs / "error.log"),
+                "-c",
+                str(self.dir / "nginx.conf"),
+                "-g",
+                "daemon off;",
+            ]
+        )
 
     def logs(self) -> str:
         """nginx's routing access log and error logs."""
@@ -356,14 +390,34 @@ def worker_pid(instance: Instance) -> int:
     """The pid of the instance's worker, from ``server status`` asked directly (not via a proxy)."""
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     with requests.Session() as http:
-        init = http.post(instance.url, headers=headers, timeout=10, json={
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "harness", "version": "1"}}})
+        init = http.post(
+            instance.url,
+            headers=headers,
+            timeout=10,
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "harness", "version": "1"},
+                },
+            },
+        )
         init.raise_for_status()
         headers["Mcp-Session-Id"] = init.headers["Mcp-Session-Id"]
-        status = http.post(instance.url, headers=headers, timeout=10, json={
-            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "ze_execute", "arguments": {"command": "server status"}}})
+        status = http.post(
+            instance.url,
+            headers=headers,
+            timeout=10,
+            json={
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "ze_execute", "arguments": {"command": "server status"}},
+            },
+        )
         status.raise_for_status()
         http.delete(instance.url, headers={"Mcp-Session-Id": headers["Mcp-Session-Id"]}, timeout=10)
     return parse_pid(status.json()["result"]["content"][0]["text"])

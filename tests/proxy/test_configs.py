@@ -58,12 +58,17 @@ def test_timeouts_and_keepalives_fit_together(monkeypatch):
     assert expire and int(expire.group(1)) * 3600 > defaults.session_ttl
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"ZEMCP_REQUEST_STATE_KEY": KEY}, "ZEMCP_INSTANCE is not set"),
-    ({"ZEMCP_INSTANCE": "a"}, "ZEMCP_REQUEST_STATE_KEY is not set"),
-    ({"ZEMCP_INSTANCE": "a", "ZEMCP_REQUEST_STATE_KEY": KEY, "ZEMCP_KEEPALIVE_INTERVAL": "45"},
-     "ZEMCP_KEEPALIVE_INTERVAL=45 is too long"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"ZEMCP_REQUEST_STATE_KEY": KEY}, "ZEMCP_INSTANCE is not set"),
+        ({"ZEMCP_INSTANCE": "a"}, "ZEMCP_REQUEST_STATE_KEY is not set"),
+        (
+            {"ZEMCP_INSTANCE": "a", "ZEMCP_REQUEST_STATE_KEY": KEY, "ZEMCP_KEEPALIVE_INTERVAL": "45"},
+            "ZEMCP_KEEPALIVE_INTERVAL=45 is too long",
+        ),
+    ],
+)
 def test_instance_config_refuses_settings_that_break_routing(monkeypatch, env, message):
     """Without a fixed name, a shared requestState key, or with keep-alive comments too rare for the proxies, gunicorn does not start."""
     with pytest.raises(ValueError, match=message):
@@ -72,29 +77,43 @@ def test_instance_config_refuses_settings_that_break_routing(monkeypatch, env, m
 
 def run_render(*args: str) -> subprocess.CompletedProcess:
     """``python deploy/render.py deploy/nginx.conf ARGS...``."""
-    return subprocess.run([sys.executable, str(DEPLOY / "render.py"), str(DEPLOY / "nginx.conf"), *args],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, str(DEPLOY / "render.py"), str(DEPLOY / "nginx.conf"), *args], capture_output=True, text=True
+    )
 
 
 def test_render_repeats_instance_lines():
     """Every line naming an instance appears once per instance, in order."""
-    done = run_render("--set", "LISTEN=127.0.0.1:8080", "--set", "LOG_DIR=/var/log/nginx",
-                      "--instance", "a=127.0.0.1:8001", "--instance", "b-2=127.0.0.1:8002")
+    done = run_render(
+        "--set",
+        "LISTEN=127.0.0.1:8080",
+        "--set",
+        "LOG_DIR=/var/log/nginx",
+        "--instance",
+        "a=127.0.0.1:8001",
+        "--instance",
+        "b-2=127.0.0.1:8002",
+    )
     assert done.returncode == 0, done.stderr
     assert re.search(r"~\^a\\\. zemcp_a;\n\s*~\^b-2\\\. zemcp_b-2;", done.stdout), done.stdout
     assert "upstream zemcp_b-2 { server 127.0.0.1:8002;" in done.stdout
     assert "{{" not in done.stdout
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--set", "LISTEN=127.0.0.1:8080", "--instance", "a=127.0.0.1:8001"], "no value for {{LOG_DIR}}"),
-    (["--set", "LISTEN=x:1", "--set", "LOG_DIR=/l", "--set", "LISTN=y", "--instance", "a=127.0.0.1:8001"],
-     "no placeholder {{LISTN}}"),
-    (["--set", "LISTEN=x:1", "--set", "LOG_DIR=/l", "--instance", "a.1=127.0.0.1:8001"], "instance name 'a.1'"),
-    (["--set", "LISTEN=x:1", "--set", "LOG_DIR=/l", "--instance", "a=8001"], "address '8001'"),
-    (["--set", "LISTEN=x:1", "--set", "LOG_DIR=/l", "--instance", "a=h:1", "--instance", "a=h:2"], "given twice"),
-    (["--set", "LISTEN=x:1", "--set", "LOG_DIR=/l"], "at least one --instance"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--set", "LISTEN=127.0.0.1:8080", "--instance", "a=127.0.0.1:8001"], "no value for {{LOG_DIR}}"),
+        (
+            ["--set", "LISTEN=x:1", "--set", "LOG_DIR=/l", "--set", "LISTN=y", "--instance", "a=127.0.0.1:8001"],
+            "no placeholder {{LISTN}}",
+        ),
+        (["--set", "LISTEN=x:1", "--set", "LOG_DIR=/l", "--instance", "a.1=127.0.0.1:8001"], "instance name 'a.1'"),
+        (["--set", "LISTEN=x:1", "--set", "LOG_DIR=/l", "--instance", "a=8001"], "address '8001'"),
+        (["--set", "LISTEN=x:1", "--set", "LOG_DIR=/l", "--instance", "a=h:1", "--instance", "a=h:2"], "given twice"),
+        (["--set", "LISTEN=x:1", "--set", "LOG_DIR=/l"], "at least one --instance"),
+    ],
+)
 def test_render_refuses_what_it_cannot_render(args, message):
     """A missing or unknown value, a bad instance name or address, or no instance: exit 2 and a specific message."""
     done = run_render(*args)

@@ -169,15 +169,33 @@ MODERN_CALLS = 30
 
 def modern_post(url: str, request_id: int, arguments: dict, extra: dict | None = None) -> dict:
     """One stateless ``tools/call`` of ``ze_execute`` on a fresh connection; returns its result."""
-    params = {"name": "ze_execute", "arguments": arguments, **(extra or {}), "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
-        "io.modelcontextprotocol/clientInfo": {"name": f"stateless-{request_id}", "version": "1"}}}
-    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28",
-               "Mcp-Method": "tools/call", "Mcp-Name": "ze_execute", "Connection": "close"}
-    response = requests.post(url, json={"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params},
-                             headers=headers, timeout=10)
-    assert response.status_code == 200 and "Mcp-Session-Id" not in response.headers, (response.status_code, response.text)
+    params = {
+        "name": "ze_execute",
+        "arguments": arguments,
+        **(extra or {}),
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+            "io.modelcontextprotocol/clientInfo": {"name": f"stateless-{request_id}", "version": "1"},
+        },
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "ze_execute",
+        "Connection": "close",
+    }
+    response = requests.post(
+        url,
+        json={"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params},
+        headers=headers,
+        timeout=10,
+    )
+    assert response.status_code == 200 and "Mcp-Session-Id" not in response.headers, (
+        response.status_code,
+        response.text,
+    )
     return response.json()["result"]
 
 
@@ -185,9 +203,15 @@ def modern_call(url: str, n: int) -> int:
     """Round 1 asks for the command, round 2 answers ``server status``; returns the pid that ran round 2."""
     first = modern_post(url, 2 * n, {})
     assert first["resultType"] == "input_required" and "command" in first["inputRequests"], first
-    done = modern_post(url, 2 * n + 1, {}, {"requestState": first["requestState"],
-                                            "inputResponses": {"command": {"action": "accept",
-                                                                           "content": {"command": "server status"}}}})
+    done = modern_post(
+        url,
+        2 * n + 1,
+        {},
+        {
+            "requestState": first["requestState"],
+            "inputResponses": {"command": {"action": "accept", "content": {"command": "server status"}}},
+        },
+    )
     assert done["resultType"] == "complete" and done["isError"] is False, done
     return parse_pid(done["content"][0]["text"])
 

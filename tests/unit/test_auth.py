@@ -21,15 +21,21 @@ class Table:
         return self.principals[token]
 
 
-AUTH = Authorization(Table({"a": Principal("alice", scopes=frozenset({"mcp"})), "n": Principal("nobody")}),
-                     resource="https://mcp.example.com/mcp", authorization_servers=["https://as.example.com"],
-                     scopes=["mcp", "offline_access"])
+AUTH = Authorization(
+    Table({"a": Principal("alice", scopes=frozenset({"mcp"})), "n": Principal("nobody")}),
+    resource="https://mcp.example.com/mcp",
+    authorization_servers=["https://as.example.com"],
+    scopes=["mcp", "offline_access"],
+)
 
 
 def test_broader_scopes_cover_narrower_ones():
     p = Principal("alice", scopes=frozenset({"files", "deploy:write"}))
     assert p.missing(["files:read", "files:write:all", "deploy:write", "deploy", "deploy:read", "filesystem"]) == [
-        "deploy", "deploy:read", "filesystem"]
+        "deploy",
+        "deploy:read",
+        "filesystem",
+    ]
 
 
 def test_principal_key_is_issuer_subject_and_client_not_the_token():
@@ -42,18 +48,28 @@ def test_metadata_document_and_its_path():
     assert AUTH.metadata_url == "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
     # offline_access is a refresh grant, never listed or challenged (2026-07-28).
     assert AUTH.metadata(["files:read"]) == {
-        "resource": "https://mcp.example.com/mcp", "authorization_servers": ["https://as.example.com"],
-        "bearer_methods_supported": ["header"], "scopes_supported": ["mcp", "files:read"]}
+        "resource": "https://mcp.example.com/mcp",
+        "authorization_servers": ["https://as.example.com"],
+        "bearer_methods_supported": ["header"],
+        "scopes_supported": ["mcp", "files:read"],
+    }
 
 
-@pytest.mark.parametrize("header, status, start", [
-    (None, 401, 'Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", scope="mcp"'),
-    ("Basic dXNlcjpwdw==", 401, 'Bearer resource_metadata='),
-    ("Bearer", 400, 'Bearer error="invalid_request"'),
-    ("Bearer a, Bearer b", 400, 'Bearer error="invalid_request"'),
-    ("Bearer zzz", 401, 'Bearer error="invalid_token", error_description="unknown token"'),
-    ("Bearer n", 403, 'Bearer error="insufficient_scope"'),
-])
+@pytest.mark.parametrize(
+    "header, status, start",
+    [
+        (
+            None,
+            401,
+            'Bearer resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", scope="mcp"',
+        ),
+        ("Basic dXNlcjpwdw==", 401, "Bearer resource_metadata="),
+        ("Bearer", 400, 'Bearer error="invalid_request"'),
+        ("Bearer a, Bearer b", 400, 'Bearer error="invalid_request"'),
+        ("Bearer zzz", 401, 'Bearer error="invalid_token", error_description="unknown token"'),
+        ("Bearer n", 403, 'Bearer error="insufficient_scope"'),
+    ],
+)
 def test_challenges(header, status, start):
     with pytest.raises(Challenge) as info:
         AUTH.authenticate(header)
@@ -70,21 +86,37 @@ def test_jwt_verifier_refuses_symmetric_and_none_algorithms():
             JwtVerifier(jwks_url="https://as.example.com/jwks", issuer="i", audience="a", algorithms=[alg])
 
 
-@pytest.mark.parametrize("env, error", [
-    ({"ZEMCP_AUTH": "oauth"}, "must be off, jwt or introspection"),
-    ({"ZEMCP_AUTH": "jwt", "ZEMCP_AUTH_ISSUER": "https://as"}, "needs auth_jwks_url"),
-    ({"ZEMCP_AUTH": "introspection", "ZEMCP_AUTH_ISSUER": "https://as", "ZEMCP_AUTH_INTROSPECTION_URL": "https://as/i"},
-     "needs auth_client_id"),
-    ({"ZEMCP_AUTH_LEEWAY": "-1"}, "auth_leeway must be"),
-])
+@pytest.mark.parametrize(
+    "env, error",
+    [
+        ({"ZEMCP_AUTH": "oauth"}, "must be off, jwt or introspection"),
+        ({"ZEMCP_AUTH": "jwt", "ZEMCP_AUTH_ISSUER": "https://as"}, "needs auth_jwks_url"),
+        (
+            {
+                "ZEMCP_AUTH": "introspection",
+                "ZEMCP_AUTH_ISSUER": "https://as",
+                "ZEMCP_AUTH_INTROSPECTION_URL": "https://as/i",
+            },
+            "needs auth_client_id",
+        ),
+        ({"ZEMCP_AUTH_LEEWAY": "-1"}, "auth_leeway must be"),
+    ],
+)
 def test_auth_settings_are_checked(env, error):
     with pytest.raises(ValueError, match=error):
         Settings.from_env(env)
 
 
 def test_auth_settings_parse_scopes_and_default_the_resource():
-    s = Settings.from_env({"ZEMCP_AUTH": "jwt", "ZEMCP_AUTH_ISSUER": "https://as", "ZEMCP_AUTH_JWKS_URL": "https://as/k",
-                           "ZEMCP_AUTH_SCOPES": "mcp, files:read", "ZEMCP_BIND": "127.0.0.1:9000"})
+    s = Settings.from_env(
+        {
+            "ZEMCP_AUTH": "jwt",
+            "ZEMCP_AUTH_ISSUER": "https://as",
+            "ZEMCP_AUTH_JWKS_URL": "https://as/k",
+            "ZEMCP_AUTH_SCOPES": "mcp, files:read",
+            "ZEMCP_BIND": "127.0.0.1:9000",
+        }
+    )
     assert s.auth_scopes == ("mcp", "files:read") and s.auth_resource_url == "http://127.0.0.1:9000/mcp"
     assert zemcp.Server("x", settings=s).auth.resource == "http://127.0.0.1:9000/mcp"
 
@@ -111,9 +143,23 @@ def test_registration_scopes_must_be_scope_names():
 def test_an_introspected_client_credentials_token_names_the_client_as_subject(monkeypatch):
     from zemcp.auth import IntrospectionVerifier
 
-    verifier = IntrospectionVerifier(url="https://as.example.com/i", client_id="rs", client_secret="s",
-                                     audience="https://mcp.example.com/mcp", cache_seconds=0)
-    monkeypatch.setattr(verifier, "_introspect", lambda token: {
-        "active": True, "sub": None, "client_id": "batch-job", "aud": "https://mcp.example.com/mcp", "scope": "mcp"})
+    verifier = IntrospectionVerifier(
+        url="https://as.example.com/i",
+        client_id="rs",
+        client_secret="s",
+        audience="https://mcp.example.com/mcp",
+        cache_seconds=0,
+    )
+    monkeypatch.setattr(
+        verifier,
+        "_introspect",
+        lambda token: {
+            "active": True,
+            "sub": None,
+            "client_id": "batch-job",
+            "aud": "https://mcp.example.com/mcp",
+            "scope": "mcp",
+        },
+    )
     principal = verifier.verify("t")
     assert principal.subject == "batch-job" and principal.client_id == "batch-job"

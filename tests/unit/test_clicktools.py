@@ -52,7 +52,9 @@ def kitchen(**kwargs):
     \f
     Not shown.
     """
-    plain = {k: v.name if isinstance(v, Color) else str(v) if isinstance(v, uuid.UUID) else v for k, v in kwargs.items()}
+    plain = {
+        k: v.name if isinstance(v, Color) else str(v) if isinstance(v, uuid.UUID) else v for k, v in kwargs.items()
+    }
     click.echo(json.dumps(plain))
 
 
@@ -72,13 +74,21 @@ def test_schema_of_every_kind_of_parameter():
     assert props["color"] == {"type": "string", "enum": ["RED", "BLUE"], "default": "BLUE"}
     assert props["tag"] == {"type": "array", "items": {"type": "string"}, "description": "Repeatable."}
     assert props["point"] == {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
-    assert props["pair"] == {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
-                             "minItems": 2, "maxItems": 2}
+    assert props["pair"] == {
+        "type": "array",
+        "prefixItems": [{"type": "integer"}, {"type": "string"}],
+        "minItems": 2,
+        "maxItems": 2,
+    }
     assert props["verbose"] == {"type": "integer", "minimum": 0, "default": 0}
     assert props["force"] == {"type": "boolean", "default": False, "description": "Do it anyway."}
     assert props["cache"] == {"type": "boolean", "default": True}
-    assert props["case"] == {"type": "string", "enum": ["upper", "lower"], "default": "lower",
-                             "description": "--upper: Capitals."}
+    assert props["case"] == {
+        "type": "string",
+        "enum": ["upper", "lower"],
+        "default": "lower",
+        "description": "--upper: Capitals.",
+    }
     assert props["strict"] == {"type": "boolean"}
     assert props["ident"] == {"type": "string", "format": "uuid"}
     assert "secret" not in props and "help" not in props
@@ -116,23 +126,59 @@ def test_arguments_become_the_command_line_click_parses():
     """Every kind of value reaches the callback as Click converts it, dashes and spaces included."""
     server = zemcp.Server("t")
     add_click_tools(server, kitchen)
-    error, text = _run(server, "kitchen", {
-        "src": "-not-an-option", "rest": [1, -2], "name": "Ada Lovelace", "level": 5, "ratio": 0.5,
-        "clamped": 42, "mode": "slow", "color": "RED", "tag": ["a", "-b"], "point": [1.5, -2],
-        "pair": [7, "x y"], "verbose": 2, "force": True, "cache": False, "case": "upper", "strict": False,
-        "ident": "12345678-1234-5678-1234-567812345678",
-    })
+    error, text = _run(
+        server,
+        "kitchen",
+        {
+            "src": "-not-an-option",
+            "rest": [1, -2],
+            "name": "Ada Lovelace",
+            "level": 5,
+            "ratio": 0.5,
+            "clamped": 42,
+            "mode": "slow",
+            "color": "RED",
+            "tag": ["a", "-b"],
+            "point": [1.5, -2],
+            "pair": [7, "x y"],
+            "verbose": 2,
+            "force": True,
+            "cache": False,
+            "case": "upper",
+            "strict": False,
+            "ident": "12345678-1234-5678-1234-567812345678",
+        },
+    )
     assert error is False, text
     assert json.loads(text) == {
-        "src": "-not-an-option", "rest": [1, -2], "name": "Ada Lovelace", "level": 5, "ratio": 0.5,
-        "clamped": 9, "mode": "slow", "color": "RED", "tag": ["a", "-b"], "point": [1.5, -2.0],
-        "pair": [7, "x y"], "verbose": 2, "force": True, "cache": False, "case": "upper", "strict": False,
-        "ident": "12345678-1234-5678-1234-567812345678", "secret": None,
+        "src": "-not-an-option",
+        "rest": [1, -2],
+        "name": "Ada Lovelace",
+        "level": 5,
+        "ratio": 0.5,
+        "clamped": 9,
+        "mode": "slow",
+        "color": "RED",
+        "tag": ["a", "-b"],
+        "point": [1.5, -2.0],
+        "pair": [7, "x y"],
+        "verbose": 2,
+        "force": True,
+        "cache": False,
+        "case": "upper",
+        "strict": False,
+        "ident": "12345678-1234-5678-1234-567812345678",
+        "secret": None,
     }
     _, text = _run(server, "kitchen", {"src": "s", "name": "n"})
     defaults = json.loads(text)
     assert (defaults["level"], defaults["color"], defaults["case"], defaults["cache"], defaults["force"]) == (
-        3, "BLUE", "lower", True, False)
+        3,
+        "BLUE",
+        "lower",
+        True,
+        False,
+    )
 
 
 @click.group()
@@ -253,7 +299,9 @@ def test_failures_are_error_results_with_the_message_output_and_code():
     add_click_tools(server, tasks)
     assert _run(server, "refuse", {}) == (False, "fine\n")
     assert _run(server, "refuse", {"value": 1}) == (
-        True, "Error: Invalid value for '--value': must not be one (exit code 2)")
+        True,
+        "Error: Invalid value for '--value': must not be one (exit code 2)",
+    )
     assert _run(server, "refuse", {"value": 2}) == (True, "Error: use it differently (exit code 2)")
     assert _run(server, "refuse", {"value": 3}) == (True, "Error: the database is locked (exit code 1)")
     assert _run(server, "refuse", {"value": 4}) == (True, "Error: Aborted! (exit code 1)")
@@ -359,4 +407,3 @@ def test_click_commands_register_as_text_commands():
         registry.dispatch("greet 'Ada", ctx)
     prefixed = CommandRegistry()
     assert add_click_commands(prefixed, greet, prefix="say") == ["say"]
-

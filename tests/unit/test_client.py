@@ -43,7 +43,7 @@ def feed_all(chunks) -> list[SseEvent]:
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
 def test_sse_line_endings(newline):
-    body = newline.join(["event: message", "data: {\"a\":1}", "", ""])
+    body = newline.join(["event: message", 'data: {"a":1}', "", ""])
     assert feed_all([body]) == [SseEvent("message", '{"a":1}', "")]
 
 
@@ -109,8 +109,8 @@ def test_sse_crlf_split_across_chunks_is_one_line_end():
 
 
 def test_sse_byte_by_byte_with_multibyte_utf8():
-    body = "event: message\r\ndata: {\"text\": \"h\u00e9llo \u2713\"}\r\n\r\n: c\n\ndata: 2\n\n".encode()
-    one_by_one = feed_all(body[i:i + 1] for i in range(len(body)))
+    body = 'event: message\r\ndata: {"text": "h\u00e9llo \u2713"}\r\n\r\n: c\n\ndata: 2\n\n'.encode()
+    one_by_one = feed_all(body[i : i + 1] for i in range(len(body)))
     assert one_by_one == feed_all([body])
     assert [json.loads(e.data) for e in one_by_one] == [{"text": "h\u00e9llo \u2713"}, 2]
 
@@ -122,9 +122,18 @@ def test_sse_invalid_utf8_replaced():
 # -- directives ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text,seconds", [
-    ("500ms", 0.5), ("2s", 2.0), ("1m30s", 90.0), ("1.5s", 1.5), ("0", 0.0), ("250us", 0.00025), ("1h", 3600.0),
-])
+@pytest.mark.parametrize(
+    "text,seconds",
+    [
+        ("500ms", 0.5),
+        ("2s", 2.0),
+        ("1m30s", 90.0),
+        ("1.5s", 1.5),
+        ("0", 0.0),
+        ("250us", 0.00025),
+        ("1h", 3600.0),
+    ],
+)
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds)
 
@@ -142,23 +151,27 @@ def test_ignored_lines(line):
 
 def test_elicit_directives():
     assert parse_directive('  elicit-accept {"command": "help"}  ') == QueueAnswer(
-        {"action": "accept", "content": {"command": "help"}})
+        {"action": "accept", "content": {"command": "help"}}
+    )
     assert parse_directive("elicit-decline") == QueueAnswer({"action": "decline"})
     assert parse_directive("elicit-cancel") == QueueAnswer({"action": "cancel"})
 
 
-@pytest.mark.parametrize("line,message", [
-    ("elicit-accept", "needs a JSON object"),
-    ("elicit-accept [1, 2]", "got list"),
-    ('elicit-accept "text"', "got str"),
-    ("elicit-accept {broken", "invalid JSON"),
-    ("elicit-decline now", "takes no argument"),
-    ("elicit-cancel x", "takes no argument"),
-    ("@", "needs a tool name"),
-    ("@ze_execute [1]", "needs a JSON object"),
-    ("wait", "not a duration"),
-    ("wait soon", "not a duration"),
-])
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("elicit-accept", "needs a JSON object"),
+        ("elicit-accept [1, 2]", "got list"),
+        ('elicit-accept "text"', "got str"),
+        ("elicit-accept {broken", "invalid JSON"),
+        ("elicit-decline now", "takes no argument"),
+        ("elicit-cancel x", "takes no argument"),
+        ("@", "needs a tool name"),
+        ("@ze_execute [1]", "needs a JSON object"),
+        ("wait", "not a duration"),
+        ("wait soon", "not a duration"),
+    ],
+)
 def test_directive_errors(line, message):
     with pytest.raises(DirectiveError, match=message) as info:
         parse_directive(line, 4)
@@ -203,8 +216,11 @@ def sse(*messages, keepalive=True) -> bytes:
 
 
 def text_result(id_, *texts, is_error=False):
-    return {"jsonrpc": "2.0", "id": id_,
-            "result": {"content": [{"type": "text", "text": t} for t in texts], "isError": is_error}}
+    return {
+        "jsonrpc": "2.0",
+        "id": id_,
+        "result": {"content": [{"type": "text", "text": t} for t in texts], "isError": is_error},
+    }
 
 
 class _Body(io.BytesIO):
@@ -261,8 +277,12 @@ def make_client(server: FakeServer, **kwargs):
     return client, out, err
 
 
-ELICIT = {"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create",
-          "params": {"message": "Which command?", "requestedSchema": {"type": "object"}}}
+ELICIT = {
+    "jsonrpc": "2.0",
+    "id": "e1",
+    "method": "elicitation/create",
+    "params": {"message": "Which command?", "requestedSchema": {"type": "object"}},
+}
 
 
 def test_initialize_then_headers_ids_and_delete():
@@ -272,12 +292,19 @@ def test_initialize_then_headers_ids_and_delete():
     assert out.getvalue() == "ok\n"
     (m1, h1, init), (m2, h2, note), (m3, h3, call), (m4, h4, _) = server.log
     assert init["id"] == 1 and init["method"] == "initialize"
-    assert init["params"] == {"protocolVersion": "2025-06-18", "capabilities": {},
-                              "clientInfo": {"name": "zemcp-test", "version": __version__}}
+    assert init["params"] == {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "zemcp-test", "version": __version__},
+    }
     assert "Mcp-Session-Id" not in h1 and "MCP-Protocol-Version" not in h1
     assert note == {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert call == {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                    "params": {"name": "ze_execute", "arguments": {"command": "help"}}}
+    assert call == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "ze_execute", "arguments": {"command": "help"}},
+    }
     for headers in (h2, h3, h4):
         assert headers["Mcp-Session-Id"] == "sid-1"
         assert headers["MCP-Protocol-Version"] == "2025-03-26"
@@ -294,10 +321,12 @@ def test_elicit_flag_declares_capability():
 
 
 def test_elicitation_answered_from_queue_in_order():
-    server = FakeServer([
-        (200, "text/event-stream", sse(ELICIT, text_result(2, "first"))),
-        (200, "text/event-stream", sse(dict(ELICIT, id="e2"), text_result(3, "second"))),
-    ])
+    server = FakeServer(
+        [
+            (200, "text/event-stream", sse(ELICIT, text_result(2, "first"))),
+            (200, "text/event-stream", sse(dict(ELICIT, id="e2"), text_result(3, "second"))),
+        ]
+    )
     client, out, err = make_client(server, elicit=True)
     client.run(['elicit-accept {"command": "a"}', "elicit-decline", '@ze_execute {"command": ""}', "@ze_execute"])
     assert server.answers() == [
@@ -319,22 +348,45 @@ def test_empty_queue_auto_cancels_and_says_so():
 
 
 def test_notifications_go_to_stderr():
-    progress = {"jsonrpc": "2.0", "method": "notifications/progress",
-                "params": {"progressToken": 1, "progress": 3, "total": 10, "message": "working"}}
-    log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "logger": "srv", "data": "hi"}}
-    cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "e9", "reason": "timeout"}}
+    progress = {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": 1, "progress": 3, "total": 10, "message": "working"},
+    }
+    log = {
+        "jsonrpc": "2.0",
+        "method": "notifications/message",
+        "params": {"level": "info", "logger": "srv", "data": "hi"},
+    }
+    cancelled = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": "e9", "reason": "timeout"},
+    }
     server = FakeServer([(200, "text/event-stream", sse(progress, log, cancelled, text_result(2, "out")))])
     client, out, err = make_client(server)
     client.initialize()
     client.call_tool("t", {})
     assert out.getvalue() == "out\n"
     assert err.getvalue().splitlines() == [
-        "progress: 3/10 working", "log [info] srv: hi", 'cancelled: the server cancelled its request "e9": timeout']
+        "progress: 3/10 working",
+        "log [info] srv: hi",
+        'cancelled: the server cancelled its request "e9": timeout',
+    ]
 
 
 def test_multiple_text_items_and_non_text_items():
-    result = {"jsonrpc": "2.0", "id": 2, "result": {"content": [
-        {"type": "text", "text": "a"}, {"type": "image", "data": "", "mimeType": "image/png"}, {"type": "text", "text": "b"}]}}
+    result = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "result": {
+            "content": [
+                {"type": "text", "text": "a"},
+                {"type": "image", "data": "", "mimeType": "image/png"},
+                {"type": "text", "text": "b"},
+            ]
+        },
+    }
     server = FakeServer([(200, "application/json", json.dumps(result).encode())])
     client, out, err = make_client(server)
     client.initialize()
@@ -354,8 +406,9 @@ def test_is_error_result_raises_command_error():
 
 def test_rpc_error_on_stream_and_json():
     error = {"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "Unknown tool"}}
-    server = FakeServer([(200, "application/json", json.dumps(error).encode()),
-                         (200, "text/event-stream", sse(dict(error, id=3)))])
+    server = FakeServer(
+        [(200, "application/json", json.dumps(error).encode()), (200, "text/event-stream", sse(dict(error, id=3)))]
+    )
     client, _, _ = make_client(server)
     client.initialize()
     for _ in range(2):
@@ -426,7 +479,12 @@ def test_run_stops_at_first_error_and_still_deletes_the_session():
     with pytest.raises(CommandError):
         client.run(["first", "second"])
     methods = [(m, (msg or {}).get("method")) for m, _, msg in server.log]
-    assert methods == [("POST", "initialize"), ("POST", "notifications/initialized"), ("POST", "tools/call"), ("DELETE", None)]
+    assert methods == [
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("POST", "tools/call"),
+        ("DELETE", None),
+    ]
 
 
 def test_run_reports_directive_error_with_line_number():

@@ -13,15 +13,18 @@ def registry():
     return reg
 
 
-@pytest.mark.parametrize("line, name, args", [
-    ("session show", "session show", ""),
-    ("  SESSION   Show  ", "session show", ""),
-    ("session show detail now", "session show detail", "now"),
-    ("session show other  words here", "session show", "other  words here"),
-    ("session", "session", ""),
-    ("session list", "session", "list"),
-    ("server status --json", "server status", "--json"),
-])
+@pytest.mark.parametrize(
+    "line, name, args",
+    [
+        ("session show", "session show", ""),
+        ("  SESSION   Show  ", "session show", ""),
+        ("session show detail now", "session show detail", "now"),
+        ("session show other  words here", "session show", "other  words here"),
+        ("session", "session", ""),
+        ("session list", "session", "list"),
+        ("server status --json", "server status", "--json"),
+    ],
+)
 def test_longest_word_prefix_wins(registry, line, name, args):
     """The longest registered name that is a word prefix of the line runs; the rest is its argument."""
     command, rest = registry.match(line)

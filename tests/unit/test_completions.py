@@ -47,10 +47,13 @@ def test_prompt_provider_gets_argument_value_and_context(registry):
 
 
 def test_template_provider(registry):
-    registry.add(lambda argument, value, context: [f"{argument}:{value}:{context.get('owner', '-')}"],
-                 resource="git://{owner}/{repo}")
-    result = complete(registry, {"type": "ref/resource", "uri": "git://{owner}/{repo}"}, "repo", "ze",
-                      {"arguments": {"owner": "me"}})
+    registry.add(
+        lambda argument, value, context: [f"{argument}:{value}:{context.get('owner', '-')}"],
+        resource="git://{owner}/{repo}",
+    )
+    result = complete(
+        registry, {"type": "ref/resource", "uri": "git://{owner}/{repo}"}, "repo", "ze", {"arguments": {"owner": "me"}}
+    )
     assert result["completion"]["values"] == ["repo:ze:me"]
 
 
@@ -76,31 +79,69 @@ def test_context_may_be_absent_or_empty(registry):
     assert seen == [{}, {}, {}]
 
 
-@pytest.mark.parametrize("params, words", [
-    ({"argument": {"name": "language", "value": ""}}, "params.ref"),
-    ({"ref": "review", "argument": {"name": "language", "value": ""}}, "params.ref"),
-    ({"ref": {"type": "ref/tool", "name": "x"}, "argument": {"name": "a", "value": ""}}, "params.ref"),
-    ({"ref": {"type": "ref/prompt"}, "argument": {"name": "a", "value": ""}}, "needs name"),
-    ({"ref": {"type": "ref/resource", "name": "x"}, "argument": {"name": "a", "value": ""}}, "needs uri"),
-    ({"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "a", "value": ""}}, "unknown prompt 'nope'"),
-    ({"ref": {"type": "ref/resource", "uri": "git://x/y"}, "argument": {"name": "owner", "value": ""}},
-     "no resource template 'git://x/y'"),
-    ({"ref": {"type": "ref/resource", "uri": "test://static"}, "argument": {"name": "a", "value": ""}},
-     "no resource template"),
-    ({"ref": {"type": "ref/prompt", "name": "review"}}, "params.argument"),
-    ({"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "language"}}, "params.argument"),
-    ({"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "language", "value": 1}}, "params.argument"),
-    ({"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "colour", "value": ""}},
-     "ref/prompt 'review' has no argument 'colour'; its arguments are: language, style"),
-    ({"ref": {"type": "ref/resource", "uri": "git://{owner}/{repo}"}, "argument": {"name": "branch", "value": ""}},
-     "its arguments are: owner, repo"),
-    ({"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "language", "value": ""},
-      "context": {"arguments": {"style": 3}}}, "params.context"),
-    ({"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "language", "value": ""},
-      "context": ["style"]}, "params.context"),
-    ({"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "language", "value": ""},
-      "context": {"arguments": "style=terse"}}, "params.context"),
-])
+@pytest.mark.parametrize(
+    "params, words",
+    [
+        ({"argument": {"name": "language", "value": ""}}, "params.ref"),
+        ({"ref": "review", "argument": {"name": "language", "value": ""}}, "params.ref"),
+        ({"ref": {"type": "ref/tool", "name": "x"}, "argument": {"name": "a", "value": ""}}, "params.ref"),
+        ({"ref": {"type": "ref/prompt"}, "argument": {"name": "a", "value": ""}}, "needs name"),
+        ({"ref": {"type": "ref/resource", "name": "x"}, "argument": {"name": "a", "value": ""}}, "needs uri"),
+        (
+            {"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "a", "value": ""}},
+            "unknown prompt 'nope'",
+        ),
+        (
+            {"ref": {"type": "ref/resource", "uri": "git://x/y"}, "argument": {"name": "owner", "value": ""}},
+            "no resource template 'git://x/y'",
+        ),
+        (
+            {"ref": {"type": "ref/resource", "uri": "test://static"}, "argument": {"name": "a", "value": ""}},
+            "no resource template",
+        ),
+        ({"ref": {"type": "ref/prompt", "name": "review"}}, "params.argument"),
+        ({"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "language"}}, "params.argument"),
+        (
+            {"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "language", "value": 1}},
+            "params.argument",
+        ),
+        (
+            {"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "colour", "value": ""}},
+            "ref/prompt 'review' has no argument 'colour'; its arguments are: language, style",
+        ),
+        (
+            {
+                "ref": {"type": "ref/resource", "uri": "git://{owner}/{repo}"},
+                "argument": {"name": "branch", "value": ""},
+            },
+            "its arguments are: owner, repo",
+        ),
+        (
+            {
+                "ref": {"type": "ref/prompt", "name": "review"},
+                "argument": {"name": "language", "value": ""},
+                "context": {"arguments": {"style": 3}},
+            },
+            "params.context",
+        ),
+        (
+            {
+                "ref": {"type": "ref/prompt", "name": "review"},
+                "argument": {"name": "language", "value": ""},
+                "context": ["style"],
+            },
+            "params.context",
+        ),
+        (
+            {
+                "ref": {"type": "ref/prompt", "name": "review"},
+                "argument": {"name": "language", "value": ""},
+                "context": {"arguments": "style=terse"},
+            },
+            "params.context",
+        ),
+    ],
+)
 def test_malformed_or_unknown_refs_are_invalid_params(registry, params, words):
     with pytest.raises(ProtocolError) as info:
         registry.complete(params)
@@ -114,9 +155,8 @@ def test_a_failing_provider_is_an_internal_error(registry, caplog):
 
     registry.add(broken, prompt="review")
     registry.add(lambda argument, value, context: "python", prompt="plain")
-    with caplog.at_level(logging.ERROR, logger="zemcp.completions"):
-        with pytest.raises(ProtocolError) as info:
-            complete(registry, prompt_ref(), "language", "")
+    with caplog.at_level(logging.ERROR, logger="zemcp.completions"), pytest.raises(ProtocolError) as info:
+        complete(registry, prompt_ref(), "language", "")
     assert info.value.code == INTERNAL_ERROR and "'review'" in info.value.message
     assert "provider detail" in caplog.text
     with pytest.raises(ProtocolError) as info:

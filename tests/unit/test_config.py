@@ -51,7 +51,10 @@ def test_overrides_win_over_environment():
         ({"ZEMCP_SESSION_TTL": "soon"}, "ZEMCP_SESSION_TTL='soon' is not a number of seconds"),
         ({"ZEMCP_MAX_SESSIONS": "1.5"}, "ZEMCP_MAX_SESSIONS='1.5' is not a whole number"),
         ({"ZEMCP_THREADS": "2"}, "threads must be at least 3"),
-        ({"ZEMCP_MAX_PENDING": "8", "ZEMCP_THREADS": "8"}, "max_pending must be between 1 and threads - listen_budget - 1"),
+        (
+            {"ZEMCP_MAX_PENDING": "8", "ZEMCP_THREADS": "8"},
+            "max_pending must be between 1 and threads - listen_budget - 1",
+        ),
         ({"ZEMCP_ELICITATION_TIMEOUT": "0"}, "elicitation_timeout must be a positive, finite number"),
         ({"ZEMCP_KEEPALIVE_INTERVAL": "nan"}, "keepalive_interval must be a positive, finite number"),
         ({"ZEMCP_SESSION_TTL": "inf"}, "session_ttl must be a positive, finite number"),
@@ -72,10 +75,21 @@ def test_pending_budget_formula(threads, reserve, budget):
     assert (s.thread_reserve, s.pending_budget) == (reserve, budget)
 
 
-@pytest.mark.parametrize("host, loopback", [
-    ("localhost", True), ("127.0.0.1", True), ("127.9.9.9", True), ("[::1]", True), ("::1", True),
-    ("LOCALHOST", True), ("0.0.0.0", False), ("example.com", False), ("10.0.0.1", False), ("", False),
-])
+@pytest.mark.parametrize(
+    "host, loopback",
+    [
+        ("localhost", True),
+        ("127.0.0.1", True),
+        ("127.9.9.9", True),
+        ("[::1]", True),
+        ("::1", True),
+        ("LOCALHOST", True),
+        ("0.0.0.0", False),
+        ("example.com", False),
+        ("10.0.0.1", False),
+        ("", False),
+    ],
+)
 def test_is_loopback_host(host, loopback):
     """Only localhost and loopback literals count as loopback."""
     assert is_loopback_host(host) is loopback

@@ -11,45 +11,105 @@ from zemcp.commands import CommandRegistry, add_builtin_commands, add_execute_to
 from zemcp.tools import Tool
 
 
-@pytest.mark.parametrize("prop, legacy, titled", [
-    ({"type": "string", "title": "City", "description": "where", "minLength": 1, "maxLength": 40, "format": "email",
-      "default": "a@b.c"},
-     {"type": "string", "title": "City", "description": "where", "minLength": 1, "maxLength": 40, "format": "email",
-      "default": "a@b.c"}, None),
-    ({"type": "string", "format": "uuid", "pattern": "^x"}, {"type": "string"}, None),
-    ({"type": "string", "enum": ["s", "l"], "default": "l"}, {"type": "string", "enum": ["s", "l"], "default": "l"}, None),
-    ({"type": "string", "enum": ["s", "l"], "default": "m"}, {"type": "string", "enum": ["s", "l"]}, None),
-    ({"type": "string", "enum": ["s", "l"], "enumNames": ["Small", "Large"]},
-     {"type": "string", "enum": ["s", "l"], "enumNames": ["Small", "Large"]},
-     {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]}),
-    ({"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
-     {"type": "string", "enum": ["s", "l"], "enumNames": ["Small", "Large"]},
-     {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]}),
-    ({"type": "integer", "minimum": 1, "maximum": 9, "default": 2, "multipleOf": 2},
-     {"type": "integer", "minimum": 1, "maximum": 9, "default": 2}, None),
-    ({"type": "number", "default": True}, {"type": "number"}, None),
-    ({"type": "boolean", "default": False, "title": "Ok?"}, {"type": "boolean", "default": False, "title": "Ok?"}, None),
-], ids=["string-keywords", "string-unknown-format", "enum", "enum-default-outside", "enum-names", "titled-oneof",
-        "integer", "number-bool-default", "boolean"])
+@pytest.mark.parametrize(
+    "prop, legacy, titled",
+    [
+        (
+            {
+                "type": "string",
+                "title": "City",
+                "description": "where",
+                "minLength": 1,
+                "maxLength": 40,
+                "format": "email",
+                "default": "a@b.c",
+            },
+            {
+                "type": "string",
+                "title": "City",
+                "description": "where",
+                "minLength": 1,
+                "maxLength": 40,
+                "format": "email",
+                "default": "a@b.c",
+            },
+            None,
+        ),
+        ({"type": "string", "format": "uuid", "pattern": "^x"}, {"type": "string"}, None),
+        (
+            {"type": "string", "enum": ["s", "l"], "default": "l"},
+            {"type": "string", "enum": ["s", "l"], "default": "l"},
+            None,
+        ),
+        ({"type": "string", "enum": ["s", "l"], "default": "m"}, {"type": "string", "enum": ["s", "l"]}, None),
+        (
+            {"type": "string", "enum": ["s", "l"], "enumNames": ["Small", "Large"]},
+            {"type": "string", "enum": ["s", "l"], "enumNames": ["Small", "Large"]},
+            {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
+        ),
+        (
+            {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
+            {"type": "string", "enum": ["s", "l"], "enumNames": ["Small", "Large"]},
+            {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
+        ),
+        (
+            {"type": "integer", "minimum": 1, "maximum": 9, "default": 2, "multipleOf": 2},
+            {"type": "integer", "minimum": 1, "maximum": 9, "default": 2},
+            None,
+        ),
+        ({"type": "number", "default": True}, {"type": "number"}, None),
+        (
+            {"type": "boolean", "default": False, "title": "Ok?"},
+            {"type": "boolean", "default": False, "title": "Ok?"},
+            None,
+        ),
+    ],
+    ids=[
+        "string-keywords",
+        "string-unknown-format",
+        "enum",
+        "enum-default-outside",
+        "enum-names",
+        "titled-oneof",
+        "integer",
+        "number-bool-default",
+        "boolean",
+    ],
+)
 def test_form_field_keeps_what_the_subset_allows(prop, legacy, titled):
     """Form fields keep the subset's keywords; titled options follow the version (enumNames before 2025-11-25)."""
     assert schemas.form_field(prop, titled_one_of=False) == legacy
     assert schemas.form_field(prop, titled_one_of=True) == (legacy if titled is None else titled)
 
 
-@pytest.mark.parametrize("prop", [
-    {"type": "object"}, {"type": "array", "items": {"type": "string"}}, {"anyOf": [{"type": "string"}, {"type": "null"}]},
-    {"type": ["string", "null"]}, {"type": "integer", "enum": [1, 2]}, {"type": "string", "enum": ["", "x"]},
-    {"type": "string", "const": "x"}, {}, {"$ref": "#/$defs/x"},
-], ids=["object", "array", "nullable", "type-list", "integer-enum", "empty-option", "const", "any", "ref"])
+@pytest.mark.parametrize(
+    "prop",
+    [
+        {"type": "object"},
+        {"type": "array", "items": {"type": "string"}},
+        {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        {"type": ["string", "null"]},
+        {"type": "integer", "enum": [1, 2]},
+        {"type": "string", "enum": ["", "x"]},
+        {"type": "string", "const": "x"},
+        {},
+        {"$ref": "#/$defs/x"},
+    ],
+    ids=["object", "array", "nullable", "type-list", "integer-enum", "empty-option", "const", "any", "ref"],
+)
 def test_form_field_refuses_what_a_form_cannot_ask(prop):
     """Non-primitive properties (and selects a form cannot offer) have no form field."""
     assert schemas.form_field(prop, titled_one_of=False) is None
     assert schemas.form_field(prop, titled_one_of=True) is None
 
 
-def book(city: str, nights: Annotated[int, {"title": "Nights", "minimum": 1}], size: Literal["s", "l"],
-         guests: list[str], note: str = "") -> str:
+def book(
+    city: str,
+    nights: Annotated[int, {"title": "Nights", "minimum": 1}],
+    size: Literal["s", "l"],
+    guests: list[str],
+    note: str = "",
+) -> str:
     """Book a room."""
     return city
 
@@ -70,14 +130,17 @@ def test_a_list_names_what_to_ask_required_or_not():
     assert tool.question(["city"]) == "Where and why?"
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"elicit_missing": ["nowhere"]}, "names 'nowhere', which is not an argument of the tool"),
-    ({"elicit_missing": ["guests"]}, "names 'guests', which a form cannot ask for"),
-    ({"elicit_missing": []}, "must be True, False or a non-empty list"),
-    ({"elicit_missing": ["city", "city"]}, "distinct argument names"),
-    ({"elicit_missing": "city"}, "must be True, False or a non-empty list"),
-    ({"elicit_missing": True, "elicit_message": " "}, "elicit_message must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"elicit_missing": ["nowhere"]}, "names 'nowhere', which is not an argument of the tool"),
+        ({"elicit_missing": ["guests"]}, "names 'guests', which a form cannot ask for"),
+        ({"elicit_missing": []}, "must be True, False or a non-empty list"),
+        ({"elicit_missing": ["city", "city"]}, "distinct argument names"),
+        ({"elicit_missing": "city"}, "must be True, False or a non-empty list"),
+        ({"elicit_missing": True, "elicit_message": " "}, "elicit_message must be a non-empty string"),
+    ],
+)
 def test_registration_refuses_what_cannot_work(kwargs, message):
     """Unknown or unaskable names, odd values and a blank message raise ValueError at registration."""
     with pytest.raises(ValueError, match=message):
@@ -86,6 +149,7 @@ def test_registration_refuses_what_cannot_work(kwargs, message):
 
 def test_true_without_an_askable_required_argument_is_refused():
     """elicit_missing=True on a tool whose required arguments are not primitives is a mistake."""
+
     def tag(labels: list[str], limit: int = 3) -> str:
         return ""
 
@@ -108,9 +172,11 @@ def test_check_partial_validates_what_was_given():
     assert tool.check_partial({"guests": ["a"]}, ["city", "nights", "size"]) is None
     assert tool.check_partial({"guests": ["a"], "city": ""}, ["city", "nights", "size"]) is None
     assert tool.check_partial({"guests": [1]}, ["city", "nights", "size"]) == (
-        "invalid arguments for tool 'book': argument 'guests' at guests[0]: 1 is not of type 'string'")
+        "invalid arguments for tool 'book': argument 'guests' at guests[0]: 1 is not of type 'string'"
+    )
     assert tool.check_partial({}, ["city", "nights", "size"]) == (
-        "invalid arguments for tool 'book': missing required arguments 'city', 'nights', 'size', 'guests'")
+        "invalid arguments for tool 'book': missing required arguments 'city', 'nights', 'size', 'guests'"
+    )
     assert "unexpected argument 'x'" in tool.check_partial({"guests": [], "x": 1}, ["city", "nights", "size"])
 
 

@@ -5,6 +5,7 @@ import threading
 import pytest
 
 from zemcp import jsonrpc
+from zemcp.context import Context
 from zemcp.correlation import CorrelationTable
 from zemcp.elicitation import (
     ClientDisconnected,
@@ -20,21 +21,33 @@ from zemcp.elicitation import (
     check_requested_schema,
     interpret_answer,
 )
-from zemcp.context import Context
 from zemcp.session import Call, Session
 from zemcp.sinks import ReplySink
 
 GOOD = [
     {"type": "object", "properties": {"name": {"type": "string"}}},
-    {"type": "object", "title": "t", "description": "d", "required": ["a"], "properties": {
-        "a": {"type": "string", "title": "A", "description": "x", "minLength": 1, "maxLength": 9,
-              "format": "email", "default": "a@b.c"},
-        "b": {"type": "string", "enum": ["x", "y"], "enumNames": ["X", "Y"]},
-        "c": {"type": "number", "minimum": 0, "maximum": 1.5, "default": 1},
-        "d": {"type": "integer", "minimum": 1},
-        "e": {"type": "boolean", "default": True},
-        "f": {"type": "string", "format": "date-time"},
-    }},
+    {
+        "type": "object",
+        "title": "t",
+        "description": "d",
+        "required": ["a"],
+        "properties": {
+            "a": {
+                "type": "string",
+                "title": "A",
+                "description": "x",
+                "minLength": 1,
+                "maxLength": 9,
+                "format": "email",
+                "default": "a@b.c",
+            },
+            "b": {"type": "string", "enum": ["x", "y"], "enumNames": ["X", "Y"]},
+            "c": {"type": "number", "minimum": 0, "maximum": 1.5, "default": 1},
+            "d": {"type": "integer", "minimum": 1},
+            "e": {"type": "boolean", "default": True},
+            "f": {"type": "string", "format": "date-time"},
+        },
+    },
 ]
 
 BAD = [
@@ -53,8 +66,10 @@ BAD = [
     ({"type": "object", "properties": {"a": {"type": "string", "anyOf": []}}}, "properties.a"),
     ({"type": "object", "properties": {"a": {"type": "boolean", "default": "yes"}}}, "properties.a.default"),
     ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}, "required"),
-    ({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "enumNames": ["X", "Y"]}}},
-     "properties.a.enumNames"),
+    (
+        {"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "enumNames": ["X", "Y"]}}},
+        "properties.a.enumNames",
+    ),
 ]
 
 
@@ -73,8 +88,11 @@ def test_subset_refuses_with_the_path_of_the_problem(schema, path):
     assert str(info.value).startswith(f"requestedSchema is invalid at {path}: ")
 
 
-SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}, "e": {"type": "string", "format": "email"}},
-          "required": ["n"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"n": {"type": "integer", "minimum": 1}, "e": {"type": "string", "format": "email"}},
+    "required": ["n"],
+}
 
 
 def answer(result=None, error=None):
@@ -86,17 +104,20 @@ def test_accept_returns_validated_content():
     assert interpret_answer(answer({"action": "accept", "content": {"n": 2}}), SCHEMA) == {"n": 2}
 
 
-@pytest.mark.parametrize("response, exc, text", [
-    (answer({"action": "decline"}), ElicitDeclined, "declined"),
-    (answer({"action": "cancel"}), ElicitCancelled, "cancelled"),
-    (answer(error={"code": -32603, "message": "boom"}), ElicitCancelled, "boom"),
-    (answer({"action": "maybe"}), ElicitMalformed, "action must be accept, decline or cancel, got 'maybe'"),
-    (answer({}), ElicitMalformed, "the answer has no action"),
-    (answer({"action": "accept", "content": [1]}), ElicitMalformed, "content must be a JSON object, got list"),
-    (answer({"action": "accept", "content": {"n": 0}}), ElicitMalformed, "at n"),
-    (answer({"action": "accept"}), ElicitMalformed, "'n' is a required property"),
-    (answer({"action": "accept", "content": {"n": 1, "e": "nope"}}), ElicitMalformed, "at e"),
-])
+@pytest.mark.parametrize(
+    "response, exc, text",
+    [
+        (answer({"action": "decline"}), ElicitDeclined, "declined"),
+        (answer({"action": "cancel"}), ElicitCancelled, "cancelled"),
+        (answer(error={"code": -32603, "message": "boom"}), ElicitCancelled, "boom"),
+        (answer({"action": "maybe"}), ElicitMalformed, "action must be accept, decline or cancel, got 'maybe'"),
+        (answer({}), ElicitMalformed, "the answer has no action"),
+        (answer({"action": "accept", "content": [1]}), ElicitMalformed, "content must be a JSON object, got list"),
+        (answer({"action": "accept", "content": {"n": 0}}), ElicitMalformed, "at n"),
+        (answer({"action": "accept"}), ElicitMalformed, "'n' is a required property"),
+        (answer({"action": "accept", "content": {"n": 1, "e": "nope"}}), ElicitMalformed, "at e"),
+    ],
+)
 def test_other_answers_raise_their_exception(response, exc, text):
     """decline, cancel, error answers and unusable content each raise a specific exception."""
     with pytest.raises(exc, match=text):
@@ -145,7 +166,9 @@ def test_elicit_sends_request_and_returns_answer():
     frame = first_frame(call.sink)
     assert frame["method"] == "elicitation/create" and isinstance(frame["id"], str)
     assert frame["params"] == {"message": "Which?", "requestedSchema": ASK}
-    assert table.resolve(call.session.id, jsonrpc.Response(frame["id"], {"action": "accept", "content": {"command": "x"}}, None))
+    assert table.resolve(
+        call.session.id, jsonrpc.Response(frame["id"], {"action": "accept", "content": {"command": "x"}}, None)
+    )
     thread.join(5)
     assert box == {"value": {"command": "x"}}
     assert table.count() == 0
@@ -218,12 +241,15 @@ def test_aborted_call_cannot_elicit():
     assert table.count() == 0
 
 
-@pytest.mark.parametrize("fmt, bad, good", [
-    ("email", "nobody", "a@b.example"),
-    ("uri", "not a uri", "https://example.com/x"),
-    ("date", "2026-13-40", "2026-11-30"),
-    ("date-time", "yesterday", "2026-11-30T12:00:00Z"),
-])
+@pytest.mark.parametrize(
+    "fmt, bad, good",
+    [
+        ("email", "nobody", "a@b.example"),
+        ("uri", "not a uri", "https://example.com/x"),
+        ("date", "2026-13-40", "2026-11-30"),
+        ("date-time", "yesterday", "2026-11-30T12:00:00Z"),
+    ],
+)
 def test_every_format_of_the_subset_is_checked(fmt, bad, good):
     """Accepted content is checked against each format the subset allows."""
     schema = {"type": "object", "properties": {"v": {"type": "string", "format": fmt}}}
@@ -233,20 +259,32 @@ def test_every_format_of_the_subset_is_checked(fmt, bad, good):
 
 
 GOOD_1125 = [
-    {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {
-        "name": {"type": "string", "default": "John Doe"},
-        "age": {"type": "integer", "default": 30},
-        "score": {"type": "number", "default": 95.5},
-        "status": {"type": "string", "enum": ["active", "inactive"], "default": "active"},
-        "verified": {"type": "boolean", "default": True},
-    }},
-    {"type": "object", "properties": {
-        "titledSingle": {"type": "string", "oneOf": [{"const": "a", "title": "A"}, {"const": "b", "title": "B"}]},
-        "legacy": {"type": "string", "enum": ["a", "b"], "enumNames": ["A", "B"]},
-        "untitledMulti": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"type": "string", "enum": ["x", "y"]},
-                          "default": ["x"]},
-        "titledMulti": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "X"}]}},
-    }},
+    {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive"], "default": "active"},
+            "verified": {"type": "boolean", "default": True},
+        },
+    },
+    {
+        "type": "object",
+        "properties": {
+            "titledSingle": {"type": "string", "oneOf": [{"const": "a", "title": "A"}, {"const": "b", "title": "B"}]},
+            "legacy": {"type": "string", "enum": ["a", "b"], "enumNames": ["A", "B"]},
+            "untitledMulti": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 2,
+                "items": {"type": "string", "enum": ["x", "y"]},
+                "default": ["x"],
+            },
+            "titledMulti": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "X"}]}},
+        },
+    },
 ]
 
 
@@ -263,20 +301,54 @@ def test_2025_06_18_keeps_the_stricter_subset(schema):
         check_requested_schema(schema, "2025-06-18")
 
 
-@pytest.mark.parametrize("schema, path", [
-    ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}}, "properties.a.items.type"),
-    ({"type": "object", "properties": {"a": {"type": "array"}}}, "properties.a"),
-    ({"type": "object", "properties": {"a": {"type": "string", "oneOf": [{"const": "x"}]}}}, "properties.a.oneOf.0"),
-    ({"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "default": "y"}}}, "properties.a.default"),
-    ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "enum": ["x"]},
-                                             "default": "x"}}}, "properties.a.default"),
-    ({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string", "enum": ["x"]},
-                                             "default": ["zzz"]}}}, "properties.a.default"),
-    ({"type": "object", "properties": {"a": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "X"}]},
-                                             "default": ["y"]}}}, "properties.a.default"),
-    ({"type": "object", "properties": {"a": {"type": "string", "oneOf": [{"const": "x", "title": "X"}],
-                                             "default": "y"}}}, "properties.a.default"),
-])
+@pytest.mark.parametrize(
+    "schema, path",
+    [
+        (
+            {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}},
+            "properties.a.items.type",
+        ),
+        ({"type": "object", "properties": {"a": {"type": "array"}}}, "properties.a"),
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "oneOf": [{"const": "x"}]}}},
+            "properties.a.oneOf.0",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "enum": ["x"], "default": "y"}}},
+            "properties.a.default",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "array", "items": {"type": "string", "enum": ["x"]}, "default": "x"}},
+            },
+            "properties.a.default",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "array", "items": {"type": "string", "enum": ["x"]}, "default": ["zzz"]}},
+            },
+            "properties.a.default",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "array", "items": {"anyOf": [{"const": "x", "title": "X"}]}, "default": ["y"]}
+                },
+            },
+            "properties.a.default",
+        ),
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "string", "oneOf": [{"const": "x", "title": "X"}], "default": "y"}},
+            },
+            "properties.a.default",
+        ),
+    ],
+)
 def test_2025_11_25_subset_still_refuses_what_is_outside(schema, path):
     """Arrays need string options, titled options need titles, defaults must fit."""
     with pytest.raises(ElicitSchemaInvalid) as info:

@@ -24,17 +24,25 @@ def accepted(content):
     return interpret_answer(jsonrpc.Response("x", {"action": "accept", "content": content}, None), ASK)
 
 
-@pytest.mark.parametrize("content, where", [
-    ({"name": {"first": "Ada"}}, "content['name'] is an object"),
-    ({"name": "Ada", "extra": {"nested": 1}}, "content['extra'] is an object"),
-    ({"name": "Ada", "extra": [1, 2]}, "content['extra'] is an array with a value that is not a string"),
-    ({"name": "Ada", "tags": ["a", None]}, "content['tags'] is an array with a value that is not a string"),
-    ({"name": None}, "content['name'] is null"),
-], ids=["nested-declared", "nested-undeclared", "numbers-array-undeclared", "null-in-array", "null-required"])
+@pytest.mark.parametrize(
+    "content, where",
+    [
+        ({"name": {"first": "Ada"}}, "content['name'] is an object"),
+        ({"name": "Ada", "extra": {"nested": 1}}, "content['extra'] is an object"),
+        ({"name": "Ada", "extra": [1, 2]}, "content['extra'] is an array with a value that is not a string"),
+        ({"name": "Ada", "tags": ["a", None]}, "content['tags'] is an array with a value that is not a string"),
+        ({"name": None}, "content['name'] is null"),
+    ],
+    ids=["nested-declared", "nested-undeclared", "numbers-array-undeclared", "null-in-array", "null-required"],
+)
 def test_content_values_must_be_primitives_under_every_key(content, where):
     """Objects, arrays of non-strings and null under a required key are malformed, declared or not."""
-    with pytest.raises(ElicitMalformed, match=r"malformed elicitation answer: " + where.replace("[", r"\[")
-                       .replace("]", r"\]") + "; an elicitation answer's values must be strings, numbers, booleans"):
+    with pytest.raises(
+        ElicitMalformed,
+        match=r"malformed elicitation answer: "
+        + where.replace("[", r"\[").replace("]", r"\]")
+        + "; an elicitation answer's values must be strings, numbers, booleans",
+    ):
         accepted(content)
 
 

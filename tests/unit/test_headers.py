@@ -44,8 +44,10 @@ def refused(call, *args, match=None):
 # -- decode_value / encode_value ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("raw", ["us-west1", "us west 1", "", "file:///path/to/file%20name.txt",
-                                 "https://example.com/resource?id=123", "a\tb"])
+@pytest.mark.parametrize(
+    "raw",
+    ["us-west1", "us west 1", "", "file:///path/to/file%20name.txt", "https://example.com/resource?id=123", "a\tb"],
+)
 def test_plain_values_are_taken_literally(raw):
     """A value without the sentinel is returned as sent (internal spaces, tabs and empty included)."""
     assert decode_value(raw) == raw
@@ -57,22 +59,26 @@ def test_surrounding_spaces_and_tabs_are_framing():
     assert decode_value(" =?base64?SGVsbG8=?= ") == "Hello"
 
 
-@pytest.mark.parametrize("raw, value", [
-    ("=?base64?SGVsbG8=?=", "Hello"),
-    ("=?base64?SGVsbG8sIOS4lueVjA==?=", "Hello, 世界"),
-    ("=?base64?IHBhZGRlZCA=?=", " padded "),
-    ("=?base64?bGluZTEKbGluZTI=?=", "line1\nline2"),
-    ("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=", "=?base64?literal?="),
-    ("=?base64?5pel5pys6Kqe?=", "日本語"),
-    ("=?base64??=", ""),
-])
+@pytest.mark.parametrize(
+    "raw, value",
+    [
+        ("=?base64?SGVsbG8=?=", "Hello"),
+        ("=?base64?SGVsbG8sIOS4lueVjA==?=", "Hello, 世界"),
+        ("=?base64?IHBhZGRlZCA=?=", " padded "),
+        ("=?base64?bGluZTEKbGluZTI=?=", "line1\nline2"),
+        ("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=", "=?base64?literal?="),
+        ("=?base64?5pel5pys6Kqe?=", "日本語"),
+        ("=?base64??=", ""),
+    ],
+)
 def test_sentinel_values_decode_to_utf8(raw, value):
     """The spec's encoded examples decode to their original values."""
     assert decode_value(raw) == value
 
 
-@pytest.mark.parametrize("raw", ["SGVsbG8=", "=?base64?SGVsbG8=", "SGVsbG8=?=", "=?BASE64?SGVsbG8=?=",
-                                 "=?Base64?SGVsbG8=?="])
+@pytest.mark.parametrize(
+    "raw", ["SGVsbG8=", "=?base64?SGVsbG8=", "SGVsbG8=?=", "=?BASE64?SGVsbG8=?=", "=?Base64?SGVsbG8=?="]
+)
 def test_incomplete_or_uppercase_sentinel_is_literal(raw):
     """Missing prefix, missing suffix or non-lowercase markers mean a literal value, not base64."""
     assert decode_value(raw) == raw
@@ -84,8 +90,16 @@ def test_invalid_padding_is_refused():
     assert error.code == HEADER_MISMATCH and error.http_status == 400
 
 
-@pytest.mark.parametrize("raw", ["=?base64?SGVs!!!bG8=?=", "=?base64?SGVs bG8=?=", "=?base64?SG=sbG8=?=",
-                                 "=?base64?SGVsbG8===?=", "=?base64?_-8=?="])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "=?base64?SGVs!!!bG8=?=",
+        "=?base64?SGVs bG8=?=",
+        "=?base64?SG=sbG8=?=",
+        "=?base64?SGVsbG8===?=",
+        "=?base64?_-8=?=",
+    ],
+)
 def test_characters_outside_the_base64_alphabet_are_refused(raw):
     """Non-alphabet characters, misplaced padding and the URL-safe alphabet are refused."""
     refused(decode_value, raw, match="base64 alphabet")
@@ -106,8 +120,9 @@ def test_sentinel_without_room_for_a_payload_is_refused():
     refused(decode_value, "=?base64?=", match="no payload")
 
 
-@pytest.mark.parametrize("raw, kind", [("a\x01b", "control"), ("a\x7fb", "control"), ("caf\xe9", "non-ASCII"),
-                                       ("l1\nl2", "control")])
+@pytest.mark.parametrize(
+    "raw, kind", [("a\x01b", "control"), ("a\x7fb", "control"), ("caf\xe9", "non-ASCII"), ("l1\nl2", "control")]
+)
 def test_characters_a_header_cannot_carry_are_refused(raw, kind):
     """Control characters (other than tab) and non-ASCII in a raw value are refused."""
     error = refused(decode_value, raw, match=kind)
@@ -120,19 +135,22 @@ def test_error_names_the_header_when_given():
     assert str(error).startswith("Malformed Mcp-Param-Region header") and error.header == "Mcp-Param-Region"
 
 
-@pytest.mark.parametrize("value, sent", [
-    ("us-west1", "us-west1"),
-    ("us west 1", "us west 1"),
-    ("", ""),
-    ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
-    (" padded ", "=?base64?IHBhZGRlZCA=?="),
-    (" us-west1", "=?base64?IHVzLXdlc3Qx?="),
-    ("us-west1 ", "=?base64?dXMtd2VzdDEg?="),
-    ("line1\nline2", "=?base64?bGluZTEKbGluZTI=?="),
-    ("line1\r\nline2", "=?base64?bGluZTENCmxpbmUy?="),
-    ("\tindented", "=?base64?CWluZGVudGVk?="),
-    ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
-])
+@pytest.mark.parametrize(
+    "value, sent",
+    [
+        ("us-west1", "us-west1"),
+        ("us west 1", "us west 1"),
+        ("", ""),
+        ("Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+        (" padded ", "=?base64?IHBhZGRlZCA=?="),
+        (" us-west1", "=?base64?IHVzLXdlc3Qx?="),
+        ("us-west1 ", "=?base64?dXMtd2VzdDEg?="),
+        ("line1\nline2", "=?base64?bGluZTEKbGluZTI=?="),
+        ("line1\r\nline2", "=?base64?bGluZTENCmxpbmUy?="),
+        ("\tindented", "=?base64?CWluZGVudGVk?="),
+        ("=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="),
+    ],
+)
 def test_encode_value_matches_the_spec_examples(value, sent):
     """encode_value produces the spec's encoding table exactly."""
     assert encode_value(value) == sent
@@ -154,13 +172,16 @@ def test_internal_tab_and_overlapping_sentinel_are_encoded():
 # -- check_standard ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method, params, name", [
-    ("tools/call", {"name": "get_weather", "arguments": {}}, "get_weather"),
-    ("prompts/get", {"name": "code_review"}, "code_review"),
-    ("resources/read", {"uri": "file:///projects/myapp/config.json"}, "file:///projects/myapp/config.json"),
-    ("tools/list", {}, None),
-    ("server/discover", {}, None),
-])
+@pytest.mark.parametrize(
+    "method, params, name",
+    [
+        ("tools/call", {"name": "get_weather", "arguments": {}}, "get_weather"),
+        ("prompts/get", {"name": "code_review"}, "code_review"),
+        ("resources/read", {"uri": "file:///projects/myapp/config.json"}, "file:///projects/myapp/config.json"),
+        ("tools/list", {}, None),
+        ("server/discover", {}, None),
+    ],
+)
 def test_conformant_headers_are_accepted(method, params, name):
     """Matching headers pass for each kind of method."""
     check_standard(std(method, name), method, params, V)
@@ -208,22 +229,28 @@ def test_method_header_must_equal_the_method_exactly(sent):
     assert error.header == "Mcp-Method"
 
 
-@pytest.mark.parametrize("method, params", [
-    ("tools/call", {"name": "t", "arguments": {}}),
-    ("prompts/get", {"name": "p"}),
-    ("resources/read", {"uri": "file:///a"}),
-])
+@pytest.mark.parametrize(
+    "method, params",
+    [
+        ("tools/call", {"name": "t", "arguments": {}}),
+        ("prompts/get", {"name": "p"}),
+        ("resources/read", {"uri": "file:///a"}),
+    ],
+)
 def test_missing_name_header_is_refused(method, params):
     """tools/call, prompts/get and resources/read need Mcp-Name."""
     error = refused(check_standard, std(method), method, params, V, match="Missing header")
     assert error.header == "Mcp-Name"
 
 
-@pytest.mark.parametrize("method, params, field", [
-    ("tools/call", {"name": "bar", "arguments": {}}, "name"),
-    ("prompts/get", {"name": "bar"}, "name"),
-    ("resources/read", {"uri": "bar"}, "uri"),
-])
+@pytest.mark.parametrize(
+    "method, params, field",
+    [
+        ("tools/call", {"name": "bar", "arguments": {}}, "name"),
+        ("prompts/get", {"name": "bar"}, "name"),
+        ("resources/read", {"uri": "bar"}, "uri"),
+    ],
+)
 def test_name_header_different_from_the_body_is_refused(method, params, field):
     """Mcp-Name must equal params.name or params.uri; the message names both values."""
     error = refused(check_standard, std(method, "foo"), method, params, V, match="Header mismatch")
@@ -239,8 +266,14 @@ def test_base64_name_header_is_decoded_before_comparing():
     """A non-ASCII resource URI sent in the sentinel form matches the body."""
     uri = "file:///données/été.txt"
     check_standard(std("resources/read", encode_value(uri)), "resources/read", {"uri": uri}, V)
-    refused(check_standard, std("resources/read", "=?base64?SGVsbG8?="), "resources/read", {"uri": "Hello"}, V,
-            match="padding")
+    refused(
+        check_standard,
+        std("resources/read", "=?base64?SGVsbG8?="),
+        "resources/read",
+        {"uri": "Hello"},
+        V,
+        match="padding",
+    )
 
 
 def test_name_header_on_other_methods_is_not_checked():
@@ -300,7 +333,10 @@ def test_annotations_map_lowercased_tokens_to_property_paths():
         query={"type": "string"},
     )
     assert header_annotations(schema) == {
-        "region": ("region",), "priority": ("priority",), "x-verbose.v2": ("verbose",), "zone": ("location", "zone"),
+        "region": ("region",),
+        "priority": ("priority",),
+        "x-verbose.v2": ("verbose",),
+        "zone": ("location", "zone"),
     }
 
 
@@ -317,20 +353,25 @@ def test_standard_header_names_are_allowed_as_tokens():
 
 def test_words_that_are_data_or_property_names_are_not_annotations():
     """A property named x-mcp-header, or the word inside default/enum data, is not an annotation."""
-    schema = obj(**{"x-mcp-header": {"type": "string", "default": {"x-mcp-header": "A"}}},
-                 other={"type": "object", "const": {"x-mcp-header": "B"}})
+    schema = obj(
+        **{"x-mcp-header": {"type": "string", "default": {"x-mcp-header": "A"}}},
+        other={"type": "object", "const": {"x-mcp-header": "B"}},
+    )
     assert header_annotations(schema) == {}
 
 
-@pytest.mark.parametrize("prop, hint", [
-    ({"type": "number"}, "'number'"),
-    ({"type": "array", "items": {"type": "string"}}, "'array'"),
-    ({"type": "object"}, "'object'"),
-    ({"type": "null"}, "'null'"),
-    ({}, "no 'type'"),
-    ({"type": ["string", "null"]}, "nullable"),
-    ({"anyOf": [{"type": "string"}, {"type": "null"}]}, "nullable"),
-])
+@pytest.mark.parametrize(
+    "prop, hint",
+    [
+        ({"type": "number"}, "'number'"),
+        ({"type": "array", "items": {"type": "string"}}, "'array'"),
+        ({"type": "object"}, "'object'"),
+        ({"type": "null"}, "'null'"),
+        ({}, "no 'type'"),
+        ({"type": ["string", "null"]}, "nullable"),
+        ({"anyOf": [{"type": "string"}, {"type": "null"}]}, "nullable"),
+    ],
+)
 def test_annotations_on_non_primitive_types_are_refused(prop, hint):
     """Only type string, integer or boolean may carry x-mcp-header."""
     with pytest.raises(ValueError, match="property 'p'") as info:
@@ -338,22 +379,30 @@ def test_annotations_on_non_primitive_types_are_refused(prop, hint):
     assert hint in str(info.value)
 
 
-@pytest.mark.parametrize("schema, where", [
-    ({"type": "object", "x-mcp-header": "Root"}, "the schema root"),
-    (obj(tags={"type": "array", "items": {"type": "string", "x-mcp-header": "Tag"}}), "/properties/tags/items"),
-    (obj(t={"type": "array", "prefixItems": [{"type": "string", "x-mcp-header": "T"}]}), "/prefixItems/0"),
-    (obj(p={"anyOf": [{"type": "string", "x-mcp-header": "P"}, {"type": "null"}]}), "/anyOf/0"),
-    (obj(p={"oneOf": [{"type": "string", "x-mcp-header": "P"}]}), "/oneOf/0"),
-    (obj(p={"allOf": [{"type": "string", "x-mcp-header": "P"}]}), "/allOf/0"),
-    (obj(p={"not": {"type": "string", "x-mcp-header": "P"}}), "/not"),
-    (obj(p={"if": {"type": "string"}, "then": {"type": "string", "x-mcp-header": "P"}}), "/then"),
-    (obj(p={"else": {"type": "string", "x-mcp-header": "P"}}), "/else"),
-    ({**obj(p={"$ref": "#/$defs/R"}), "$defs": {"R": {"type": "string", "x-mcp-header": "R"}}}, "/$defs/R"),
-    ({"type": "object", "additionalProperties": {"type": "string", "x-mcp-header": "A"}}, "/additionalProperties"),
-    ({"type": "object", "patternProperties": {"^r": {"type": "string", "x-mcp-header": "R"}}}, "/patternProperties"),
-    (obj(o={"type": "object", "additionalProperties": obj(z={"type": "string", "x-mcp-header": "Z"})}),
-     "/additionalProperties/properties/z"),
-])
+@pytest.mark.parametrize(
+    "schema, where",
+    [
+        ({"type": "object", "x-mcp-header": "Root"}, "the schema root"),
+        (obj(tags={"type": "array", "items": {"type": "string", "x-mcp-header": "Tag"}}), "/properties/tags/items"),
+        (obj(t={"type": "array", "prefixItems": [{"type": "string", "x-mcp-header": "T"}]}), "/prefixItems/0"),
+        (obj(p={"anyOf": [{"type": "string", "x-mcp-header": "P"}, {"type": "null"}]}), "/anyOf/0"),
+        (obj(p={"oneOf": [{"type": "string", "x-mcp-header": "P"}]}), "/oneOf/0"),
+        (obj(p={"allOf": [{"type": "string", "x-mcp-header": "P"}]}), "/allOf/0"),
+        (obj(p={"not": {"type": "string", "x-mcp-header": "P"}}), "/not"),
+        (obj(p={"if": {"type": "string"}, "then": {"type": "string", "x-mcp-header": "P"}}), "/then"),
+        (obj(p={"else": {"type": "string", "x-mcp-header": "P"}}), "/else"),
+        ({**obj(p={"$ref": "#/$defs/R"}), "$defs": {"R": {"type": "string", "x-mcp-header": "R"}}}, "/$defs/R"),
+        ({"type": "object", "additionalProperties": {"type": "string", "x-mcp-header": "A"}}, "/additionalProperties"),
+        (
+            {"type": "object", "patternProperties": {"^r": {"type": "string", "x-mcp-header": "R"}}},
+            "/patternProperties",
+        ),
+        (
+            obj(o={"type": "object", "additionalProperties": obj(z={"type": "string", "x-mcp-header": "Z"})}),
+            "/additionalProperties/properties/z",
+        ),
+    ],
+)
 def test_annotations_off_the_properties_chain_are_refused(schema, where):
     """Annotations reached through anything but 'properties' (items, anyOf, $defs, ...) are refused."""
     with pytest.raises(ValueError, match="reachable from the schema root") as info:
@@ -361,8 +410,7 @@ def test_annotations_off_the_properties_chain_are_refused(schema, where):
     assert where in str(info.value)
 
 
-@pytest.mark.parametrize("token", ["", "My Region", "Region:Primary", "Région", "Region\t1", "Region\n", "a/b",
-                                   "(x)"])
+@pytest.mark.parametrize("token", ["", "My Region", "Region:Primary", "Région", "Region\t1", "Region\n", "a/b", "(x)"])
 def test_annotations_that_are_not_header_tokens_are_refused(token):
     """Empty, spaced, colon, non-ASCII, control-character and separator values are refused."""
     with pytest.raises(ValueError, match="not a valid HTTP header name token"):
@@ -385,12 +433,14 @@ def test_duplicate_annotations_are_refused_ignoring_case(second):
 
 # -- check_params ------------------------------------------------------------------------
 
-ANNOTATIONS = header_annotations(obj(
-    region={"type": "string", "x-mcp-header": "Region"},
-    count={"type": "integer", "x-mcp-header": "Count"},
-    flag={"type": "boolean", "x-mcp-header": "Flag"},
-    location=obj(zone={"type": "string", "x-mcp-header": "Zone"}),
-))
+ANNOTATIONS = header_annotations(
+    obj(
+        region={"type": "string", "x-mcp-header": "Region"},
+        count={"type": "integer", "x-mcp-header": "Count"},
+        flag={"type": "boolean", "x-mcp-header": "Flag"},
+        location=obj(zone={"type": "string", "x-mcp-header": "Zone"}),
+    )
+)
 
 
 def test_matching_param_headers_are_accepted():
@@ -409,15 +459,28 @@ def test_base64_param_values_are_decoded_before_comparing(value):
 
 def test_string_param_must_match_exactly():
     """A different or differently-cased string is refused with the value to send."""
-    error = refused(check_params, {"Mcp-Param-Region": "US-WEST1"}, ANNOTATIONS, {"region": "us-west1"},
-                    match="Header mismatch")
+    error = refused(
+        check_params, {"Mcp-Param-Region": "US-WEST1"}, ANNOTATIONS, {"region": "us-west1"}, match="Header mismatch"
+    )
     assert "send Mcp-Param-region: us-west1" in str(error)
     error = refused(check_params, {"Mcp-Param-Region": "x"}, ANNOTATIONS, {"region": "日本語"})
     assert "=?base64?5pel5pys6Kqe?=" in str(error)
 
 
-@pytest.mark.parametrize("sent, body", [("42", 42), ("42.0", 42), ("042", 42), ("42", 42.0), ("-7", -7), ("0", 0),
-                                        ("-0", 0), ("9007199254740993", 9007199254740993), (" 42 ", 42)])
+@pytest.mark.parametrize(
+    "sent, body",
+    [
+        ("42", 42),
+        ("42.0", 42),
+        ("042", 42),
+        ("42", 42.0),
+        ("-7", -7),
+        ("0", 0),
+        ("-0", 0),
+        ("9007199254740993", 9007199254740993),
+        (" 42 ", 42),
+    ],
+)
 def test_integer_params_compare_numerically(sent, body):
     """Integers match by value: 42, 42.0 and 042 are all 42; no float rounding."""
     check_params({"Mcp-Param-Count": sent}, ANNOTATIONS, {"count": body})
@@ -443,8 +506,17 @@ def test_boolean_params_in_other_spellings_are_refused(sent, body):
     assert f"send Mcp-Param-flag: {'true' if body else 'false'}" in str(error)
 
 
-@pytest.mark.parametrize("arguments", [{}, {"region": None, "count": None, "flag": None},
-                                       {"location": None}, {"location": {}}, {"location": "not-an-object"}, None])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {},
+        {"region": None, "count": None, "flag": None},
+        {"location": None},
+        {"location": {}},
+        {"location": "not-an-object"},
+        None,
+    ],
+)
 def test_absent_or_null_arguments_expect_no_header(arguments):
     """No header is expected for absent or null arguments (nested paths included)."""
     check_params({}, ANNOTATIONS, arguments)
@@ -457,8 +529,10 @@ def test_header_without_a_body_value_is_refused(arguments):
     assert error.header == "Mcp-Param-region"
 
 
-@pytest.mark.parametrize("arguments, shown", [({"region": "us-west1"}, "us-west1"), ({"count": 0}, "0"),
-                                              ({"flag": False}, "false"), ({"region": ""}, "")])
+@pytest.mark.parametrize(
+    "arguments, shown",
+    [({"region": "us-west1"}, "us-west1"), ({"count": 0}, "0"), ({"flag": False}, "false"), ({"region": ""}, "")],
+)
 def test_missing_header_for_a_present_value_is_refused(arguments, shown):
     """A present value (even 0, false or an empty string) needs its header."""
     error = refused(check_params, {}, ANNOTATIONS, arguments, match="Missing header")
@@ -479,8 +553,13 @@ def test_repeated_param_header_is_refused():
 
 def test_malformed_param_header_is_refused():
     """Bad base64 or raw non-ASCII in an Mcp-Param header is refused."""
-    refused(check_params, {"Mcp-Param-Region": "=?base64?SGVs!!!bG8=?="}, ANNOTATIONS, {"region": "Hello"},
-            match="Malformed Mcp-Param-region")
+    refused(
+        check_params,
+        {"Mcp-Param-Region": "=?base64?SGVs!!!bG8=?="},
+        ANNOTATIONS,
+        {"region": "Hello"},
+        match="Malformed Mcp-Param-region",
+    )
     refused(check_params, {"Mcp-Param-Region": "caf\xe9"}, ANNOTATIONS, {"region": "café"}, match="non-ASCII")
 
 
@@ -520,9 +599,12 @@ def test_mcp_header_marks_the_parameter_schema():
     app = server()
 
     @app.tool
-    def execute_sql(region: Annotated[str, McpHeader("Region"), "The region to execute the query in"], query: str,
-                    limit: Annotated[int, McpHeader("Limit")] = 10,
-                    mode: Annotated[Literal["fast", "safe"], McpHeader("Mode")] = "safe") -> str:
+    def execute_sql(
+        region: Annotated[str, McpHeader("Region"), "The region to execute the query in"],
+        query: str,
+        limit: Annotated[int, McpHeader("Limit")] = 10,
+        mode: Annotated[Literal["fast", "safe"], McpHeader("Mode")] = "safe",
+    ) -> str:
         return query
 
     tool = app.tools.get("execute_sql")
@@ -576,12 +658,15 @@ def test_nullable_mcp_header_stays_on_the_property_and_is_refused():
         server().tool(f)
 
 
-@pytest.mark.parametrize("annotation, where, problem", [
-    (Annotated[str, McpHeader("My Region")], "property 'p'", "not a valid HTTP header name token"),
-    (Annotated[float, McpHeader("Ratio")], "property 'p'", "'number'"),
-    (Annotated[list[str], McpHeader("Tags")], "property 'p'", "'array'"),
-    (list[Annotated[str, McpHeader("Tag")]], "/properties/p/items", "reachable"),
-])
+@pytest.mark.parametrize(
+    "annotation, where, problem",
+    [
+        (Annotated[str, McpHeader("My Region")], "property 'p'", "not a valid HTTP header name token"),
+        (Annotated[float, McpHeader("Ratio")], "property 'p'", "'number'"),
+        (Annotated[list[str], McpHeader("Tags")], "property 'p'", "'array'"),
+        (list[Annotated[str, McpHeader("Tag")]], "/properties/p/items", "reachable"),
+    ],
+)
 def test_bad_mcp_header_fails_at_registration(annotation, where, problem):
     """A bad McpHeader raises ValueError naming the tool and the property when the tool is registered."""
 

@@ -70,21 +70,34 @@ def test_encode_is_one_line_even_with_newlines_in_strings():
 def test_builders_shape_messages():
     """Server-built messages carry jsonrpc 2.0 and the right members."""
     assert jsonrpc.request("x", "elicitation/create", {}) == {
-        "jsonrpc": "2.0", "id": "x", "method": "elicitation/create", "params": {}
+        "jsonrpc": "2.0",
+        "id": "x",
+        "method": "elicitation/create",
+        "params": {},
     }
     assert "id" not in jsonrpc.notification("notifications/cancelled", {})
-    assert jsonrpc.error(None, -32600, "m", data={"a": 1})["error"] == {"code": -32600, "message": "m", "data": {"a": 1}}
+    assert jsonrpc.error(None, -32600, "m", data={"a": 1})["error"] == {
+        "code": -32600,
+        "message": "m",
+        "data": {"a": 1},
+    }
 
 
-@pytest.mark.parametrize("body, text", [
-    (b"", "the body is empty"),
-    (b"  \n", "the body is empty"),
-    ('{"jsonrpc":"2.0","id":1,"method":"ping"}'.encode("utf-16"), "not UTF-8"),
-    (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + b"[" * 5000 + b"]" * 5000 + b"}}", "nested too deeply"),
-    (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":NaN}}', "NaN is not valid JSON"),
-    (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":-Infinity}}', "-Infinity is not valid JSON"),
-    (b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}', "an integer has too many digits"),
-])
+@pytest.mark.parametrize(
+    "body, text",
+    [
+        (b"", "the body is empty"),
+        (b"  \n", "the body is empty"),
+        ('{"jsonrpc":"2.0","id":1,"method":"ping"}'.encode("utf-16"), "not UTF-8"),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":' + b"[" * 5000 + b"]" * 5000 + b"}}",
+            "nested too deeply",
+        ),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":NaN}}', "NaN is not valid JSON"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":-Infinity}}', "-Infinity is not valid JSON"),
+        (b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"ping"}', "an integer has too many digits"),
+    ],
+)
 def test_unusable_bodies_are_parse_errors_with_a_reason(body, text):
     """Empty, non-UTF-8, too deeply nested, NaN and huge-number bodies are -32700 saying why."""
     with pytest.raises(ProtocolError) as info:
@@ -92,7 +105,9 @@ def test_unusable_bodies_are_parse_errors_with_a_reason(body, text):
     assert info.value.code == PARSE_ERROR and text in info.value.message
 
 
-@pytest.mark.parametrize("raw, why", [(b"null", "MCP forbids null"), (b"true", "got bool"), (b"1.5", "got float"), (b"[1]", "got list")])
+@pytest.mark.parametrize(
+    "raw, why", [(b"null", "MCP forbids null"), (b"true", "got bool"), (b"1.5", "got float"), (b"[1]", "got list")]
+)
 def test_bad_request_ids_say_what_was_sent(raw, why):
     """A request id that is not a string or integer is refused, naming what arrived."""
     with pytest.raises(ProtocolError, match=why):

@@ -32,7 +32,10 @@ def test_first_round_asks_and_records_what_it_asked():
     with pytest.raises(InputRequired):
         r.ask([Q1])
     body, state = r.input_required()
-    assert body == {"resultType": "input_required", "inputRequests": {"one": {"method": Q1.method, "params": Q1.params}}}
+    assert body == {
+        "resultType": "input_required",
+        "inputRequests": {"one": {"method": Q1.method, "params": Q1.params}},
+    }
     assert state == {"v": 1, "answers": [], "asked": [["one", question_digest(Q1)]], "held": {}}
 
 
@@ -108,8 +111,16 @@ def test_an_aborted_round_asks_nothing():
         r.notify({"jsonrpc": "2.0", "method": "notifications/message", "params": {}})
 
 
-@pytest.mark.parametrize("state", [{"v": 2, "answers": [], "asked": [], "held": {}}, {"v": 1}, [1], "x",
-                                   {"v": 1, "answers": [["k", "d"]], "asked": [], "held": {}}])
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"v": 2, "answers": [], "asked": [], "held": {}},
+        {"v": 1},
+        [1],
+        "x",
+        {"v": 1, "answers": [["k", "d"]], "asked": [], "held": {}},
+    ],
+)
 def test_a_state_of_another_layout_is_refused(state):
     """A state this version did not make is -32602 invalid_request_state."""
     with pytest.raises(ProtocolError) as info:

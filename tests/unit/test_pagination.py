@@ -18,8 +18,9 @@ def walk(items, page_size):
             return pages
 
 
-@pytest.mark.parametrize("n, page_size, pages",
-                         [(0, 3, 1), (1, 3, 1), (3, 3, 1), (4, 3, 2), (7, 3, 3), (7, 1, 7), (7, 100, 1)])
+@pytest.mark.parametrize(
+    "n, page_size, pages", [(0, 3, 1), (1, 3, 1), (3, 3, 1), (4, 3, 2), (7, 3, 3), (7, 1, 7), (7, 100, 1)]
+)
 def test_walking_the_cursors_yields_every_item_once_in_order(n, page_size, pages):
     """Following nextCursor visits each item exactly once; a full last page has no empty page after it."""
     items = list(range(n))

@@ -12,8 +12,12 @@ from zemcp.pagination import encode_cursor
 from zemcp.prompts import PromptArgument, PromptRegistry, make_prompt, to_messages
 
 
-def review(code: Annotated[str, "The code to review"], language: str, focus: str | None = None,
-           tone: Optional[str] = "friendly"):
+def review(
+    code: Annotated[str, "The code to review"],
+    language: str,
+    focus: str | None = None,
+    tone: Optional[str] = "friendly",
+):
     """Review a piece of code.
 
     More text for programmers only.
@@ -54,7 +58,9 @@ def test_arguments_come_from_the_signature_annotations_and_docstring():
 def test_definition_in_prompts_list(registry):
     listed = registry.list_result({}, 10)
     assert listed["prompts"][0] == {
-        "name": "review", "title": "Code review", "description": "Review a piece of code.",
+        "name": "review",
+        "title": "Code review",
+        "description": "Review a piece of code.",
         "arguments": [
             {"name": "code", "description": "The code to review", "required": True},
             {"name": "language", "description": "The programming language of the code.", "required": True},
@@ -76,8 +82,9 @@ def test_get_renders_messages_with_the_arguments_and_defaults(registry):
     result = registry.get_result({"name": "review", "arguments": {"code": "x = 1", "language": "Python"}})
     assert result == {
         "description": "Review a piece of code.",
-        "messages": [{"role": "user", "content": {"type": "text",
-                                                   "text": "Review this Python code (None, friendly):\nx = 1"}}],
+        "messages": [
+            {"role": "user", "content": {"type": "text", "text": "Review this Python code (None, friendly):\nx = 1"}}
+        ],
     }
     bare = registry.get_result({"name": "hello"})
     assert bare == {"messages": [{"role": "user", "content": {"type": "text", "text": "Hi"}}]}
@@ -86,35 +93,46 @@ def test_get_renders_messages_with_the_arguments_and_defaults(registry):
 
 def test_a_list_of_strings_and_message_dicts_passes_through():
     image = {"role": "assistant", "content": {"type": "image", "data": "AA==", "mimeType": "image/png"}}
-    assert to_messages(["first", image]) == [
-        {"role": "user", "content": {"type": "text", "text": "first"}}, image]
+    assert to_messages(["first", image]) == [{"role": "user", "content": {"type": "text", "text": "first"}}, image]
     assert to_messages([]) == []
 
 
-@pytest.mark.parametrize("value", [
-    42, None, {"role": "user", "content": {"type": "text", "text": "a dict alone"}},
-    [{"role": "system", "content": {"type": "text", "text": "x"}}],
-    [{"role": "user", "content": "not a content object"}],
-    [{"role": "user", "content": {"text": "no type"}}],
-    ["ok", 3],
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        42,
+        None,
+        {"role": "user", "content": {"type": "text", "text": "a dict alone"}},
+        [{"role": "system", "content": {"type": "text", "text": "x"}}],
+        [{"role": "user", "content": "not a content object"}],
+        [{"role": "user", "content": {"text": "no type"}}],
+        ["ok", 3],
+    ],
+)
 def test_anything_else_is_not_messages(value):
     with pytest.raises(TypeError, match="prompt"):
         to_messages(value)
 
 
-@pytest.mark.parametrize("params, words", [
-    ({}, "params.name"),
-    ({"name": 3}, "params.name"),
-    ({"name": "nope"}, "unknown prompt 'nope'"),
-    ({"name": "review", "arguments": {"code": "x"}}, "prompt 'review' needs the argument(s) language"),
-    ({"name": "review", "arguments": {}}, "needs the argument(s) code, language"),
-    ({"name": "review", "arguments": {"code": "x", "language": "C", "colour": "red"}},
-     "prompt 'review' has no argument 'colour'; its arguments are: code, language, focus, tone"),
-    ({"name": "review", "arguments": {"code": "x", "language": 3}},
-     "argument 'language' of prompt 'review' must be a string"),
-    ({"name": "review", "arguments": ["x"]}, "must be an object"),
-])
+@pytest.mark.parametrize(
+    "params, words",
+    [
+        ({}, "params.name"),
+        ({"name": 3}, "params.name"),
+        ({"name": "nope"}, "unknown prompt 'nope'"),
+        ({"name": "review", "arguments": {"code": "x"}}, "prompt 'review' needs the argument(s) language"),
+        ({"name": "review", "arguments": {}}, "needs the argument(s) code, language"),
+        (
+            {"name": "review", "arguments": {"code": "x", "language": "C", "colour": "red"}},
+            "prompt 'review' has no argument 'colour'; its arguments are: code, language, focus, tone",
+        ),
+        (
+            {"name": "review", "arguments": {"code": "x", "language": 3}},
+            "argument 'language' of prompt 'review' must be a string",
+        ),
+        ({"name": "review", "arguments": ["x"]}, "must be an object"),
+    ],
+)
 def test_bad_requests_are_invalid_params_naming_the_problem(registry, params, words):
     with pytest.raises(ProtocolError) as info:
         registry.get_result(params)
@@ -130,9 +148,8 @@ def test_a_failing_handler_is_an_internal_error_naming_the_prompt(caplog):
 
     reg.add(make_prompt(broken))
     reg.add(make_prompt(lambda: 7, name="odd"))
-    with caplog.at_level(logging.ERROR, logger="zemcp.prompts"):
-        with pytest.raises(ProtocolError) as info:
-            reg.get_result({"name": "broken"})
+    with caplog.at_level(logging.ERROR, logger="zemcp.prompts"), pytest.raises(ProtocolError) as info:
+        reg.get_result({"name": "broken"})
     assert info.value.code == INTERNAL_ERROR and "'broken'" in info.value.message and "KeyError" in info.value.message
     assert "inner detail" in caplog.text and "inner detail" not in info.value.message
     with pytest.raises(ProtocolError) as info:
@@ -153,13 +170,16 @@ def take_list(items: Annotated[list, "things"]):
     return "x"
 
 
-@pytest.mark.parametrize("func, words", [
-    (take_int, "argument 'count' is annotated <class 'int'>; prompt arguments are strings"),
-    (take_list, "argument 'items'"),
-    (lambda *lines: "x", r"\*lines"),
-    (lambda **extra: "x", r"\*extra"),
-    (lambda a, /: "x", "positional-only"),
-])
+@pytest.mark.parametrize(
+    "func, words",
+    [
+        (take_int, "argument 'count' is annotated <class 'int'>; prompt arguments are strings"),
+        (take_list, "argument 'items'"),
+        (lambda *lines: "x", r"\*lines"),
+        (lambda **extra: "x", r"\*extra"),
+        (lambda a, /: "x", "positional-only"),
+    ],
+)
 def test_parameters_that_cannot_be_prompt_arguments_are_refused(func, words):
     with pytest.raises(ValueError, match=words):
         make_prompt(func, name="p")

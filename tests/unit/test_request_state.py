@@ -49,7 +49,7 @@ def refused(token, sealer_=None, now=NOW, **request):
 
 def raw_bytes(token):
     """The bytes behind the base64 part of ``token``."""
-    body = token[len("v1."):]
+    body = token[len("v1.") :]
     return base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
 
 
@@ -60,8 +60,7 @@ def encode(raw):
 
 def derived(secret=KEY):
     """The AES key the sealer derives from ``secret`` (same HKDF parameters as the module)."""
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
-                info=b"zemcp request state v1").derive(secret.encode())
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"zemcp request state v1").derive(secret.encode())
 
 
 def decrypt(token, secret=KEY):
@@ -92,14 +91,30 @@ def good_claims(**changes):
 
 # --- round trips -------------------------------------------------------------------------------
 
+
 def test_round_trip_returns_the_sealed_state():
     """A token opens for the same request and gives back the sealed state."""
     state = {"step": 2, "answers": {"seat": "12A"}}
     assert open_(seal(state)) == state
 
 
-@pytest.mark.parametrize("state", [None, True, False, 0, -7, 3.25, "", "text é ☃", [], [1, "a", None],
-                                   {}, {"nested": {"list": [{"x": 1}], "null": None}}])
+@pytest.mark.parametrize(
+    "state",
+    [
+        None,
+        True,
+        False,
+        0,
+        -7,
+        3.25,
+        "",
+        "text é ☃",
+        [],
+        [1, "a", None],
+        {},
+        {"nested": {"list": [{"x": 1}], "null": None}},
+    ],
+)
 def test_any_json_value_survives_the_round_trip(state):
     """Every kind of JSON value, including null and non-ASCII text, comes back equal."""
     assert open_(seal(state)) == state
@@ -130,6 +145,7 @@ def test_open_uses_the_clock_when_now_is_omitted():
 
 # --- key rotation ------------------------------------------------------------------------------
 
+
 def test_token_sealed_with_the_old_key_opens_after_rotation():
     """A ring [new, old] opens tokens sealed with old."""
     token = seal("x", sealer([OLD_KEY]))
@@ -151,13 +167,14 @@ def test_a_secret_listed_twice_is_accepted():
 
 # --- tampering and garbage ---------------------------------------------------------------------
 
+
 def test_changing_any_character_of_the_token_fails():
     """Replacing any one character of the token, prefix included, makes it refused."""
     token = seal({"secret": "value"})
     for index, char in enumerate(token):
         replacement = "B" if char != "B" else "C"
         with pytest.raises(RequestStateError):
-            open_(token[:index] + replacement + token[index + 1:])
+            open_(token[:index] + replacement + token[index + 1 :])
 
 
 def test_flipping_any_bit_of_the_decoded_bytes_fails():
@@ -177,8 +194,25 @@ def test_non_string_token_fails(token):
     assert refused(token) == "malformed"
 
 
-@pytest.mark.parametrize("token", ["", "v1.", "v1", "v2.", "V1.AAAA", "x", "   ", "v1.!!!!", "v1.AA==",
-                                   "v1.A", "v1.AAAA AAAA", "v1.AAAA\n", "v1.ÀÀÀÀ", "v1.+/+/"])
+@pytest.mark.parametrize(
+    "token",
+    [
+        "",
+        "v1.",
+        "v1",
+        "v2.",
+        "V1.AAAA",
+        "x",
+        "   ",
+        "v1.!!!!",
+        "v1.AA==",
+        "v1.A",
+        "v1.AAAA AAAA",
+        "v1.AAAA\n",
+        "v1.ÀÀÀÀ",
+        "v1.+/+/",
+    ],
+)
 def test_garbage_and_wrong_prefix_fail(token):
     """Empty strings, other prefixes and text that is not unpadded base64url are refused."""
     assert refused(token) == "malformed"
@@ -246,11 +280,23 @@ def test_authentic_but_not_a_claims_object_fails(plaintext):
     assert refused(forge(plaintext)) == "malformed"
 
 
-@pytest.mark.parametrize("changes", [
-    {"s": None}, {"m": None}, {"a": None}, {"exp": None},
-    {"iat": "now"}, {"exp": 1.5e9}, {"v": True}, {"m": 1}, {"aud": None}, {"aud": ["x"]},
-    {"p": 5}, {"extra": "member"},
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"s": None},
+        {"m": None},
+        {"a": None},
+        {"exp": None},
+        {"iat": "now"},
+        {"exp": 1.5e9},
+        {"v": True},
+        {"m": 1},
+        {"aud": None},
+        {"aud": ["x"]},
+        {"p": 5},
+        {"extra": "member"},
+    ],
+)
 def test_claims_of_the_wrong_shape_fail(changes):
     """Missing members, wrong member types (bools are not ints) and unknown members are malformed."""
     assert refused(forge(good_claims(**changes))) == "malformed"
@@ -267,6 +313,7 @@ def test_other_claims_version_fails():
 
 
 # --- time --------------------------------------------------------------------------------------
+
 
 def test_token_opens_until_its_ttl_has_passed():
     """A token opens at issue time and exactly ttl seconds later."""
@@ -300,6 +347,7 @@ def test_small_clock_skew_is_tolerated():
 
 # --- binding -----------------------------------------------------------------------------------
 
+
 def test_other_method_fails():
     """A token from tools/call does not open for prompts/get."""
     assert refused(seal(), method="prompts/get") == "bound to another method"
@@ -310,9 +358,17 @@ def test_other_target_fails():
     assert refused(seal(), target="cancel") == "bound to another target"
 
 
-@pytest.mark.parametrize("arguments", [{"city": "Oslo", "seats": 3}, {"city": "Oslo"},
-                                       {"city": "Oslo", "seats": 2, "more": True}, {}, None,
-                                       {"city": "Oslo", "seats": "2"}])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"city": "Oslo", "seats": 3},
+        {"city": "Oslo"},
+        {"city": "Oslo", "seats": 2, "more": True},
+        {},
+        None,
+        {"city": "Oslo", "seats": "2"},
+    ],
+)
 def test_other_arguments_fail(arguments):
     """Any change of the arguments, or dropping them, makes the token refused."""
     assert refused(seal(), arguments=arguments) == "bound to other arguments"
@@ -371,14 +427,14 @@ def test_claims_hold_the_binding():
     """The plaintext claims are the documented envelope."""
     claims = decrypt(seal({"k": 1}))
     assert claims["v"] == 1 and claims["iat"] == int(NOW) and claims["exp"] == int(NOW) + TTL
-    assert (claims["m"], claims["t"], claims["aud"], claims["s"]) == ("tools/call", "book", AUDIENCE,
-                                                                     {"k": 1})
+    assert (claims["m"], claims["t"], claims["aud"], claims["s"]) == ("tools/call", "book", AUDIENCE, {"k": 1})
     canonical = json.dumps(REQUEST["arguments"], sort_keys=True, separators=(",", ":")).encode()
     expected = base64.urlsafe_b64encode(hashlib.sha256(canonical).digest()[:16]).rstrip(b"=").decode()
     assert claims["a"] == expected
 
 
 # --- confidentiality ---------------------------------------------------------------------------
+
 
 def test_state_is_encrypted():
     """A distinctive string in the state appears neither in the token nor in its decoded bytes."""
@@ -397,6 +453,7 @@ def test_two_seals_of_the_same_state_differ():
 
 
 # --- errors and settings -----------------------------------------------------------------------
+
 
 def test_error_message_is_generic_and_says_what_to_do():
     """str(error) hides the reason and tells the client to start again without the state."""

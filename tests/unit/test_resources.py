@@ -43,32 +43,38 @@ def test_template_matches_and_decodes_variables():
     assert t.match("file:///a%20b/notes/caf%C3%A9.md") == {"folder": "a b", "name": "caf\u00e9"}
 
 
-@pytest.mark.parametrize("uri", [
-    "file:///a/b/notes/x.md",  # a value never spans '/'
-    "file:///projects/notes/.md",  # nor is it empty
-    "file:///projects/notes/todo.txt",
-    "file:///projects/notes/todo.md?x=1",
-    "xfile:///projects/notes/todo.md",
-    "file:///projects/notes/x%2Fy.md",  # nor does decoding smuggle in '/', '?', '#' or NUL
-    "file:///..%2F..%2Fetc/notes/passwd.md",
-    "file:///projects/notes/x%3Fy.md",
-    "file:///projects/notes/x%23y.md",
-    "file:///projects/notes/x%00.md",
-])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "file:///a/b/notes/x.md",  # a value never spans '/'
+        "file:///projects/notes/.md",  # nor is it empty
+        "file:///projects/notes/todo.txt",
+        "file:///projects/notes/todo.md?x=1",
+        "xfile:///projects/notes/todo.md",
+        "file:///projects/notes/x%2Fy.md",  # nor does decoding smuggle in '/', '?', '#' or NUL
+        "file:///..%2F..%2Fetc/notes/passwd.md",
+        "file:///projects/notes/x%3Fy.md",
+        "file:///projects/notes/x%23y.md",
+        "file:///projects/notes/x%00.md",
+    ],
+)
 def test_template_does_not_match(uri):
     assert UriTemplate("file:///{folder}/notes/{name}.md").match(uri) is None
 
 
-@pytest.mark.parametrize("template, words", [
-    ("test://{+path}", "level-1"),
-    ("test://x{?q}", "level-1"),
-    ("test://{list*}", "level-1"),
-    ("test://{a}/{a}", "twice"),
-    ("test://{a}{b}", "literal text"),
-    ("test://{a", "unbalanced"),
-    ("test://a}/{b}", "unbalanced"),
-    ("test://{}", "level-1"),
-])
+@pytest.mark.parametrize(
+    "template, words",
+    [
+        ("test://{+path}", "level-1"),
+        ("test://x{?q}", "level-1"),
+        ("test://{list*}", "level-1"),
+        ("test://{a}/{a}", "twice"),
+        ("test://{a}{b}", "literal text"),
+        ("test://{a", "unbalanced"),
+        ("test://a}/{b}", "unbalanced"),
+        ("test://{}", "level-1"),
+    ],
+)
 def test_bad_templates_are_refused(template, words):
     with pytest.raises(ValueError, match=words):
         UriTemplate(template)
@@ -80,15 +86,28 @@ def test_bad_templates_are_refused(template, words):
 def test_definitions_and_defaults(registry):
     """name defaults to the function name, description to the docstring's first paragraph."""
     listed = registry.list_result({}, 100)
-    assert listed == {"resources": [
-        {"uri": "test://static-text", "name": "readme", "title": "Readme", "description": "The project's readme.",
-         "mimeType": "text/plain"},
-        {"uri": "test://static-binary", "name": "binary", "mimeType": "application/octet-stream"},
-    ]}
-    assert registry.templates_result({}, 100) == {"resourceTemplates": [
-        {"uriTemplate": "test://template/{id}/data", "name": "item", "description": "One item by id.",
-         "mimeType": "text/plain"},
-    ]}
+    assert listed == {
+        "resources": [
+            {
+                "uri": "test://static-text",
+                "name": "readme",
+                "title": "Readme",
+                "description": "The project's readme.",
+                "mimeType": "text/plain",
+            },
+            {"uri": "test://static-binary", "name": "binary", "mimeType": "application/octet-stream"},
+        ]
+    }
+    assert registry.templates_result({}, 100) == {
+        "resourceTemplates": [
+            {
+                "uriTemplate": "test://template/{id}/data",
+                "name": "item",
+                "description": "One item by id.",
+                "mimeType": "text/plain",
+            },
+        ]
+    }
     assert len(registry) == 3 and len(ResourceRegistry()) == 0
 
 
@@ -111,18 +130,21 @@ def test_listing_is_paginated():
     assert info.value.code == INVALID_PARAMS
 
 
-@pytest.mark.parametrize("uri, kwargs, handler, words", [
-    ("test://static-text", {}, lambda: "x", "already registered"),
-    ("test://template/{id}/data", {}, lambda id: "x", "already registered"),
-    ("no-scheme", {}, lambda: "x", "scheme"),
-    ("/{id}", {}, lambda id: "x", "scheme"),
-    ("test://s", {}, lambda x: "x", "without arguments"),
-    ("test://{a}/{b}", {}, lambda a: "x", "a, b"),
-    ("test://{a}", {}, lambda a, b: "x", "need no others"),
-    ("test://{a}", {"size": 3}, lambda a: "x", "static resources only"),
-    ("test://s", {"size": -1}, lambda: "x", "non-negative"),
-    ("test://s", {"name": ""}, lambda: "x", "non-empty"),
-])
+@pytest.mark.parametrize(
+    "uri, kwargs, handler, words",
+    [
+        ("test://static-text", {}, lambda: "x", "already registered"),
+        ("test://template/{id}/data", {}, lambda id: "x", "already registered"),
+        ("no-scheme", {}, lambda: "x", "scheme"),
+        ("/{id}", {}, lambda id: "x", "scheme"),
+        ("test://s", {}, lambda x: "x", "without arguments"),
+        ("test://{a}/{b}", {}, lambda a: "x", "a, b"),
+        ("test://{a}", {}, lambda a, b: "x", "need no others"),
+        ("test://{a}", {"size": 3}, lambda a: "x", "static resources only"),
+        ("test://s", {"size": -1}, lambda: "x", "non-negative"),
+        ("test://s", {"name": ""}, lambda: "x", "non-empty"),
+    ],
+)
 def test_bad_registrations_are_refused(registry, uri, kwargs, handler, words):
     with pytest.raises(ValueError, match=words):
         registry.register(handler, uri, **kwargs)
@@ -133,18 +155,23 @@ def test_bad_registrations_are_refused(registry, uri, kwargs, handler, words):
 
 def test_read_text_binary_and_template(registry):
     assert registry.read({"uri": "test://static-text"}) == {
-        "contents": [{"uri": "test://static-text", "mimeType": "text/plain", "text": "hello"}]}
+        "contents": [{"uri": "test://static-text", "mimeType": "text/plain", "text": "hello"}]
+    }
     binary = registry.read({"uri": "test://static-binary"})["contents"][0]
     assert binary["mimeType"] == "application/octet-stream" and "text" not in binary
     assert base64.b64decode(binary["blob"]) == b"\x00\x01\xff"
     assert registry.read({"uri": "test://template/123/data"}) == {
-        "contents": [{"uri": "test://template/123/data", "mimeType": "text/plain", "text": "item 123"}]}
+        "contents": [{"uri": "test://template/123/data", "mimeType": "text/plain", "text": "item 123"}]
+    }
 
 
 def test_read_a_list_of_contents_fills_uri_and_mime_type():
     reg = ResourceRegistry()
-    reg.register(lambda: ["a", b"b", {"text": "{}", "mimeType": "application/json"},
-                          {"uri": "test://many#2", "blob": "AA=="}], "test://many", name="many")
+    reg.register(
+        lambda: ["a", b"b", {"text": "{}", "mimeType": "application/json"}, {"uri": "test://many#2", "blob": "AA=="}],
+        "test://many",
+        name="many",
+    )
     assert reg.read({"uri": "test://many"})["contents"] == [
         {"uri": "test://many", "mimeType": "text/plain", "text": "a"},
         {"uri": "test://many", "mimeType": "text/plain", "blob": base64.b64encode(b"b").decode()},
@@ -201,9 +228,8 @@ def test_a_failing_handler_is_an_internal_error_naming_the_resource(caplog):
         raise RuntimeError("secret detail")
 
     reg.register(broken, "test://broken")
-    with caplog.at_level(logging.ERROR, logger="zemcp.resources"):
-        with pytest.raises(ProtocolError) as info:
-            reg.read({"uri": "test://broken"})
+    with caplog.at_level(logging.ERROR, logger="zemcp.resources"), pytest.raises(ProtocolError) as info:
+        reg.read({"uri": "test://broken"})
     assert info.value.code == INTERNAL_ERROR
     assert "test://broken" in info.value.message and "RuntimeError" in info.value.message
     assert "secret detail" not in info.value.message

@@ -67,7 +67,9 @@ class Tree(TypedDict):
 
 def schema_of(annotation, default=None) -> dict:
     """The property schema of one parameter of type ``annotation``."""
+
     def handler(value): ...
+
     handler.__annotations__ = {"value": annotation}
     if default is not None:
         handler.__defaults__ = (default,)
@@ -77,32 +79,46 @@ def schema_of(annotation, default=None) -> dict:
 # -- input schemas: type mapping ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("annotation, expected", [
-    (int, {"type": "integer"}),
-    (float, {"type": "number"}),
-    (str, {"type": "string"}),
-    (bool, {"type": "boolean"}),
-    (Any, {}),
-    (Literal["a", "b"], {"type": "string", "enum": ["a", "b"]}),
-    (Literal[1, 2], {"type": "integer", "enum": [1, 2]}),
-    (Literal["a", 1, None], {"type": ["string", "integer", "null"], "enum": ["a", 1, None]}),
-    (Color, {"type": "string", "enum": ["red", "green"]}),
-    (Level, {"type": "integer", "enum": [1, 2]}),
-    (int | None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
-    (Optional[str], {"anyOf": [{"type": "string"}, {"type": "null"}]}),
-    (Any | None, {}),
-    (list[int], {"type": "array", "items": {"type": "integer"}}),
-    (list, {"type": "array"}),
-    (typing.List[str], {"type": "array", "items": {"type": "string"}}),
-    (tuple[int, ...], {"type": "array", "items": {"type": "integer"}}),
-    (tuple[int, str], {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
-                       "items": False, "minItems": 2, "maxItems": 2}),
-    (tuple, {"type": "array"}),
-    (dict[str, float], {"type": "object", "additionalProperties": {"type": "number"}}),
-    (dict[str, Any], {"type": "object"}),
-    (dict, {"type": "object"}),
-    (list[Literal["x"]] | None, {"anyOf": [{"type": "array", "items": {"type": "string", "enum": ["x"]}}, {"type": "null"}]}),
-])
+@pytest.mark.parametrize(
+    "annotation, expected",
+    [
+        (int, {"type": "integer"}),
+        (float, {"type": "number"}),
+        (str, {"type": "string"}),
+        (bool, {"type": "boolean"}),
+        (Any, {}),
+        (Literal["a", "b"], {"type": "string", "enum": ["a", "b"]}),
+        (Literal[1, 2], {"type": "integer", "enum": [1, 2]}),
+        (Literal["a", 1, None], {"type": ["string", "integer", "null"], "enum": ["a", 1, None]}),
+        (Color, {"type": "string", "enum": ["red", "green"]}),
+        (Level, {"type": "integer", "enum": [1, 2]}),
+        (int | None, {"anyOf": [{"type": "integer"}, {"type": "null"}]}),
+        (Optional[str], {"anyOf": [{"type": "string"}, {"type": "null"}]}),
+        (Any | None, {}),
+        (list[int], {"type": "array", "items": {"type": "integer"}}),
+        (list, {"type": "array"}),
+        (typing.List[str], {"type": "array", "items": {"type": "string"}}),
+        (tuple[int, ...], {"type": "array", "items": {"type": "integer"}}),
+        (
+            tuple[int, str],
+            {
+                "type": "array",
+                "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                "items": False,
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        ),
+        (tuple, {"type": "array"}),
+        (dict[str, float], {"type": "object", "additionalProperties": {"type": "number"}}),
+        (dict[str, Any], {"type": "object"}),
+        (dict, {"type": "object"}),
+        (
+            list[Literal["x"]] | None,
+            {"anyOf": [{"type": "array", "items": {"type": "string", "enum": ["x"]}}, {"type": "null"}]},
+        ),
+    ],
+)
 def test_type_mapping(annotation, expected):
     """Each supported annotation maps to its JSON Schema."""
     assert schema_of(annotation) == expected
@@ -110,7 +126,9 @@ def test_type_mapping(annotation, expected):
 
 def test_unannotated_parameter_has_no_constraint():
     """A parameter without annotation accepts any JSON value."""
+
     def handler(anything): ...
+
     assert schemas.input_schema(handler)[0]["properties"] == {"anything": {}}
 
 
@@ -148,8 +166,16 @@ def test_typeddict_respects_totality_and_required_markers():
 
 def test_signature_gives_required_defaults_and_closed_object():
     """Required exactly when there is no default; JSON-serializable defaults are shown."""
-    def search(query: str, limit: int = 10, color: Color = Color.GREEN, at: Point = Point(1, 2),
-               since: int | None = None, required_maybe: int | None = object): ...
+
+    def search(
+        query: str,
+        limit: int = 10,
+        color: Color = Color.GREEN,
+        at: Point = Point(1, 2),
+        since: int | None = None,
+        required_maybe: int | None = object,
+    ): ...
+
     schema, ctx = schemas.input_schema(search)
     assert ctx is None
     assert schema["required"] == ["query"]
@@ -164,21 +190,27 @@ def test_signature_gives_required_defaults_and_closed_object():
 
 def test_optional_without_default_is_required():
     """``X | None`` allows null but does not make the argument optional."""
+
     def handler(a: int | None, b: int | None = None): ...
+
     assert schemas.input_schema(handler)[0]["required"] == ["a"]
 
 
 def test_no_parameters_gives_the_recommended_empty_schema():
     """A handler without arguments gets {"type": "object", "additionalProperties": false}."""
+
     def handler(): ...
+
     assert schemas.input_schema(handler) == ({"type": "object", "additionalProperties": False}, None)
 
 
 def test_context_parameter_is_found_and_left_out():
     """A parameter annotated Context (any name), or ctx without annotation, is the context."""
+
     def annotated(n: int, context: zemcp.Context): ...
     def named(ctx, n: int): ...
     def typed_ctx(ctx: int): ...
+
     assert schemas.input_schema(annotated) == (
         {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": False},
         "context",
@@ -190,15 +222,21 @@ def test_context_parameter_is_found_and_left_out():
 
 def test_string_annotations_resolve():
     """Annotations written as strings (or under ``from __future__ import annotations``) resolve."""
+
     def handler(ctx: "zemcp.Context", p: "Point", n: "int | None" = None): ...
+
     schema, ctx = schemas.input_schema(handler)
     assert ctx == "ctx" and schema["properties"]["p"] == schema_of(Point)
 
 
 def test_unresolvable_annotation_names_the_function():
     """A name only imported under TYPE_CHECKING is reported with what to do."""
+
     def handler(p: "Undefined"): ...  # noqa: F821
-    with pytest.raises(TypeError, match=r"cannot resolve the type hints of .*handler\(\): name 'Undefined' is not defined"):
+
+    with pytest.raises(
+        TypeError, match=r"cannot resolve the type hints of .*handler\(\): name 'Undefined' is not defined"
+    ):
         schemas.input_schema(handler)
 
 
@@ -208,8 +246,13 @@ def test_unresolvable_annotation_names_the_function():
 def test_descriptions_from_docstring_args_and_annotated():
     """Google-style Args entries describe parameters (continuation lines joined);
     Annotated text wins over the docstring; Annotated dicts add keywords."""
-    def handler(a: int, b: Annotated[int, "from Annotated"], c: Annotated[int, {"minimum": 0, "title": "C"}],
-                d: Annotated[int, "text"] | None = None):
+
+    def handler(
+        a: int,
+        b: Annotated[int, "from Annotated"],
+        c: Annotated[int, {"minimum": 0, "title": "C"}],
+        d: Annotated[int, "text"] | None = None,
+    ):
         """Summary line.
 
         Args:
@@ -222,6 +265,7 @@ def test_descriptions_from_docstring_args_and_annotated():
         Returns:
             nothing.
         """
+
     props = schemas.input_schema(handler)[0]["properties"]
     assert props["a"] == {"type": "integer", "description": "the first number, spread over two lines."}
     assert props["b"] == {"type": "integer", "description": "from Annotated"}
@@ -229,16 +273,21 @@ def test_descriptions_from_docstring_args_and_annotated():
     assert props["d"] == {"anyOf": [{"type": "integer"}, {"type": "null"}], "description": "text", "default": None}
 
 
-@pytest.mark.parametrize("doc, summary", [
-    ("One line.", "One line."),
-    ("First paragraph\nwrapped.\n\nSecond paragraph.", "First paragraph wrapped."),
-    ("Summary.\nArgs:\n    a: text", "Summary."),
-    ("Args:\n    a: text", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "doc, summary",
+    [
+        ("One line.", "One line."),
+        ("First paragraph\nwrapped.\n\nSecond paragraph.", "First paragraph wrapped."),
+        ("Summary.\nArgs:\n    a: text", "Summary."),
+        ("Args:\n    a: text", None),
+        (None, None),
+    ],
+)
 def test_docstring_summary(doc, summary):
     """The description is the first paragraph before any section, on one line."""
+
     def handler(): ...
+
     handler.__doc__ = doc
     assert schemas.docstring_summary(handler) == summary
 
@@ -260,28 +309,37 @@ class Loop:
     next: "Loop | None" = None
 
 
-@pytest.mark.parametrize("annotation, message", [
-    (Opaque, r"handler\(\) parameter 'value': type <class '.*Opaque'> is not supported; supported types: int, float"),
-    (int | str, r"the union int \| str is not supported, only X \| None"),
-    (dict[int, str], r"dict keys must be str"),
-    (list[Opaque], r"parameter 'value' items: type .*Opaque"),
-    (HasOpaque, r"parameter 'value' field 'inner' of HasOpaque: type .*Opaque"),
-    (Loop, r"Loop contains itself; recursive types need an explicit schema"),
-    (Literal[1.5j], r"Literal\[1.5j\] has the value 1.5j; enum values must be"),
-    (set[int], r"type set\[int\] is not supported"),
-    (Tree, r"Tree contains itself"),
-])
+@pytest.mark.parametrize(
+    "annotation, message",
+    [
+        (
+            Opaque,
+            r"handler\(\) parameter 'value': type <class '.*Opaque'> is not supported; supported types: int, float",
+        ),
+        (int | str, r"the union int \| str is not supported, only X \| None"),
+        (dict[int, str], r"dict keys must be str"),
+        (list[Opaque], r"parameter 'value' items: type .*Opaque"),
+        (HasOpaque, r"parameter 'value' field 'inner' of HasOpaque: type .*Opaque"),
+        (Loop, r"Loop contains itself; recursive types need an explicit schema"),
+        (Literal[1.5j], r"Literal\[1.5j\] has the value 1.5j; enum values must be"),
+        (set[int], r"type set\[int\] is not supported"),
+        (Tree, r"Tree contains itself"),
+    ],
+)
 def test_unsupported_types_are_refused_naming_the_parameter(annotation, message):
     """Types outside the mapping raise TypeError naming the parameter, the type and what is supported."""
     with pytest.raises(TypeError, match=message):
         schema_of(annotation)
 
 
-@pytest.mark.parametrize("source, kind", [
-    ("def handler(*args: int): ...", r"\*args"),
-    ("def handler(**kwargs: int): ...", r"\*\*kwargs"),
-    ("def handler(a: int, /): ...", "positional-only"),
-])
+@pytest.mark.parametrize(
+    "source, kind",
+    [
+        ("def handler(*args: int): ...", r"\*args"),
+        ("def handler(**kwargs: int): ...", r"\*\*kwargs"),
+        ("def handler(a: int, /): ...", "positional-only"),
+    ],
+)
 def test_variadic_and_positional_only_parameters_are_refused(source, kind):
     """Parameters that cannot be passed by name cannot be tool arguments."""
     namespace: dict = {}
@@ -292,7 +350,9 @@ def test_variadic_and_positional_only_parameters_are_refused(source, kind):
 
 def test_generated_schemas_are_valid_2020_12():
     """Every generated schema passes the 2020-12 meta-schema and accepts its own defaults."""
+
     def handler(a: Shape, b: Options, c: tuple[int, str] = (1, "x"), d: dict[str, list[Color]] | None = None): ...
+
     schema = schemas.input_schema(handler)[0]
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
@@ -304,28 +364,30 @@ def test_generated_schemas_are_valid_2020_12():
 # -- to_python -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("annotation, value, expected", [
-    (int, 3, 3),
-    (int, 3.0, 3),
-    (float, 2, 2.0),
-    (str, "s", "s"),
-    (bool, True, True),
-    (Any, {"k": [1]}, {"k": [1]}),
-    (Literal["a"], "a", "a"),
-    (Color, "green", Color.GREEN),
-    (Level, 2, Level.HIGH),
-    (Color | None, None, None),
-    (Optional[Color], "red", Color.RED),
-    (list[Color], ["red", "green"], [Color.RED, Color.GREEN]),
-    (tuple[int, Color], [1, "red"], (1, Color.RED)),
-    (tuple[float, ...], [1, 2], (1.0, 2.0)),
-    (dict[str, Color], {"a": "red"}, {"a": Color.RED}),
-    (Point, {"x": 1}, Point(1, 0)),
-    (Shape, {"name": "s", "points": [{"x": 1, "y": 2}], "color": "green"},
-     Shape("s", [Point(1, 2)], Color.GREEN)),
-    (Query, {"text": "t", "limit": 3}, {"text": "t", "limit": 3}),
-    (Annotated[Color, "text"], "red", Color.RED),
-])
+@pytest.mark.parametrize(
+    "annotation, value, expected",
+    [
+        (int, 3, 3),
+        (int, 3.0, 3),
+        (float, 2, 2.0),
+        (str, "s", "s"),
+        (bool, True, True),
+        (Any, {"k": [1]}, {"k": [1]}),
+        (Literal["a"], "a", "a"),
+        (Color, "green", Color.GREEN),
+        (Level, 2, Level.HIGH),
+        (Color | None, None, None),
+        (Optional[Color], "red", Color.RED),
+        (list[Color], ["red", "green"], [Color.RED, Color.GREEN]),
+        (tuple[int, Color], [1, "red"], (1, Color.RED)),
+        (tuple[float, ...], [1, 2], (1.0, 2.0)),
+        (dict[str, Color], {"a": "red"}, {"a": Color.RED}),
+        (Point, {"x": 1}, Point(1, 0)),
+        (Shape, {"name": "s", "points": [{"x": 1, "y": 2}], "color": "green"}, Shape("s", [Point(1, 2)], Color.GREEN)),
+        (Query, {"text": "t", "limit": 3}, {"text": "t", "limit": 3}),
+        (Annotated[Color, "text"], "red", Color.RED),
+    ],
+)
 def test_to_python(annotation, value, expected):
     """Validated JSON becomes the declared Python value, recursively."""
     result = schemas.to_python(annotation, value)
@@ -334,6 +396,7 @@ def test_to_python(annotation, value, expected):
 
 def test_to_python_typeddict_converts_values_but_stays_a_dict():
     """A TypedDict stays a plain dict; its Enum and dataclass values are converted."""
+
     class Pick(TypedDict):
         color: Color
         at: Point
@@ -341,12 +404,15 @@ def test_to_python_typeddict_converts_values_but_stays_a_dict():
     assert schemas.to_python(Pick, {"color": "red", "at": {"x": 2}}) == {"color": Color.RED, "at": Point(2)}
 
 
-@pytest.mark.parametrize("annotation, value", [
-    (Shape, Shape("s", [Point(1, 2)], Color.GREEN, ["t"])),
-    (list[Point], [Point(1), Point(2, 3)]),
-    (dict[str, Color], {"k": Color.GREEN}),
-    (tuple[int, str], (1, "a")),
-])
+@pytest.mark.parametrize(
+    "annotation, value",
+    [
+        (Shape, Shape("s", [Point(1, 2)], Color.GREEN, ["t"])),
+        (list[Point], [Point(1), Point(2, 3)]),
+        (dict[str, Color], {"k": Color.GREEN}),
+        (tuple[int, str], (1, "a")),
+    ],
+)
 def test_round_trip(annotation, value):
     """to_python(to_json(v)) gives v back, and to_json(v) matches the annotation's schema."""
     data = schemas.to_json(value)
@@ -367,32 +433,42 @@ def test_to_json_refuses_values_without_json_form():
 
 def test_object_return_types_are_the_output_schema():
     """A dataclass, TypedDict or dict[str, X] return type is the output schema as is."""
+
     def point() -> Point: ...
     def query() -> Query: ...
     def table() -> dict[str, int]: ...
+
     assert schemas.output_schema(point) == schema_of(Point) and not schemas.wraps_result(point)
     assert schemas.output_schema(query) == schema_of(Query) and not schemas.wraps_result(query)
     assert schemas.output_schema(table) == {"type": "object", "additionalProperties": {"type": "integer"}}
 
 
-@pytest.mark.parametrize("returns, inner", [
-    (int, {"type": "integer"}),
-    (str, {"type": "string"}),
-    (list[Point], {"type": "array", "items": schema_of(Point)}),
-    (Point | None, {"anyOf": [schema_of(Point), {"type": "null"}]}),
-])
+@pytest.mark.parametrize(
+    "returns, inner",
+    [
+        (int, {"type": "integer"}),
+        (str, {"type": "string"}),
+        (list[Point], {"type": "array", "items": schema_of(Point)}),
+        (Point | None, {"anyOf": [schema_of(Point), {"type": "null"}]}),
+    ],
+)
 def test_other_return_types_are_wrapped_under_result(returns, inner):
     """Any other return type is wrapped as {"result": ...}, required."""
+
     def handler(): ...
+
     handler.__annotations__ = {"return": returns}
     assert schemas.output_schema(handler) == {
-        "type": "object", "properties": {"result": inner}, "required": ["result"],
+        "type": "object",
+        "properties": {"result": inner},
+        "required": ["result"],
     }
     assert schemas.wraps_result(handler)
 
 
 def test_no_return_annotation_has_no_output_schema():
     def handler(): ...
+
     assert schemas.output_schema(handler) is None
 
 
@@ -498,15 +574,18 @@ class Empty:
     pass
 
 
-@pytest.mark.parametrize("cls, message", [
-    (Nested, r"field Nested.where: type <class '.*Point'> cannot be elicited; allowed: str, int, float, bool"),
-    (Listy, r"field Listy.tags: type list\[str\] cannot be elicited"),
-    (IntChoice, r"field IntChoice.level: type typing.Literal\[1, 2\] cannot be elicited"),
-    (IntEnumField, r"field IntEnumField.mood: .*Mood.* cannot be elicited"),
-    (Empty, r"Empty has no fields"),
-    (Point(1), r"comes from a dataclass or TypedDict class"),
-    (dict, r"comes from a dataclass or TypedDict class"),
-])
+@pytest.mark.parametrize(
+    "cls, message",
+    [
+        (Nested, r"field Nested.where: type <class '.*Point'> cannot be elicited; allowed: str, int, float, bool"),
+        (Listy, r"field Listy.tags: type list\[str\] cannot be elicited"),
+        (IntChoice, r"field IntChoice.level: type typing.Literal\[1, 2\] cannot be elicited"),
+        (IntEnumField, r"field IntEnumField.mood: .*Mood.* cannot be elicited"),
+        (Empty, r"Empty has no fields"),
+        (Point(1), r"comes from a dataclass or TypedDict class"),
+        (dict, r"comes from a dataclass or TypedDict class"),
+    ],
+)
 def test_elicitation_schema_refuses_other_types(cls, message):
     """Anything but flat primitive fields raises TypeError naming the field."""
     with pytest.raises(TypeError, match=message):
@@ -528,6 +607,7 @@ def test_from_content_typeddict_is_a_dict_of_the_given_keys():
 
 def test_conformance_defaults_fixture_as_a_dataclass():
     """The SEP-1034 defaults fixture is expressible as a typed class."""
+
     @dataclass
     class Defaults:
         name: str = "John Doe"
@@ -549,10 +629,12 @@ def test_none_default_on_a_plain_type_accepts_null():
     """``x: str = None`` is listed as a string or null with default null, and null is accepted."""
     from zemcp.tools import Tool
 
-    def f(x: str = None) -> str:  # noqa: RUF013 - the idiom under test
+    def f(x: str = None) -> str:
         return repr(x)
 
     tool = Tool(None, f, "t")
     assert tool.definition()["inputSchema"]["properties"]["x"] == {
-        "anyOf": [{"type": "string"}, {"type": "null"}], "default": None}
+        "anyOf": [{"type": "string"}, {"type": "null"}],
+        "default": None,
+    }
     assert tool.check_arguments({"x": None}) is None and tool.check_arguments({"x": "a"}) is None

@@ -2,7 +2,15 @@
 
 import pytest
 
-from zemcp.session import Call, Session, SessionLimitReached, SessionNotFound, SessionRegistry, SessionRequired, fingerprint
+from zemcp.session import (
+    Call,
+    Session,
+    SessionLimitReached,
+    SessionNotFound,
+    SessionRegistry,
+    SessionRequired,
+    fingerprint,
+)
 from zemcp.sinks import ReplySink
 
 
@@ -34,10 +42,17 @@ def test_foreign_instance_is_not_found_and_logged(caplog):
     assert not [r for r in caplog.records if r.name == "zemcp.session"], "own ended sessions are not routing mistakes"
 
 
-@pytest.mark.parametrize("capabilities, supported", [
-    ({"elicitation": {}}, True), ({"elicitation": {"form": {}}}, True), ({}, False),
-    ({"elicitation": None}, False), ({"elicitation": True}, False), ({"elicitation": []}, False),
-])
+@pytest.mark.parametrize(
+    "capabilities, supported",
+    [
+        ({"elicitation": {}}, True),
+        ({"elicitation": {"form": {}}}, True),
+        ({}, False),
+        ({"elicitation": None}, False),
+        ({"elicitation": True}, False),
+        ({"elicitation": []}, False),
+    ],
+)
 def test_elicitation_bit_needs_an_object(capabilities, supported):
     """Only a JSON object under capabilities.elicitation declares the capability."""
     assert Session("2025-06-18", {}, capabilities).client_supports_elicit() is supported
@@ -95,15 +110,18 @@ def test_fingerprint_is_short_and_stable():
     assert len(fingerprint("abc")) == 12 and "abc" not in fingerprint("abc")
 
 
-@pytest.mark.parametrize("version, declared, form, url", [
-    ("2025-06-18", {}, True, False),
-    ("2025-06-18", {"url": {}}, True, False),
-    ("2025-11-25", {}, True, False),
-    ("2025-11-25", {"form": {}}, True, False),
-    ("2025-11-25", {"url": {}}, False, True),
-    ("2025-11-25", {"form": {}, "url": {}}, True, True),
-    ("2025-11-25", None, False, False),
-])
+@pytest.mark.parametrize(
+    "version, declared, form, url",
+    [
+        ("2025-06-18", {}, True, False),
+        ("2025-06-18", {"url": {}}, True, False),
+        ("2025-11-25", {}, True, False),
+        ("2025-11-25", {"form": {}}, True, False),
+        ("2025-11-25", {"url": {}}, False, True),
+        ("2025-11-25", {"form": {}, "url": {}}, True, True),
+        ("2025-11-25", None, False, False),
+    ],
+)
 def test_elicitation_modes_follow_the_version(version, declared, form, url):
     """From 2025-11-25 the capability names its modes and {} means form only; before, any object means form."""
     caps = {} if declared is None else {"elicitation": declared}

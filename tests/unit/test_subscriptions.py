@@ -4,7 +4,12 @@ import pytest
 
 from zemcp.subscriptions import ListenLimitReached, SubscriptionHub
 
-ALL = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True, "resourceSubscriptions": True}
+ALL = {
+    "toolsListChanged": True,
+    "promptsListChanged": True,
+    "resourcesListChanged": True,
+    "resourceSubscriptions": True,
+}
 
 
 def frames(sink, n):
@@ -15,15 +20,18 @@ def frames(sink, n):
 def test_the_acknowledgement_holds_only_what_is_honoured():
     """Flags the server cannot announce, and unknown ones, are left out of the acknowledged filter."""
     hub = SubscriptionHub(4)
-    ack, kinds, uris = hub.honoured({"toolsListChanged": True, "promptsListChanged": True, "x": True,
-                                     "resourceSubscriptions": ["a://1", "a://1"]},
-                                    {"toolsListChanged": True, "resourceSubscriptions": True})
+    ack, kinds, uris = hub.honoured(
+        {"toolsListChanged": True, "promptsListChanged": True, "x": True, "resourceSubscriptions": ["a://1", "a://1"]},
+        {"toolsListChanged": True, "resourceSubscriptions": True},
+    )
     assert ack == {"toolsListChanged": True, "resourceSubscriptions": ["a://1"]}
     assert kinds == {"notifications/tools/list_changed"} and uris == {"a://1"}
 
 
-@pytest.mark.parametrize("requested", ["x", {"toolsListChanged": 1}, {"resourceSubscriptions": "a://1"},
-                                       {"resourceSubscriptions": ["a"] * 257}])
+@pytest.mark.parametrize(
+    "requested",
+    ["x", {"toolsListChanged": 1}, {"resourceSubscriptions": "a://1"}, {"resourceSubscriptions": ["a"] * 257}],
+)
 def test_a_bad_filter_is_refused(requested):
     """A filter that is not an object of booleans and a URI list is a ValueError."""
     with pytest.raises(ValueError):
@@ -39,9 +47,13 @@ def test_notifications_reach_only_the_streams_that_asked():
     assert hub.resource_updated("a://1") == 1 and hub.resource_updated("a://2") == 0
     ack, change = frames(tools, 2)
     assert ack["method"] == "notifications/subscriptions/acknowledged" and ack["params"]["_meta"] == {
-        "io.modelcontextprotocol/subscriptionId": 7}
-    assert change == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
-                      "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 7}}}
+        "io.modelcontextprotocol/subscriptionId": 7
+    }
+    assert change == {
+        "jsonrpc": "2.0",
+        "method": "notifications/tools/list_changed",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 7}},
+    }
     assert frames(res, 2)[1]["params"]["uri"] == "a://1"
 
 
@@ -61,5 +73,8 @@ def test_close_all_answers_each_listen_request():
     hub = SubscriptionHub(2)
     sink = hub.open(9, {}, frozenset(), frozenset())
     assert hub.close_all({"resultType": "complete"}) == 1
-    assert list(sink.frames(0.01))[-1] == {"jsonrpc": "2.0", "id": 9, "result": {
-        "resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": 9}}}
+    assert list(sink.frames(0.01))[-1] == {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "result": {"resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": 9}},
+    }

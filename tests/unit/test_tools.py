@@ -76,8 +76,13 @@ def test_definition_from_a_typed_function():
 
 def test_definition_passes_title_annotations_and_output_schema_through():
     """title, annotations and outputSchema are listed as given."""
-    hints = {"title": "Adder", "readOnlyHint": True, "destructiveHint": False,
-             "idempotentHint": True, "openWorldHint": False}
+    hints = {
+        "title": "Adder",
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
     tool = Tool("sum", add, "Sum.", title="Add numbers", annotations=hints, structured_output=True)
     assert tool.definition() == {
         "name": "sum",
@@ -91,6 +96,7 @@ def test_definition_passes_title_annotations_and_output_schema_through():
 
 def test_description_falls_back_to_the_name():
     def bare(): ...
+
     assert Tool(None, bare).description == "bare"
 
 
@@ -134,15 +140,22 @@ def test_reference_tool_is_unchanged():
     }
 
 
-@pytest.mark.parametrize("kwargs, error, message", [
-    ({"name": "no spaces"}, ValueError, "must be 1-128 characters"),
-    ({"input_schema": {"type": "array"}}, ValueError, "input_schema must be a JSON Schema with type 'object'"),
-    ({"input_schema": {"type": "object", "properties": 3}}, jsonschema.SchemaError, "is not of type 'object'"),
-    ({"output_schema": {"type": "string"}}, ValueError, "output_schema must be a JSON Schema with type 'object'"),
-    ({"output_schema": {"type": "object"}, "structured_output": True}, ValueError, "not both"),
-    ({"annotations": {"readonlyHint": True}}, ValueError, "unknown annotation 'readonlyHint'; known: title, readOnlyHint"),
-    ({"annotations": {"readOnlyHint": "yes"}}, ValueError, "annotation 'readOnlyHint' must be a bool"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"name": "no spaces"}, ValueError, "must be 1-128 characters"),
+        ({"input_schema": {"type": "array"}}, ValueError, "input_schema must be a JSON Schema with type 'object'"),
+        ({"input_schema": {"type": "object", "properties": 3}}, jsonschema.SchemaError, "is not of type 'object'"),
+        ({"output_schema": {"type": "string"}}, ValueError, "output_schema must be a JSON Schema with type 'object'"),
+        ({"output_schema": {"type": "object"}, "structured_output": True}, ValueError, "not both"),
+        (
+            {"annotations": {"readonlyHint": True}},
+            ValueError,
+            "unknown annotation 'readonlyHint'; known: title, readOnlyHint",
+        ),
+        ({"annotations": {"readOnlyHint": "yes"}}, ValueError, "annotation 'readOnlyHint' must be a bool"),
+    ],
+)
 def test_bad_declarations_are_refused(kwargs, error, message):
     """Registration fails with a message saying what to fix."""
     name = kwargs.pop("name", None)
@@ -152,12 +165,16 @@ def test_bad_declarations_are_refused(kwargs, error, message):
 
 def test_structured_output_needs_a_return_annotation():
     def untyped(): ...
-    with pytest.raises(TypeError, match="structured_output=True derives .* annotate its return type or pass output_schema"):
+
+    with pytest.raises(
+        TypeError, match="structured_output=True derives .* annotate its return type or pass output_schema"
+    ):
         Tool(None, untyped, structured_output=True)
 
 
 def test_unsupported_parameter_type_is_refused_at_registration():
     def handler(when: complex): ...
+
     with pytest.raises(TypeError, match=r"handler\(\) parameter 'when': type <class 'complex'> is not supported"):
         Tool(None, handler)
 
@@ -169,24 +186,39 @@ def record(reading: Reading, tags: list[str] | None = None, mode: Literal["fast"
     return reading
 
 
-@pytest.mark.parametrize("arguments, problem", [
-    ({"a": "x"}, "argument 'a': 'x' is not of type 'integer'"),
-    ({"a": 1, "c": 2}, "unexpected argument 'c'"),
-    ({"a": 1, "c": 2, "d": 3}, "unexpected arguments 'c', 'd'"),
-    ({"b": 2}, "missing required argument 'a'"),
-])
+@pytest.mark.parametrize(
+    "arguments, problem",
+    [
+        ({"a": "x"}, "argument 'a': 'x' is not of type 'integer'"),
+        ({"a": 1, "c": 2}, "unexpected argument 'c'"),
+        ({"a": 1, "c": 2, "d": 3}, "unexpected arguments 'c', 'd'"),
+        ({"b": 2}, "missing required argument 'a'"),
+    ],
+)
 def test_check_arguments_names_the_argument(arguments, problem):
     assert Tool(None, add).check_arguments(arguments) == f"invalid arguments for tool 'add': {problem}"
 
 
-@pytest.mark.parametrize("arguments, problem", [
-    ({"reading": {"value": "hot", "unit": "C"}}, "argument 'reading' at reading.value: 'hot' is not of type 'number'"),
-    ({"reading": {"value": 1, "unit": "K"}}, "argument 'reading' at reading.unit: 'K' is not one of ['C', 'F']"),
-    ({"reading": {"value": 1}}, "argument 'reading': missing required field 'unit'"),
-    ({"reading": {"value": 1, "unit": "C", "at": 0}}, "argument 'reading': unexpected field 'at'"),
-    ({"reading": {"value": 1, "unit": "C"}, "tags": ["a", 2]}, "argument 'tags' at tags[1]: 2 is not of type 'string'"),
-    ({"reading": {"value": 1, "unit": "C"}, "mode": "slowest"}, "argument 'mode': 'slowest' is not one of ['fast', 'slow']"),
-])
+@pytest.mark.parametrize(
+    "arguments, problem",
+    [
+        (
+            {"reading": {"value": "hot", "unit": "C"}},
+            "argument 'reading' at reading.value: 'hot' is not of type 'number'",
+        ),
+        ({"reading": {"value": 1, "unit": "K"}}, "argument 'reading' at reading.unit: 'K' is not one of ['C', 'F']"),
+        ({"reading": {"value": 1}}, "argument 'reading': missing required field 'unit'"),
+        ({"reading": {"value": 1, "unit": "C", "at": 0}}, "argument 'reading': unexpected field 'at'"),
+        (
+            {"reading": {"value": 1, "unit": "C"}, "tags": ["a", 2]},
+            "argument 'tags' at tags[1]: 2 is not of type 'string'",
+        ),
+        (
+            {"reading": {"value": 1, "unit": "C"}, "mode": "slowest"},
+            "argument 'mode': 'slowest' is not one of ['fast', 'slow']",
+        ),
+    ],
+)
 def test_check_arguments_points_into_nested_values(arguments, problem):
     """Errors inside objects and arrays say where, also through ``X | None``."""
     assert Tool(None, record).check_arguments(arguments) == f"invalid arguments for tool 'record': {problem}"
@@ -221,14 +253,19 @@ def test_context_is_passed_to_the_declared_parameter():
 
 def test_conversion_failure_is_an_error_result_naming_the_argument():
     """A dataclass that refuses its values gives an isError result, not a crash."""
+
     def handler(p: Positive): ...
+
     result = Tool(None, handler).run({"p": {"n": 0}}, CTX)
-    assert result == {"content": [{"type": "text", "text": "invalid arguments for tool 'handler': argument 'p': n must be positive"}],
-                      "isError": True}
+    assert result == {
+        "content": [{"type": "text", "text": "invalid arguments for tool 'handler': argument 'p': n must be positive"}],
+        "isError": True,
+    }
 
 
 def test_errors_become_error_results(caplog):
     """ToolError gives its message; other exceptions too, and are logged."""
+
     def refuses():
         raise ToolError("not today")
 
@@ -241,9 +278,12 @@ def test_errors_become_error_results(caplog):
     assert "tool 'breaks' raised" in caplog.text
 
 
-@pytest.mark.parametrize("exc", [SessionEnded("expired"), zemcp.URLElicitationRequired([("Log in", "https://example.com")])])
+@pytest.mark.parametrize(
+    "exc", [SessionEnded("expired"), zemcp.URLElicitationRequired([("Log in", "https://example.com")])]
+)
 def test_exceptions_the_server_answers_itself_propagate(exc):
     """An aborted elicitation and a URL elicitation demand are answered by the server, not as results."""
+
     def handler():
         raise exc
 
@@ -257,18 +297,27 @@ def test_value_without_json_form_is_an_error_result(caplog):
 
     with caplog.at_level(logging.ERROR, "zemcp.tools"):
         result = Tool(None, handler).run({}, CTX)
-    assert result["isError"] and "returned a value that cannot be sent: a object has no JSON form" in result["content"][0]["text"]
+    assert (
+        result["isError"]
+        and "returned a value that cannot be sent: a object has no JSON form" in result["content"][0]["text"]
+    )
 
 
-@pytest.mark.parametrize("value, result", [
-    ("hi", {"content": [{"type": "text", "text": "hi"}], "isError": False}),
-    ([{"type": "text", "text": "a"}], {"content": [{"type": "text", "text": "a"}], "isError": False}),
-    ({"content": [], "isError": True}, {"content": [], "isError": True}),
-    ([1, 2], {"content": [{"type": "text", "text": "[1, 2]"}], "isError": False}),
-    ({"a": Unit.CELSIUS}, {"content": [{"type": "text", "text": '{"a": "C"}'}], "isError": False}),
-    (Reading(1.5, Unit.FAHRENHEIT), {"content": [{"type": "text", "text": '{"value": 1.5, "unit": "F"}'}], "isError": False}),
-    (None, {"content": [{"type": "text", "text": "null"}], "isError": False}),
-])
+@pytest.mark.parametrize(
+    "value, result",
+    [
+        ("hi", {"content": [{"type": "text", "text": "hi"}], "isError": False}),
+        ([{"type": "text", "text": "a"}], {"content": [{"type": "text", "text": "a"}], "isError": False}),
+        ({"content": [], "isError": True}, {"content": [], "isError": True}),
+        ([1, 2], {"content": [{"type": "text", "text": "[1, 2]"}], "isError": False}),
+        ({"a": Unit.CELSIUS}, {"content": [{"type": "text", "text": '{"a": "C"}'}], "isError": False}),
+        (
+            Reading(1.5, Unit.FAHRENHEIT),
+            {"content": [{"type": "text", "text": '{"value": 1.5, "unit": "F"}'}], "isError": False},
+        ),
+        (None, {"content": [{"type": "text", "text": "null"}], "isError": False}),
+    ],
+)
 def test_to_result_shapes(value, result):
     """str, content lists and full results pass; anything else is JSON text."""
     assert to_result(value) == result
@@ -325,12 +374,16 @@ def test_full_result_with_structured_content_passes_through_checked():
         return {"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}], "structuredContent": {"n": 1}}
 
     result = Tool(None, picture, output_schema=schema).run({}, CTX)
-    assert result == {"isError": False, "content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}],
-                      "structuredContent": {"n": 1}}
+    assert result == {
+        "isError": False,
+        "content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}],
+        "structuredContent": {"n": 1},
+    }
 
 
 def test_output_that_breaks_its_schema_is_an_error_result_and_logged(caplog):
     """A handler that returns something else than its outputSchema says is a server bug."""
+
     def measure() -> Reading:
         return {"value": "warm", "unit": "C"}
 
@@ -346,7 +399,8 @@ def test_errors_of_structured_tools_have_no_structured_content():
         raise ToolError("sensor offline")
 
     assert Tool(None, measure, structured_output=True).run({}, CTX) == {
-        "content": [{"type": "text", "text": "sensor offline"}], "isError": True,
+        "content": [{"type": "text", "text": "sensor offline"}],
+        "isError": True,
     }
 
 
@@ -376,15 +430,18 @@ def test_server_tool_decorator_bare_and_called():
         """Second tool."""
         return ""
 
-    @server.tool("third", title="Third", description="Explicit.", structured_output=True,
-                 annotations={"readOnlyHint": True})
+    @server.tool(
+        "third", title="Third", description="Explicit.", structured_output=True, annotations={"readOnlyHint": True}
+    )
     def whatever() -> int:
         return 3
 
     assert first(4) == 4 and whatever() == 3
     definitions = server.tools.definitions()
     assert [(d["name"], d["description"]) for d in definitions] == [
-        ("first", "First tool."), ("second", "Second tool."), ("third", "Explicit."),
+        ("first", "First tool."),
+        ("second", "Second tool."),
+        ("third", "Explicit."),
     ]
     assert definitions[2]["title"] == "Third" and definitions[2]["annotations"] == {"readOnlyHint": True}
     assert definitions[2]["outputSchema"]["properties"]["result"] == {"type": "integer"}
