@@ -11,8 +11,12 @@ server = zemcp.Server("rooms", "1.0.0")
 
 
 @server.tool(title="Book a room", elicit_missing=True)
-def book(city: str, nights: Annotated[int, {"title": "Nights", "minimum": 1, "maximum": 14}],
-         size: Annotated[Literal["s", "l"], {"enumNames": ["Small", "Large"]}], breakfast: bool = False) -> str:
+def book(
+    city: str,
+    nights: Annotated[int, {"title": "Nights", "minimum": 1, "maximum": 14}],
+    size: Annotated[Literal["s", "l"], {"enumNames": ["Small", "Large"]}],
+    breakfast: bool = False,
+) -> str:
     """Book a hotel room."""
     return f"{nights} night(s) in {city}, size {size}"
 

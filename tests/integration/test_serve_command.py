@@ -162,17 +162,36 @@ def test_reload_serves_the_edited_file(serve, tmp_path):
 def test_the_rooms_example_asks_for_what_the_call_left_out(serve):
     """examples/rooms.py (docs/elicitation.md): book(nights=2) asks one form for city and size."""
     url, _ = serve("examples/rooms.py")
-    r = post(url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "run", "version": "1"}}})
+    r = post(
+        url,
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"elicitation": {}},
+                "clientInfo": {"name": "run", "version": "1"},
+            },
+        },
+    )
     headers = {"Mcp-Session-Id": r.headers["Mcp-Session-Id"], "MCP-Protocol-Version": "2025-11-25"}
     assert post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers).status_code == 202
-    with post(url, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "book", "arguments": {"nights": 2}}},
-              headers, stream=True) as stream:
+    with post(
+        url,
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "book", "arguments": {"nights": 2}}},
+        headers,
+        stream=True,
+    ) as stream:
         lines = stream.iter_lines()
         ask = next(json.loads(line[6:]) for line in lines if line.startswith(b"data: "))
         assert ask["params"]["message"] == "Book a room needs: city, size"
         assert ask["params"]["requestedSchema"]["required"] == ["city", "size"]
-        answer = {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"city": "Oslo", "size": "l"}}}
+        answer = {
+            "jsonrpc": "2.0",
+            "id": ask["id"],
+            "result": {"action": "accept", "content": {"city": "Oslo", "size": "l"}},
+        }
         assert post(url, answer, headers).status_code == 202
         final = next(json.loads(line[6:]) for line in lines if line.startswith(b"data: "))
         assert final["result"]["content"][0]["text"] == "2 night(s) in Oslo, size l"

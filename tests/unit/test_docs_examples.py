@@ -26,7 +26,7 @@ def _blocks(text: str) -> list[str]:
 def _without_docstring(source: str) -> str:
     body = ast.parse(source).body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        return "".join(source.splitlines(keepends=True)[body[0].end_lineno:]).lstrip("\n")
+        return "".join(source.splitlines(keepends=True)[body[0].end_lineno :]).lstrip("\n")
     return source
 
 
