@@ -16,6 +16,7 @@ EXAMPLES = [
     ("docs/cli.md", "examples/hello.py"),
     ("docs/cli.md", "examples/click_tools.py"),
     ("docs/elicitation.md", "examples/rooms.py"),
+    ("docs/authoring.md", "examples/rooms.py"),
 ]
 
 
