@@ -2,7 +2,7 @@
 
 Starts ``gunicorn -c gunicorn.conf.py wsgi:app`` on a free 127.0.0.1 port with enough threads
 for ``--pending`` waiting calls by the documented formula (pending_budget = threads -
-thread_reserve - listen_budget, thread_reserve = threads // 4), then:
+thread_reserve - listen_budget - standalone_budget, thread_reserve = threads // 4), then:
 
 1. measures the worker's threads and resident memory (from /proc) and the latency of plain
    calls while nothing waits;
@@ -33,6 +33,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.calls import free_port, stop_gunicorn, wait_for_port
+from zemcp.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -47,7 +48,7 @@ PLAIN_CALLS = 200
 def threads_for(pending: int) -> int:
     """The smallest ``ZEMCP_THREADS`` whose derived pending budget holds ``pending``."""
     threads = 3
-    while threads - max(2, threads // 4) - min(4, (threads - max(2, threads // 4)) // 4) < pending:
+    while Settings(threads=threads).pending_budget < pending:
         threads += 1
     return threads
 

@@ -286,8 +286,9 @@ def json_schema_2020_12_tool(
 
 @server.tool
 def test_reconnection(ctx: zemcp.Context) -> str:
-    """Logs a message, which turns the response into an event stream, then returns."""
-    ctx.log("info", "Reconnection test running")
+    """Ends its stream's connection mid-call (SSE polling), then returns: the result reaches
+    the client on the GET that resumes the stream with Last-Event-ID."""
+    ctx.close_sse_stream()
     return "Reconnection test completed"
 
 

@@ -14,8 +14,8 @@ The runner serves ``--app`` (``conformance.everything:app`` by default) with
 ``gunicorn -c gunicorn.conf.py`` on a free loopback port, runs ``--suite all`` at
 ``--spec-version 2025-06-18`` and ``2025-11-25``, the session-lifecycle scenario and
 ``--requirements 2026-07-28``, prints each run's output and then one summary line per
-scenario, always stops gunicorn, and exits 1 when any check failed or any run did not
-complete, 2 when the harness could not start.
+scenario, always stops gunicorn, and exits 1 when any check failed or warned (in every
+run) or any run did not complete, 2 when the harness could not start.
 
 A run with ``--requirements`` is scored the way the requirement file of the suite install
 (``requirements/<revision>.yaml``) says, but stricter: a WARNING in a scored scenario fails
@@ -375,11 +375,15 @@ def report(output: Path, statuses: dict[str, int | None], requirements: dict[str
             passed, failed, warnings = report_requirements(results, requirements[label], label, outcome)
         else:
             passed = sum(r.passed for r in results)
-            failed = sum(r.failed for r in results)
             warnings = sum(r.warnings for r in results)
-            print(f"\n[{label}] {passed} passed, {failed} failed, {warnings} warnings; {outcome}")
+            # Every scenario of these runs passes without warnings: one that appears is a regression.
+            failed = sum(r.failed for r in results) + warnings
+            print(
+                f"\n[{label}] {passed} passed, {failed - warnings} failed, {warnings} warnings "
+                f"(warnings fail the run); {outcome}"
+            )
             for r in results:
-                print_scenario(r)
+                print_scenario(r, warnings_fail=True)
         if not failed and (status != 0 or not results):
             # A crash, a timeout or a run of no scenario leaves no failing check behind; it
             # still fails the run.

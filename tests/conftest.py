@@ -79,9 +79,13 @@ class SseStream:
 
     Attributes:
         response: the streaming ``requests`` response.
-        events: every event read so far, as ``{"event": name, "data": parsed JSON}``.
+        events: every event read so far, as ``{"event": name, "data": parsed JSON, "id": event id}``
+            (an event with empty data, such as a priming event, is not listed).
         comments: every comment line read so far (without the leading ``:``).
         ended: True once the server ended the body.
+        last_event_id: the latest ``id`` field read ("" before any).
+        ids: every ``id`` field read, in order (priming events included).
+        retry: the latest ``retry`` field [milliseconds], or None.
     """
 
     def __init__(self, response: requests.Response, http: requests.Session):
@@ -92,6 +96,9 @@ class SseStream:
         self.events: list[dict] = []
         self.comments: list[str] = []
         self.ended = False
+        self.last_event_id = ""
+        self.ids: list[str] = []
+        self.retry: int | None = None
 
     def _line(self) -> bytes | None:
         while True:
@@ -118,8 +125,8 @@ class SseStream:
                 return None
             text = line.decode("utf-8")
             if text == "":
-                if data:
-                    event = {"event": name or "message", "data": json.loads("\n".join(data))}
+                if data and "\n".join(data):
+                    event = {"event": name or "message", "data": json.loads("\n".join(data)), "id": self.last_event_id}
                     self.events.append(event)
                     return "event", event
                 name, data = None, []
@@ -136,7 +143,28 @@ class SseStream:
                 name = value
             elif field == "data":
                 data.append(value)
-            # id: and retry: are not used by this server; ignore them as SSE says.
+            elif field == "id":
+                self.last_event_id = value
+                self.ids.append(value)
+            elif field == "retry" and value.isdigit():
+                self.retry = int(value)
+
+    def read_priming(self) -> str:
+        """Read the stream's first block, a priming event (an id, ``retry`` and empty data); returns its id."""
+        block = []
+        while True:
+            line = self._line()
+            assert line is not None, f"the stream ended before its priming event: {block}"
+            text = line.decode("utf-8")
+            if text == "":
+                break
+            block.append(text)
+        fields = dict(line.partition(":")[::2] for line in block)
+        assert set(fields) == {"id", "retry", "data"} and fields["data"].strip() == "", block
+        self.last_event_id = fields["id"].strip()
+        self.ids.append(self.last_event_id)
+        self.retry = int(fields["retry"])
+        return self.last_event_id
 
     def next_message(self) -> dict | None:
         """The JSON-RPC message of the next event (comments skipped); None at the end."""
@@ -258,6 +286,33 @@ class McpClient:
             self._streams.append(stream)
             return response, stream
         _ = response.content  # read it all, then free the connection
+        http.close()
+        return response, None
+
+    def get_stream(
+        self, last_event_id: str | None = None, *, headers: dict | None = None, timeout: float = READ_TIMEOUT
+    ) -> tuple[requests.Response, SseStream | None]:
+        """GET the endpoint on a connection of its own with ``stream=True``: the session's
+        standalone stream, or with ``last_event_id`` the resumption of a stream.
+
+        Returns:
+            the response and, when it is ``text/event-stream``, a reader for it.
+        """
+        http = requests.Session()
+        extra = {"Accept": "text/event-stream", "Content-Type": None}
+        if last_event_id:
+            extra["Last-Event-ID"] = last_event_id
+        response = http.get(
+            self.url,
+            headers=self.headers({**extra, **(headers or {})}),
+            timeout=(CONNECT_TIMEOUT, timeout),
+            stream=True,
+        )
+        if response.headers.get("Content-Type", "").startswith("text/event-stream"):
+            stream = SseStream(response, http)
+            self._streams.append(stream)
+            return response, stream
+        _ = response.content
         http.close()
         return response, None
 
@@ -396,9 +451,15 @@ class McpClient:
             "threads_pending": r"^thread budget: \d+ threads = (\d+) for pending",
             "threads_listen": r"^thread budget: .* \+ (\d+) for listen streams",
             "listen_cap": r"^listen streams: \d+ \(cap (\d+)\)$",
+            "listen_streams": r"^listen streams: (\d+) \(cap \d+\)$",
+            "resuming_streams": r"^resumed streams: (\d+)$",
+            "standalone_streams": r"^standalone streams: (\d+) \(cap \d+\)$",
+            "standalone_cap": r"^standalone streams: \d+ \(cap (\d+)\)$",
+            "replay_bytes": r"^replay buffers of finished streams: (\d+) bytes",
             "running": r"^running calls and streams: (\d+) \(call budget \d+\)$",
             "call_budget": r"^running calls and streams: \d+ \(call budget (\d+)\)$",
             "threads_reserved": r"^thread budget: .* \+ (\d+) reserved$",
+            "threads_standalone": r"^thread budget: .* \+ (\d+) for standalone streams",
         }
         parsed: dict[str, Any] = {"text": text}
         for key, pattern in fields.items():

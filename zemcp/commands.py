@@ -206,10 +206,15 @@ def add_builtin_commands(commands: CommandRegistry) -> None:
                 f"sessions: {st['sessions']} (cap {settings.max_sessions})",
                 f"pending elicitations: {st['pending']} (cap {st['pending_budget']})",
                 f"listen streams: {st['listen_streams']} (cap {st['listen_budget']})",
-                f"running calls and streams: {st['running'] + st['listen_streams']} (call budget {st['call_budget']})",
+                f"standalone streams: {st['standalone_streams']} (cap {st['standalone_budget']})",
+                f"resumed streams: {st['resuming_streams']}",
+                f"replay buffers of finished streams: {st['replay_bytes']} bytes (cap {settings.max_replay_bytes})",
+                f"running calls and streams: "
+                f"{st['running'] + st['listen_streams'] + st['standalone_streams'] + st['resuming_streams']} "
+                f"(call budget {st['call_budget']})",
                 f"thread budget: {st['threads']} threads = {st['pending_budget']} for pending elicitations"
-                f" + {st['listen_budget']} for listen streams"
-                f" + {st['threads'] - st['pending_budget'] - st['listen_budget']} reserved",
+                f" + {st['listen_budget']} for listen streams + {st['standalone_budget']} for standalone streams"
+                f" + {st['threads'] - st['pending_budget'] - st['listen_budget'] - st['standalone_budget']} reserved",
             ]
         )
 

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from zemcp.streams import StreamLimits
+
 ENV_PREFIX = "ZEMCP_"
 _INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 
@@ -48,6 +50,9 @@ class Settings:
         max_listen_streams: open 2026-07-28 ``subscriptions/listen`` streams the process
             may hold at once (each holds a thread); ``None`` derives it from ``threads``
             (see :attr:`listen_budget`); 0 turns ``subscriptions/listen`` off.
+        max_standalone_streams: handshake-era sessions' standalone GET streams the process
+            may have open at once (each open one holds a thread); ``None`` derives it from
+            ``threads`` (see :attr:`standalone_budget`); 0 turns them off.
         elicitation_timeout: [seconds] how long a handler waits for the answer to an
             elicitation (and to the other server-to-client requests: sampling, roots).
         body_timeout: [seconds] longest silence while reading a request body under gunicorn;
@@ -57,6 +62,19 @@ class Settings:
             connection is closed, so silent or half-sent requests cannot hold threads.
         keepalive_interval: [seconds] gap between SSE comments on a waiting stream; also the
             bound on noticing a client that went away.
+        stream_retry: [seconds] the SSE ``retry`` field of handshake-era streams (sent in
+            milliseconds): how long a client waits before it reconnects to resume a stream.
+        resume_window: [seconds] how long a handshake-era stream whose client went away waits
+            for it to resume with ``Last-Event-ID`` (its request keeps running meanwhile;
+            then it is cancelled), and how long a finished stream stays resumable.
+        stream_buffer_events: events one stream keeps for replay at most.
+        stream_buffer_bytes: [bytes] the most one stream keeps for replay (its last event is
+            always kept).
+        max_replay_bytes: [bytes] the most the finished streams of the whole process keep
+            for replay; beyond it the oldest are forgotten.
+        stream_poll_interval: [seconds] when above 0, a connection of a handshake-era stream
+            is ended after this long, with ``retry`` (SSE polling), and the client reconnects
+            to go on; 0 (the default) keeps each connection open until its stream ends.
         max_body_bytes: [bytes] largest POST body accepted, chunked bodies included.
         threads: gunicorn gthread threads per worker; also the size of the handler pool.
         workers: gunicorn worker processes; keep 1 unless a proxy routes each session to
@@ -102,10 +120,17 @@ class Settings:
     access_log: str = ""
     max_pending: int | None = None
     max_listen_streams: int | None = None
+    max_standalone_streams: int | None = None
     elicitation_timeout: float = 600.0
     body_timeout: float = 10.0
     head_timeout: float = 5.0
     keepalive_interval: float = 15.0
+    stream_retry: float = 1.0
+    resume_window: float = 60.0
+    stream_buffer_events: int = 256
+    stream_buffer_bytes: int = 1024 * 1024
+    max_replay_bytes: int = 32 * 1024 * 1024
+    stream_poll_interval: float = 0.0
     max_body_bytes: int = 1024 * 1024
     threads: int = 32
     workers: int = 1
@@ -136,13 +161,24 @@ class Settings:
             "head_timeout",
             "auth_timeout",
             "auth_jwks_lifespan",
+            "stream_retry",
+            "resume_window",
         )
         for name in positive:
             value = getattr(self, name)
             # NaN compares false with everything and infinity overflows threading's waits.
             if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= threading.TIMEOUT_MAX):
                 raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
-        for name in ("max_sessions", "max_pending_per_session", "max_body_bytes", "workers", "max_client_info_bytes"):
+        for name in (
+            "max_sessions",
+            "max_pending_per_session",
+            "max_body_bytes",
+            "workers",
+            "max_client_info_bytes",
+            "stream_buffer_events",
+            "stream_buffer_bytes",
+            "max_replay_bytes",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
         if self.threads < 3:
@@ -150,16 +186,24 @@ class Settings:
                 f"threads must be at least 3 (a waiting elicitation holds one thread and its "
                 f"answer needs another), got {self.threads!r}"
             )
-        if self.max_listen_streams is not None and not 0 <= self.max_listen_streams < self.threads - 1:
+        for name in ("max_listen_streams", "max_standalone_streams"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < self.threads - 1:
+                raise ValueError(
+                    f"{name} must be between 0 and threads - 2 ({self.threads - 2}), so that a "
+                    f"pending elicitation and its answer still find threads, got {value!r}"
+                )
+        streams = self.listen_budget + self.standalone_budget
+        if self.max_pending is not None and not 1 <= self.max_pending < self.threads - streams:
             raise ValueError(
-                f"max_listen_streams must be between 0 and threads - 2 ({self.threads - 2}), so that a "
-                f"pending elicitation and its answer still find threads, got {self.max_listen_streams!r}"
-            )
-        if self.max_pending is not None and not 1 <= self.max_pending < self.threads - self.listen_budget:
-            raise ValueError(
-                f"max_pending must be between 1 and threads - listen_budget - 1 "
-                f"({self.threads - self.listen_budget - 1}) so that an answer POST always finds a free "
+                f"max_pending must be between 1 and threads - listen_budget - standalone_budget - 1 "
+                f"({self.threads - streams - 1}) so that an answer POST always finds a free "
                 f"thread, got {self.max_pending!r}"
+            )
+        if self.resume_window <= self.stream_retry:
+            raise ValueError(
+                f"resume_window ({self.resume_window:g} s) must be longer than stream_retry ({self.stream_retry:g} s): "
+                f"a client waits stream_retry before it comes back to resume"
             )
         if not _INSTANCE.match(self.instance):
             raise ValueError(f"instance must be 1-40 characters of A-Z, a-z, 0-9, '_' and '-', got {self.instance!r}")
@@ -186,7 +230,7 @@ class Settings:
         object.__setattr__(self, "auth_scopes", tuple(scopes))
         if isinstance(self.auth_algorithms, str):
             object.__setattr__(self, "auth_algorithms", tuple(self.auth_algorithms.replace(",", " ").split()))
-        for name in ("auth_leeway", "auth_jwks_cooldown", "auth_introspection_cache"):
+        for name in ("auth_leeway", "auth_jwks_cooldown", "auth_introspection_cache", "stream_poll_interval"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a finite number of seconds, 0 or more, got {value!r}")
@@ -208,6 +252,17 @@ class Settings:
     def auth_resource_url(self) -> str:
         """This server's resource identifier: :attr:`auth_resource`, else ``http://<bind><endpoint>``."""
         return self.auth_resource or f"http://{self.bind}{self.endpoint}"
+
+    @property
+    def stream_limits(self) -> StreamLimits:
+        """The knobs of resumable streams (:class:`zemcp.streams.StreamLimits`)."""
+        return StreamLimits(
+            retry=self.stream_retry,
+            window=self.resume_window,
+            max_events=self.stream_buffer_events,
+            max_bytes=self.stream_buffer_bytes,
+            poll_interval=self.stream_poll_interval,
+        )
 
     @property
     def thread_reserve(self) -> int:
@@ -238,17 +293,26 @@ class Settings:
         return min(4, (self.threads - self.thread_reserve) // 4)
 
     @property
+    def standalone_budget(self) -> int:
+        """Process-wide cap on open standalone GET streams of sessions: ``max_standalone_streams``
+        if set, else ``min(4, (threads - thread_reserve) // 4)`` (4 at 32 threads)."""
+        if self.max_standalone_streams is not None:
+            return self.max_standalone_streams
+        return min(4, (self.threads - self.thread_reserve) // 4)
+
+    @property
     def pending_budget(self) -> int:
         """Process-wide cap on pending elicitations.
 
         Every pending elicitation holds one gunicorn thread (its open stream) until it is
         answered, and the answer arrives on a new POST that needs a thread of its own; so
-        does every listen stream. So the cap is ``threads - thread_reserve - listen_budget``
-        unless ``max_pending`` sets it.
+        does every listen stream and open standalone stream. So the cap is
+        ``threads - thread_reserve - listen_budget - standalone_budget`` unless
+        ``max_pending`` sets it.
         """
         if self.max_pending is not None:
             return self.max_pending
-        return max(1, self.threads - self.thread_reserve - self.listen_budget)
+        return max(1, self.threads - self.thread_reserve - self.listen_budget - self.standalone_budget)
 
     @property
     def bind_is_loopback(self) -> bool:
@@ -310,6 +374,9 @@ def _parse(name: str, raw: str) -> object:
         "keepalive_interval": float,
         "body_timeout": float,
         "head_timeout": float,
+        "stream_retry": float,
+        "resume_window": float,
+        "stream_poll_interval": float,
     }.get(name, int)
     if kind is str:
         return raw

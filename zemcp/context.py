@@ -528,6 +528,18 @@ class Context:
             params["message"] = message
         self._notify("notifications/progress", params)
 
+    def close_sse_stream(self) -> None:
+        """End the client's connection to this request's SSE stream now, without ending the
+        request (SSE polling, MCP basic/transports and SEP-1699).
+
+        The stream is started if nothing was sent yet; the connection ends after a ``retry``
+        field, the handler goes on, and the client reconnects with ``Last-Event-ID`` to get
+        the rest of the stream, the response included. Use it before a long wait that a proxy
+        might cut. Does nothing in the 2026-07-28 era and over stdio, which have no resumable
+        streams.
+        """
+        self._exchange.end_stream()
+
     def _notify(self, method: str, params: dict[str, Any]) -> None:
         message = jsonrpc.notification(method, params)
         # Raise in the handler, where the mistake is, rather than drop it from the stream.

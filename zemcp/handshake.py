@@ -26,9 +26,11 @@ from zemcp.elicitation import ClientDisconnected, RequestCancelled
 from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.responses import (
     DirectSink,
+    LogStream,
     WSGIResponse,
     challenge_response,
     error_response,
+    event_stream,
     json_response,
     new_sink,
     reply,
@@ -44,6 +46,8 @@ from zemcp.session import (
     fingerprint,
 )
 from zemcp.sinks import ReplySink
+from zemcp.streams import STANDALONE, BadEventId, StreamGone, StreamNotFound
+from zemcp.subscriptions import ListenLimitReached
 
 log = logging.getLogger("zemcp.handshake")
 
@@ -123,6 +127,108 @@ class HandshakeEra:
         if isinstance(outcome, dict):
             return json_response(200, outcome)
         return reply(outcome, request.environ, self.settings.keepalive_interval)
+
+    def get(self, request: Request, principal: Principal | None = None) -> Response:
+        """GET with ``Mcp-Session-Id``: resume a stream of the session (``Last-Event-ID``), or
+        open the session's standalone stream (MCP basic/transports, "Listening for Messages
+        from the Server" and "Resumability and Redelivery").
+
+        Resuming replays the events after the id, then goes on with the live ones (a request's
+        response included) on this connection; the connection that read the stream before
+        stops. The standalone stream carries list changes and resource updates
+        (:class:`zemcp.subscriptions.SessionListener`); a session has one.
+
+        Returns:
+            ``text/event-stream``; 400 for a bad header or id, 404 for an unknown session or
+            an event id no stream of the session has, 405 when standalone streams are off,
+            406 without ``text/event-stream`` in ``Accept``, 409 when the standalone stream is
+            read already, 410 when the events after the id were dropped, 429 or 503 when
+            there is no room for another stream.
+        """
+        session_id = request.headers.get(SESSION_HEADER)
+        if session_id is not None and "," in session_id:
+            return error_response(
+                400, INVALID_REQUEST, "Bad Request: send the Mcp-Session-Id header once, with one session id"
+            )
+        try:
+            check_protocol_header(request.headers.get(VERSION_HEADER))
+            session = self._owned(self.server.sessions.get(session_id), principal)
+        except ProtocolError as exc:
+            return error_response(400, exc.code, exc.message)
+        except (SessionNotFound, SessionRequired) as exc:
+            return error_response(404, INVALID_REQUEST, str(exc))
+        if not request.accept_mimetypes["text/event-stream"]:
+            return error_response(
+                406,
+                INVALID_REQUEST,
+                "Not Acceptable: a GET reads an SSE stream; the Accept header must list text/event-stream",
+            )
+        last_event_id = request.headers.get("Last-Event-ID")
+        if last_event_id is not None:
+            return self._resume(request, session, last_event_id)
+        return self._standalone(request, session)
+
+    def _resume(self, request: Request, session: Session, last_event_id: str) -> Response:
+        try:
+            stream, after = session.streams.find(last_event_id)
+        except BadEventId as exc:
+            return error_response(400, INVALID_REQUEST, str(exc))
+        except StreamNotFound as exc:
+            return error_response(404, INVALID_REQUEST, str(exc))
+        except StreamGone as exc:
+            return error_response(410, INVALID_REQUEST, str(exc))
+        release = self._hold(stream.kind)
+        if isinstance(release, Response):
+            return release
+        token = stream.attach()
+        log.info("session %s: %s stream resumed after event %d", fingerprint(session.id), stream.kind, after)
+        first = f"retry: {round(stream.limits.retry * 1000)}\n\n".encode()
+        body = LogStream(stream, token, after, first, request.environ, self.settings.keepalive_interval, release)
+        return event_stream(body)
+
+    def _standalone(self, request: Request, session: Session) -> Response:
+        if self.settings.standalone_budget == 0:
+            return error_response(
+                405,
+                INVALID_REQUEST,
+                "Method Not Allowed: this server offers no standalone SSE stream (ZEMCP_MAX_STANDALONE_STREAMS=0); "
+                "messages for a request arrive on that request's POST response",
+                headers={"Allow": "POST, DELETE, OPTIONS"},
+            )
+        stream = session.streams.standalone
+        if stream is not None and stream.attached:
+            return error_response(
+                409,
+                INVALID_REQUEST,
+                "Conflict: this session's standalone stream is already open on another connection; close it, or "
+                "resume it with the Last-Event-ID of its last event",
+            )
+        release = self._hold(STANDALONE)
+        if isinstance(release, Response):
+            return release
+        if stream is None or stream.finished or stream.abandoned():
+            stream = session.streams.open(STANDALONE)
+            self.server.subscriptions.open_session(
+                session.id, stream, lambda uri: self.server.resources.subscribed(session.id, uri)
+            )
+        token = stream.attach()
+        first = stream.prime()
+        body = LogStream(
+            stream, token, stream.position, first, request.environ, self.settings.keepalive_interval, release
+        )
+        return event_stream(body)
+
+    def _hold(self, kind: str) -> Callable[[], None] | Response:
+        """A place in the thread budget for a GET that reads a stream: the function that gives
+        it back, or the refusal (429 beyond the standalone cap, 503 when the budget is taken)."""
+        try:
+            return self.server.hold_thread(kind)
+        except ListenLimitReached as exc:
+            return error_response(
+                429, INVALID_REQUEST, f"Too Many Requests: {exc}", headers={"Retry-After": str(RETRY_AFTER)}
+            )
+        except Busy as exc:
+            return error_response(503, INTERNAL_ERROR, str(exc), headers={"Retry-After": str(exc.retry_after)})
 
     def delete(self, request: Request, principal: Principal | None = None) -> Response:
         """End the session named by the request (DELETE): 204, or 404 when it is not live
@@ -272,7 +378,9 @@ class HandshakeEra:
         """
         meta = request.params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        sink = new_sink(environ, self.settings.keepalive_interval)
+        # Only an HTTP request's stream can be resumed: stdio has no connection to lose.
+        streams = session.streams if "REQUEST_METHOD" in environ else None
+        sink = new_sink(environ, self.settings.keepalive_interval, streams)
         call = Call(
             session,
             request.id,

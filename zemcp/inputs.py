@@ -94,6 +94,11 @@ class Exchange(Protocol):
     def raise_if_aborted(self) -> None:
         """Raise the abort reason once the request can no longer be answered."""
 
+    def end_stream(self) -> None:
+        """End the client's connection to the request's stream now; the client reconnects
+        with ``Last-Event-ID`` and the stream goes on there (handshake era over HTTP; nothing
+        elsewhere)."""
+
     def note_missing(self, required: dict[str, Any]) -> None:
         """Record that the handler needed ``required`` (a ``ClientCapabilities`` object) and
         the client had not declared it (a 2026-07-28 request that then fails answers -32021)."""

@@ -272,6 +272,9 @@ class Round:
         self.raise_if_aborted()
         self.sink.send(message)
 
+    def end_stream(self) -> None:
+        """Nothing to do: 2026-07-28 streams are not resumable, and a round ends with its stream."""
+
     def note_missing(self, required: dict[str, Any]) -> None:
         """Record capabilities the handler needed and the request did not declare."""
         for capability, settings in required.items():

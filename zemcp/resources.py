@@ -392,6 +392,11 @@ class ResourceRegistry:
                     del self._subscriptions[session_id]
         return {}
 
+    def subscribed(self, session_id: str, uri: str) -> bool:
+        """True when the session subscribed to ``uri`` (``resources/subscribe``)."""
+        with self._lock:
+            return uri in self._subscriptions.get(session_id, ())
+
     def subscribers(self, uri: str) -> list[str]:
         """The ids of the sessions subscribed to ``uri``, in the order they first subscribed."""
         with self._lock:

@@ -9,12 +9,13 @@ upgrade). Used by both eras; no protocol decisions here.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from werkzeug.http import HTTP_STATUS_CODES
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from wsgiref.types import StartResponse
 
     from zemcp.auth import Challenge
+    from zemcp.streams import EventLog, SessionStreams
 
 log = logging.getLogger("zemcp.transport")
 
@@ -85,8 +87,18 @@ def reply(
     if not streaming and final is not None:
         sink.close()
         return json_response(status_of(final), final, headers)
+    body: Iterable[bytes]
+    if isinstance(sink, ResumableReplySink) and sink.log is not None:
+        body = LogStream(sink.log, sink.token, 0, sink.priming, environ, keepalive)
+    else:
+        body = _Stream(sink, environ, keepalive)
+    return event_stream(body, headers)
+
+
+def event_stream(body: Iterable[bytes], headers: dict[str, Any] | None = None) -> Response:
+    """A ``text/event-stream`` response with ``body`` (SSE bytes), never buffered by proxies."""
     return Response(
-        _Stream(sink, environ, keepalive),
+        body,
         status=200,
         content_type="text/event-stream",
         headers={**SSE_HEADERS, **(headers or {})},
@@ -123,6 +135,142 @@ class _Stream:
 
     def close(self) -> None:
         self._sink.close()
+
+
+class LogStream:
+    """The body of a connection that reads a resumable stream (:class:`zemcp.streams.EventLog`):
+    ``first`` (a priming event or a ``retry`` field), the events after ``after``, then the
+    live ones with keep-alive comments between them. It ends with the stream, when another
+    connection takes the stream over, when the client left, or after the stream's
+    ``poll_interval`` (with a ``retry`` field: SSE polling). Closing it (PEP 3333) detaches
+    the connection: the stream waits for the next one.
+
+    Args:
+        log: the stream.
+        token: this connection's token from ``log.attach()``.
+        after: the number of the last event the client has.
+        first: bytes written before the events.
+        environ: the WSGI environ (its ``gunicorn.socket`` is peeked at).
+        keepalive: [seconds] between keep-alive comments.
+        on_close: called once when the body is closed (a thread slot given back).
+    """
+
+    def __init__(
+        self,
+        log: EventLog,
+        token: int,
+        after: int,
+        first: bytes,
+        environ: dict[str, Any],
+        keepalive: float,
+        on_close: Callable[[], object] | None = None,
+    ):
+        self._log = log
+        self._token = token
+        self._after = after
+        self._first = first
+        self._keepalive = keepalive
+        self._client = environ.get("gunicorn.socket")
+        self._on_close = on_close
+
+    def __iter__(self) -> Iterator[bytes]:
+        log = self._log
+        tick = min(PEER_CHECK_INTERVAL, self._keepalive) if self._client is not None else self._keepalive
+        poll = log.limits.poll_interval
+        opened = last_write = time.monotonic()
+        yield self._first
+        for item in log.read(self._token, self._after, tick):
+            now = time.monotonic()
+            if item is KEEPALIVE:
+                if self._client is not None and _peer_closed(self._client):
+                    return
+                if poll and now - opened >= poll:
+                    yield f"retry: {round(log.limits.retry * 1000)}\n\n".encode()
+                    return
+                if now - last_write < self._keepalive:
+                    continue
+                yield b": keep-alive\n\n"
+            else:
+                yield cast(bytes, item)
+            last_write = now
+
+    def close(self) -> None:
+        self._log.detach(self._token)
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
+
+
+class ResumableReplySink(ReplySink):
+    """A :class:`zemcp.sinks.ReplySink` whose stream is resumable (handshake era, a handler on
+    zemcp's pool): its events go to an :class:`zemcp.streams.EventLog` of the session, which
+    the request's response reads (:class:`LogStream`) and a resuming GET can read after it.
+
+    Args:
+        streams: the session's streams.
+    """
+
+    def __init__(self, streams: SessionStreams):
+        super().__init__()
+        self.streams = streams
+        self.log: EventLog | None = None
+        self.token = 0
+        self.priming = b""
+
+    def _open(self) -> EventLog:
+        # Called with the condition held: the stream starts with its priming event.
+        if self.log is None:
+            self.log = self.streams.open()
+            self.token = self.log.attach()
+            self.priming = self.log.prime()
+            self._streaming = True
+            self._cond.notify_all()
+        return self.log
+
+    def send(self, message: dict[str, Any]) -> bool:
+        """Add a message that precedes the response to the stream (upgrades the response).
+
+        Returns:
+            False when the request finished or its client was gone past the resumption window.
+        """
+        with self._cond:
+            if self._closed or self._finished:
+                return False
+            log = self._open()
+            give_up = log.abandoned()
+            if not give_up:
+                log.append(encode(message))
+        if give_up:
+            self.close()
+            return False
+        return True
+
+    def finish(self, response: dict[str, Any] | None) -> None:
+        """Give the final response (``None``: cancelled); it ends the stream when there is one."""
+        with self._cond:
+            if self._finished:
+                return
+            self._finished = True
+            self._final = response
+            if self.log is not None:
+                self.log.finish(encode(response) if response is not None else None)
+                self.streams.ended(self.log)
+            self._cond.notify_all()
+
+    def end_stream(self) -> None:
+        """End the client's current connection with a ``retry`` field (SSE polling); the
+        handler goes on and the client resumes with ``Last-Event-ID``."""
+        with self._cond:
+            if self._closed or self._finished:
+                return
+            log = self._open()
+        log.end_connection()
+
+    def tick(self) -> None:
+        """While the handler waits: give up on a client gone longer than the resumption window."""
+        log = self.log
+        if log is not None and log.abandoned():
+            self.close()
 
 
 def _peer_closed(sock: socket.socket) -> bool:
@@ -169,6 +317,12 @@ class DirectSink(CloseCallbacks):
     finishes without sending anything is answered ``application/json``. A pending elicitation
     then costs one thread, not two, and a plain call needs no hand-over between threads.
 
+    With ``streams`` (a handshake-era session's) the stream is resumable: it starts with a
+    priming event, every event has an id and is kept in an :class:`zemcp.streams.EventLog`,
+    and a client that went away is waited for (``StreamLimits.window``) while the handler
+    runs on; its events reach the GET that resumes the stream. :meth:`end_stream` ends the
+    connection on purpose (SSE polling) while the handler goes on.
+
     The same interface as :class:`zemcp.sinks.ReplySink` (``send``, ``finish``, ``on_close``,
     ``close``, ``finished``), plus :meth:`tick`, which a waiting handler calls about every
     second to write keep-alive comments and to notice a client that left.
@@ -176,11 +330,12 @@ class DirectSink(CloseCallbacks):
     Args:
         environ: the request's WSGI environ (its ``gunicorn.socket`` is peeked at).
         keepalive: [seconds] between keep-alive comments while the stream waits.
+        streams: the session's streams, for a resumable stream; None for one that is not (2026-07-28).
     """
 
     direct = True
 
-    def __init__(self, environ: dict[str, Any], keepalive: float):
+    def __init__(self, environ: dict[str, Any], keepalive: float, streams: SessionStreams | None = None):
         super().__init__()
         self._client = environ["gunicorn.socket"]
         self._keepalive = keepalive
@@ -190,11 +345,16 @@ class DirectSink(CloseCallbacks):
         self._write: Callable[[bytes], object] | None = None
         self._start_response: StartResponse | None = None
         self._last_write = 0.0
+        self._opened = 0.0
         self.started = False
         self._finished = False
         self.final: dict[str, Any] | None = None
         #: The handler's job, run by :class:`_DirectResponse` on the request's thread.
         self.job: Callable[[], None] | None = None
+        self.streams = streams
+        #: The stream's events, once it started (resumable streams only).
+        self.log: EventLog | None = None
+        self._token = 0
 
     def bind(self, start_response: StartResponse) -> None:
         """Take the WSGI ``start_response`` of the request (before the job runs)."""
@@ -204,38 +364,98 @@ class DirectSink(CloseCallbacks):
         """Write a message that precedes the response; the first one starts the stream.
 
         Returns:
-            False when the client is gone or the request already finished (dropped), else True.
+            False when the request already finished, or its client is gone (for a resumable
+            stream: gone longer than the resumption window), and the message is dropped; else True.
         """
+        give_up = gone = False
         with self._lock:
             if self._closed or self._finished:
                 return False
-            try:
-                self._start_stream()
-                self._emit(b"event: message\ndata: " + encode(message) + b"\n\n")
-            except OSError:
-                gone = True
+            if self.log is not None and self.log.abandoned():
+                give_up = True
             else:
-                gone = False
-                self._last_write = time.monotonic()
-        if gone:
+                gone = not self._write_event(encode(message))
+        if give_up or (gone and self.log is None):
             self.close()
             return False
         return True
 
+    def _write_event(self, payload: bytes) -> bool:
+        # Called with the lock held. False when the client's connection failed.
+        try:
+            self._start_stream()
+        except OSError:
+            self._lost()
+        log = self.log
+        if log is None:
+            try:
+                self._emit(b"event: message\ndata: " + payload + b"\n\n")
+            except OSError:
+                return False
+            self._last_write = time.monotonic()
+            return True
+        data = log.append(payload)
+        if data is not None and log.reads(self._token):
+            try:
+                self._emit(data)
+            except OSError:
+                self._lost()
+                return False
+            self._last_write = time.monotonic()
+        return True
+
     def tick(self) -> None:
-        """While the handler waits: notice a client that left, write a keep-alive when due."""
+        """While the handler waits: notice a client that left, write a keep-alive when due, end
+        the connection after ``poll_interval``, give up on a client gone past the window."""
+        give_up = gone = False
         with self._lock:
             if not self.started or self._closed or self._finished:
                 return
-            gone = _peer_closed(self._client)
-            if not gone and time.monotonic() - self._last_write >= self._keepalive:
-                try:
-                    self._emit(b": keep-alive\n\n")
-                    self._last_write = time.monotonic()
-                except OSError:
-                    gone = True
-        if gone:
+            log = self.log
+            now = time.monotonic()
+            if log is not None and not log.reads(self._token):
+                # Another connection reads the stream, or none: only the window is left to watch.
+                give_up = log.abandoned(now)
+            elif _peer_closed(self._client):
+                gone = True
+            else:
+                poll = log.limits.poll_interval if log is not None else 0.0
+                if poll and now - self._opened >= poll:
+                    self._end_own()
+                elif now - self._last_write >= self._keepalive:
+                    try:
+                        self._emit(b": keep-alive\n\n")
+                        self._last_write = now
+                    except OSError:
+                        gone = True
+            if not give_up and gone:
+                if log is None:
+                    give_up = True
+                else:
+                    self._lost()
+        if give_up:
             self.close()
+
+    def end_stream(self) -> None:
+        """End the client's connection now, with a ``retry`` field, and go on (SSE polling,
+        SEP-1699): the client reconnects with ``Last-Event-ID`` and gets the rest there.
+
+        Starts the stream first if nothing was sent yet. Nothing happens for a stream that
+        is not resumable, or when the connection cannot be ended cleanly here.
+        """
+        with self._lock:
+            if self.streams is None or self._closed or self._finished:
+                return
+            try:
+                self._start_stream()
+            except OSError:
+                self._lost()
+            log = self.log
+            assert log is not None  # _start_stream opened it
+            if log.reads(self._token):
+                self._end_own()
+            else:
+                log.end_connection()
 
     def finish(self, response: dict[str, Any] | None) -> None:
         """Give the final response (``None``: the request was cancelled, send no response)."""
@@ -244,6 +464,19 @@ class DirectSink(CloseCallbacks):
                 self._finished = True
                 self.final = response
 
+    def last_event(self) -> bytes | None:
+        """After :meth:`finish`: the final response's event for this connection to write, or None
+        (a cancelled request, or a resumable stream whose connection was lost or taken over:
+        the response then waits in the stream's log)."""
+        final = self.final
+        log = self.log
+        if log is None:
+            return b"event: message\ndata: " + encode(final) + b"\n\n" if final is not None else None
+        data = log.finish(encode(final) if final is not None else None)
+        assert self.streams is not None  # a log belongs to a session's streams
+        self.streams.ended(log)
+        return data if log.reads(self._token) else None
+
     @property
     def finished(self) -> bool:
         """True once the final response (or its absence) was given."""
@@ -251,17 +484,81 @@ class DirectSink(CloseCallbacks):
 
     def _start_stream(self) -> None:
         # Called with the lock held.
-        if not self.started:
-            start_response = self._start_response
-            assert start_response is not None  # bound before the job runs
-            self._write = start_response("200 OK", [("Content-Type", "text/event-stream"), *SSE_HEADERS.items()])
-            self.started = True
+        if self.started:
+            return
+        start_response = self._start_response
+        assert start_response is not None  # bound before the job runs
+        self._write = start_response("200 OK", [("Content-Type", "text/event-stream"), *SSE_HEADERS.items()])
+        self.started = True
+        self._opened = time.monotonic()
+        if self.streams is None:
+            return
+        self.log = self.streams.open()
+        self._token = self.log.attach()
+        # The connection may be ended on purpose: the client must not send its next request on it.
+        _close_after(self._write)
+        self._emit(self.log.prime())
+        self._last_write = time.monotonic()
+
+    def _end_own(self) -> None:
+        # Called with the lock held: end this request's own connection, the stream lives on.
+        log = self.log
+        assert log is not None and self._write is not None
+        try:
+            ended = _can_end(self._write)
+            if ended:
+                self._emit(f"retry: {round(log.limits.retry * 1000)}\n\n".encode())
+                _end_body(self._write)
+        except OSError:
+            ended = True
+        if ended:
+            log.detach(self._token)
+
+    def _lost(self) -> None:
+        # Called with the lock held: the connection failed; the stream waits for a resuming GET.
+        if self.log is not None:
+            self.log.detach(self._token)
 
     def _emit(self, data: bytes) -> None:
         # Called with the lock held, once the stream has started.
         write = self._write
         assert write is not None  # _start_stream set it
         write(data)
+
+
+def _gunicorn_response(write: Callable[[bytes], object]) -> Any:
+    # gunicorn's ``write`` callable is a method of its Response, which owns the framing.
+    response = getattr(write, "__self__", None)
+    return response if hasattr(response, "sock") and hasattr(response, "chunked") else None
+
+
+def _close_after(write: Callable[[bytes], object]) -> None:
+    """Before the headers go out: make gunicorn send ``Connection: close`` and close the
+    connection after this response, so that a stream ended early by :func:`_end_body`
+    never has a next request sent on its connection."""
+    response = _gunicorn_response(write)
+    if response is not None and hasattr(response, "force_close"):
+        response.force_close()
+
+
+def _can_end(write: Callable[[bytes], object]) -> bool:
+    return _gunicorn_response(write) is not None
+
+
+def _end_body(write: Callable[[bytes], object]) -> None:
+    """End a gunicorn response body cleanly while its thread goes on: the last chunk, then
+    the end of the connection's sending side (the response was sent ``Connection: close``).
+
+    Raises:
+        OSError: the connection failed.
+    """
+    response = _gunicorn_response(write)
+    if response.chunked:
+        response.sock.sendall(b"0\r\n\r\n")
+        # gunicorn writes the last chunk when the application returns: it must not write it twice.
+        response.chunked = False
+    with contextlib.suppress(OSError):
+        response.sock.shutdown(socket.SHUT_WR)
 
 
 class _DirectResponse:
@@ -284,7 +581,8 @@ class _DirectResponse:
             sink.close()
         final = sink.final
         if sink.started:
-            return [b"event: message\ndata: " + encode(final) + b"\n\n"] if final is not None else []
+            data = sink.last_event()
+            return [data] if data is not None else []
         if final is None:
             # A request cancelled before it sent anything ends without a response.
             start_response("200 OK", [("Content-Type", "text/event-stream"), *SSE_HEADERS.items()])
@@ -302,13 +600,16 @@ class _DirectResponse:
 WSGIResponse: TypeAlias = "Response | _DirectResponse"
 
 
-def new_sink(environ: dict[str, Any], keepalive: float) -> DirectSink | ReplySink:
+def new_sink(
+    environ: dict[str, Any], keepalive: float, streams: SessionStreams | None = None
+) -> DirectSink | ReplySink:
     """The sink for a request whose handler may talk to the client.
 
     A :class:`DirectSink` under gunicorn's threaded workers (the handler runs on the request's
     thread); a :class:`zemcp.sinks.ReplySink` elsewhere (the handler runs on zemcp's pool and
     hands its messages to the request's thread), for example under werkzeug's test client.
+    With ``streams`` (a handshake-era session's) the stream is resumable either way.
     """
     if environ.get("gunicorn.socket") is not None and environ.get("wsgi.multithread"):
-        return DirectSink(environ, keepalive)
-    return ReplySink()
+        return DirectSink(environ, keepalive, streams)
+    return ResumableReplySink(streams) if streams is not None else ReplySink()

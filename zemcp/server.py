@@ -44,7 +44,8 @@ from zemcp.prompts import PromptRegistry, make_prompt
 from zemcp.request_state import RequestStateSealer, new_key
 from zemcp.resources import Resource, ResourceRegistry
 from zemcp.session import Session, SessionRegistry, fingerprint
-from zemcp.subscriptions import SubscriptionHub
+from zemcp.streams import ReplayBudget
+from zemcp.subscriptions import ListenLimitReached, SubscriptionHub
 from zemcp.tools import Tool, ToolRegistry, error_result
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -147,8 +148,14 @@ class Server:
         self.prompts = PromptRegistry()
         self.completions = CompletionRegistry(self.prompts, self.resources)
         self.pending = CorrelationTable(self.settings.pending_budget, self.settings.session_pending_budget)
+        self.replay_budget = ReplayBudget(self.settings.max_replay_bytes)
         self.sessions = SessionRegistry(
-            self.settings.max_sessions, self.settings.session_ttl, self._session_ended, self.settings.instance
+            self.settings.max_sessions,
+            self.settings.session_ttl,
+            self._session_ended,
+            self.settings.instance,
+            self.settings.stream_limits,
+            self.replay_budget,
         )
         # Without configured keys, only this process can open the states it seals.
         self.request_states = RequestStateSealer(
@@ -157,6 +164,10 @@ class Server:
         self.subscriptions = SubscriptionHub(self.settings.listen_budget)
         self._admission = threading.Lock()
         self._running = 0
+        # Connections that read a session's stream by GET (each holds a gunicorn thread):
+        # resumed request streams, and standalone streams.
+        self._resuming = 0
+        self._standalone = 0
         # One worker per gunicorn thread: each thread waits on at most one handler.
         self._pool = ThreadPoolExecutor(max_workers=self.settings.threads, thread_name_prefix="zemcp-handler")
         self.started = time.time()
@@ -416,7 +427,8 @@ class Server:
     def notify_list_changed(self, kind: str) -> int:
         """Tell the clients listening for it that the ``kind`` list changed (``tools``,
         ``prompts`` or ``resources``): ``notifications/<kind>/list_changed`` on every
-        2026-07-28 ``subscriptions/listen`` stream of this process that asked for it.
+        2026-07-28 ``subscriptions/listen`` stream of this process that asked for it, and on
+        the standalone GET stream of every handshake-era session of this process.
         Registering through the decorators calls it; call it yourself when what a list shows
         changed another way.
 
@@ -433,7 +445,9 @@ class Server:
     def notify_resource_updated(self, uri: str) -> int:
         """Tell the clients subscribed to ``uri`` that the resource changed
         (``notifications/resources/updated`` on the ``subscriptions/listen`` streams of this
-        process whose ``resourceSubscriptions`` name it); returns how many streams were told."""
+        process whose ``resourceSubscriptions`` name it, and on the standalone GET stream of
+        every session of this process that subscribed to it with ``resources/subscribe``);
+        returns how many streams were told."""
         return self.subscriptions.resource_updated(uri)
 
     # -- capabilities and sessions -----------------------------------------------------
@@ -442,11 +456,15 @@ class Server:
         """``ServerCapabilities`` (initialize, ``server/discover``): exactly the features this
         server has that protocol ``version`` knows (``completions`` arrived in 2025-03-26).
 
-        ``listChanged`` and ``resources.subscribe`` are true only in the 2026-07-28 era, where
-        ``subscriptions/listen`` delivers them, and only when listen streams are allowed
-        (``max_listen_streams`` above 0); a handshake-era session has no stream for them.
+        ``listChanged`` and ``resources.subscribe`` are true only when the era's push stream
+        is allowed: ``subscriptions/listen`` in the 2026-07-28 era (``max_listen_streams``
+        above 0), a session's standalone GET stream in the handshake era
+        (``max_standalone_streams`` above 0).
         """
-        pushes = versions.since(version, versions.STATELESS) and self.subscriptions.max_streams > 0
+        if versions.since(version, versions.STATELESS):
+            pushes = self.subscriptions.max_streams > 0
+        else:
+            pushes = self.settings.standalone_budget > 0
         capabilities: dict[str, Any] = {"logging": {}}
         if len(self.tools):
             capabilities["tools"] = {"listChanged": pushes}
@@ -478,6 +496,8 @@ class Server:
         for call in session.calls():
             call.abort(reason)
         self.resources.forget_session(session.id)
+        self.subscriptions.drop_session(session.id)
+        session.streams.close()
         n = self.pending.abandon(lambda p: p.session_id == session.id, reason)
         log.info("session %s ended (%s); %d pending server-to-client request(s) ended", fingerprint(session.id), why, n)
 
@@ -558,7 +578,7 @@ class Server:
 
     def _check_room(self) -> None:
         """Raise :class:`Busy` when running calls and open streams hold the whole call budget."""
-        held = self._running + self.subscriptions.count()
+        held = self._running + self.subscriptions.count() + self._resuming + self._standalone
         if held >= self.settings.call_budget:
             raise Busy(held, self.settings.call_budget)
 
@@ -573,6 +593,42 @@ class Server:
         with self._admission:
             self._check_room()
             return opener()
+
+    def hold_thread(self, kind: str = "request") -> Callable[[], None]:
+        """Count a connection that reads a session's stream by GET in the call budget (it holds
+        a thread while it reads); returns the function that gives the place back (call it once).
+
+        Args:
+            kind: ``"request"`` (it resumes a request's stream) or ``"standalone"`` (it reads
+                the session's standalone stream, capped by ``standalone_budget``).
+        Raises:
+            Busy: the call budget is taken.
+            ListenLimitReached: (standalone) ``standalone_budget`` standalone streams are open.
+        """
+        standalone = kind == "standalone"
+        with self._admission:
+            if standalone and self._standalone >= self.settings.standalone_budget:
+                raise ListenLimitReached(
+                    f"this process already has its maximum of {self.settings.standalone_budget} standalone GET "
+                    f"streams open (ZEMCP_MAX_STANDALONE_STREAMS); requests still get their own streams; retry later"
+                )
+            self._check_room()
+            if standalone:
+                self._standalone += 1
+            else:
+                self._resuming += 1
+        released = threading.Event()
+
+        def release() -> None:
+            if not released.is_set():
+                released.set()
+                with self._admission:
+                    if standalone:
+                        self._standalone -= 1
+                    else:
+                        self._resuming -= 1
+
+        return release
 
     def start(self, job: Callable[[], None], sink: Any) -> None:
         """Run ``job`` for a request whose output goes to ``sink``, counted in the call budget until it returns.
@@ -762,6 +818,10 @@ class Server:
             "call_budget": self.settings.call_budget,
             "listen_streams": self.subscriptions.count(),
             "listen_budget": self.settings.listen_budget,
+            "resuming_streams": self._resuming,
+            "standalone_streams": self._standalone,
+            "standalone_budget": self.settings.standalone_budget,
+            "replay_bytes": self.replay_budget.held,
         }
 
 

@@ -22,6 +22,7 @@ from zemcp.capabilities import ClientView
 from zemcp.elicitation import ElicitAborted, RequestCancelled
 from zemcp.jsonrpc import RequestId
 from zemcp.sinks import ReplySink
+from zemcp.streams import ReplayBudget, SessionStreams, StreamLimits
 
 if TYPE_CHECKING:
     from zemcp import jsonrpc
@@ -77,6 +78,7 @@ class Session(ClientView):
         principal: with authorization on, the key (:attr:`zemcp.auth.Principal.key`) of the
             principal that initialized it, the only one that may use it; else None.
         initialized: True once the client sent ``notifications/initialized``.
+        streams: its resumable SSE streams (:class:`zemcp.streams.SessionStreams`).
     """
 
     def __init__(
@@ -86,10 +88,12 @@ class Session(ClientView):
         capabilities: dict[str, Any],
         instance: str = "local",
         principal: str | None = None,
+        streams: SessionStreams | None = None,
     ):
         # log_level: the lowest notifications/message level sent, until logging/setLevel.
         super().__init__(protocol_version, client_info, capabilities, log_level="info")
         self.principal = principal
+        self.streams = streams if streams is not None else SessionStreams(StreamLimits(), ReplayBudget(0))
         self.id = f"{instance}.{secrets.token_urlsafe(24)}"
         self.created = time.time()
         self._lock = threading.Lock()
@@ -146,10 +150,14 @@ class Session(ClientView):
         self._last_seen = time.monotonic()
 
     def idle_for(self, now: float) -> float:
-        """[seconds] since the last traffic; 0 while a request of the session is running."""
+        """[seconds] since the last traffic; 0 while a request of the session is running or
+        a connection reads its standalone stream."""
         with self._lock:
             if self._calls:
                 return 0.0
+        standalone = self.streams.standalone
+        if standalone is not None and not standalone.abandoned(now) and not standalone.finished:
+            self.touch()
         return now - self._last_seen
 
     def begin(self, call: Call) -> Call:
@@ -261,6 +269,14 @@ class Call:
         self.raise_if_aborted()
         self.sink.send(message)
 
+    def end_stream(self) -> None:
+        """End the client's connection to this request's stream on purpose (SSE polling); the
+        client resumes it with ``Last-Event-ID``. Nothing happens where streams are not
+        resumable (stdio)."""
+        end = getattr(self.sink, "end_stream", None)
+        if end is not None:
+            end()
+
     def note_missing(self, required: dict[str, Any]) -> None:
         """Nothing to do: the handshake era has no error for a missing capability; the handler
         gets ``ElicitUnsupported`` or ``CapabilityMissing`` and decides."""
@@ -296,10 +312,22 @@ class SessionRegistry:
         ttl: [seconds] idle time after which a session is ended.
         on_end: called as ``on_end(session, why)`` after a session ended (outside the lock).
         instance: this process's instance name, the prefix of every session id it creates.
+        stream_limits: the knobs of every session's resumable streams.
+        replay_budget: the process's bound on bytes kept by finished streams.
     """
 
-    def __init__(self, max_sessions: int, ttl: float, on_end: Callable[[Session, str], None], instance: str = "local"):
+    def __init__(
+        self,
+        max_sessions: int,
+        ttl: float,
+        on_end: Callable[[Session, str], None],
+        instance: str = "local",
+        stream_limits: StreamLimits | None = None,
+        replay_budget: ReplayBudget | None = None,
+    ):
         self.instance = instance
+        self.stream_limits = stream_limits if stream_limits is not None else StreamLimits()
+        self.replay_budget = replay_budget if replay_budget is not None else ReplayBudget(32 * 1024 * 1024)
         self.max_sessions = max_sessions
         self.ttl = ttl
         self._on_end = on_end
@@ -320,7 +348,8 @@ class SessionRegistry:
             SessionLimitReached: ``max_sessions`` sessions are live.
         """
         self._start_sweeper()
-        session = Session(protocol_version, client_info, capabilities, self.instance, principal)
+        streams = SessionStreams(self.stream_limits, self.replay_budget)
+        session = Session(protocol_version, client_info, capabilities, self.instance, principal, streams)
         with self._lock:
             if len(self._sessions) >= self.max_sessions:
                 raise SessionLimitReached(
@@ -371,9 +400,14 @@ class SessionRegistry:
         return True
 
     def sweep(self, now: float | None = None) -> int:
-        """End every session idle for longer than the TTL; returns how many ended."""
+        """Forget streams past their resumption window, and end every session idle for longer
+        than the TTL; returns how many sessions ended."""
         now = time.monotonic() if now is None else now
         ended = 0
+        with self._lock:
+            live = list(self._sessions.values())
+        for session in live:
+            session.streams.prune(now)
         with self._lock:
             idle = [s for s in self._sessions.values() if s.idle_for(now) > self.ttl]
         for session in idle:

@@ -11,7 +11,15 @@ a result for the listen request.
 Each open stream holds a gunicorn thread for as long as it is open, so they are capped per
 process (``Settings.max_listen_streams``) and the cap is taken out of the thread budget.
 Streams are per process: a change announced in one worker reaches the streams of that
-worker. Pure threading, no HTTP.
+worker.
+
+A handshake-era session's standalone GET stream (MCP basic/transports, "Listening for
+Messages from the Server") listens here too (:class:`SessionListener`): it gets every list
+change and ``notifications/resources/updated`` for the URIs the session subscribed to with
+``resources/subscribe``, untagged. Its cap and thread count are the server's
+(``Settings.standalone_budget``): it holds a thread only while a connection reads it, and is
+registered here from its first GET until it ends or its client stays away past the
+resumption window. Pure threading, no HTTP.
 """
 
 from __future__ import annotations
@@ -19,10 +27,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zemcp import jsonrpc
 from zemcp.sinks import ReplySink
+
+if TYPE_CHECKING:
+    from zemcp.streams import EventLog
 
 log = logging.getLogger("zemcp.subscriptions")
 
@@ -65,6 +76,48 @@ class Listener:
             jsonrpc.notification(method, {**(params or {}), "_meta": {SUBSCRIPTION_ID: self.subscription_id}})
         )
 
+    def wants_uri(self, uri: str) -> bool:
+        """True when the stream asked for ``notifications/resources/updated`` of ``uri``."""
+        return uri in self.uris
+
+    def expired(self) -> bool:
+        """Never: a listen stream leaves the hub when its connection closes."""
+        return False
+
+
+class SessionListener:
+    """A handshake-era session's standalone GET stream, as a listener.
+
+    It gets every list change the server announces and ``notifications/resources/updated``
+    for the URIs the session subscribed to, without a subscription id (the handshake era has
+    none). Its notifications go to the stream's log, so a client that resumes the stream
+    with ``Last-Event-ID`` gets the ones it missed.
+
+    Args:
+        session_id: the session's id.
+        log: the stream's events.
+        subscribed: ``subscribed(uri)`` is True when the session subscribed to ``uri``.
+    """
+
+    kinds = frozenset(LIST_CHANGED.values())
+
+    def __init__(self, session_id: str, log: EventLog, subscribed: Callable[[str], bool]):
+        self.session_id = session_id
+        self.log = log
+        self._subscribed = subscribed
+
+    def send(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Add a notification to the stream."""
+        self.log.append(jsonrpc.encode(jsonrpc.notification(method, params or {})))
+
+    def wants_uri(self, uri: str) -> bool:
+        """True when the session subscribed to ``uri``."""
+        return self._subscribed(uri)
+
+    def expired(self) -> bool:
+        """True once the stream ended or its client stayed away past the resumption window."""
+        return self.log.finished or self.log.expired()
+
 
 class SubscriptionHub:
     """The open listen streams of one process, and the fan-out of change notifications.
@@ -76,7 +129,9 @@ class SubscriptionHub:
     def __init__(self, max_streams: int):
         self.max_streams = max_streams
         self._lock = threading.Lock()
-        self._listeners: list[Listener] = []
+        self._listeners: list[Listener | SessionListener] = []
+        # Listen streams among the listeners (each holds a thread): counted on every call.
+        self._listen_count = 0
 
     def honoured(
         self, requested: Any, supported: dict[str, bool]
@@ -132,16 +187,51 @@ class SubscriptionHub:
         """
         sink = ReplySink()
         listener = Listener(subscription_id, kinds, uris, sink)
+        self._add(listener)
+        sink.on_close(lambda: self._drop(listener))
+        listener.send("notifications/subscriptions/acknowledged", {"notifications": acknowledged})
+        return sink
+
+    def open_session(self, session_id: str, log: EventLog, subscribed: Callable[[str], bool]) -> SessionListener:
+        """Register a session's standalone stream (replacing an earlier one of the session);
+        the server counts and caps the connections that read it."""
+        listener = SessionListener(session_id, log, subscribed)
+        self.prune()
         with self._lock:
-            if len(self._listeners) >= self.max_streams:
+            self._listeners = [
+                other
+                for other in self._listeners
+                if not (isinstance(other, SessionListener) and other.session_id == session_id)
+            ]
+            self._listeners.append(listener)
+        return listener
+
+    def drop_session(self, session_id: str) -> None:
+        """Forget a session's standalone stream (the session ended)."""
+        with self._lock:
+            self._listeners = [
+                other
+                for other in self._listeners
+                if not (isinstance(other, SessionListener) and other.session_id == session_id)
+            ]
+
+    def prune(self) -> int:
+        """Forget the standalone streams that ended or whose client stayed away too long; returns how many."""
+        with self._lock:
+            kept = [listener for listener in self._listeners if not listener.expired()]
+            pruned = len(self._listeners) - len(kept)
+            self._listeners = kept
+        return pruned
+
+    def _add(self, listener: Listener) -> None:
+        with self._lock:
+            if self._listen_count >= self.max_streams:
                 raise ListenLimitReached(
                     f"this process already holds its maximum of {self.max_streams} subscriptions/listen streams "
                     f"(ZEMCP_MAX_LISTEN_STREAMS); close one or retry later"
                 )
             self._listeners.append(listener)
-        sink.on_close(lambda: self._drop(listener))
-        listener.send("notifications/subscriptions/acknowledged", {"notifications": acknowledged})
-        return sink
+            self._listen_count += 1
 
     def list_changed(self, flag: str) -> int:
         """Announce that a list changed (``toolsListChanged``, ``promptsListChanged`` or
@@ -151,12 +241,14 @@ class SubscriptionHub:
 
     def resource_updated(self, uri: str) -> int:
         """Announce ``notifications/resources/updated`` for ``uri``; returns how many streams were told."""
-        return self._fan_out(lambda listener: uri in listener.uris, "notifications/resources/updated", {"uri": uri})
+        return self._fan_out(lambda listener: listener.wants_uri(uri), "notifications/resources/updated", {"uri": uri})
 
     def close_all(self, result: dict[str, Any]) -> int:
         """End every stream with ``result`` for its listen request (a graceful server-side end)."""
         with self._lock:
-            listeners, self._listeners = self._listeners, []
+            listeners = [listener for listener in self._listeners if isinstance(listener, Listener)]
+            self._listeners = [listener for listener in self._listeners if not isinstance(listener, Listener)]
+            self._listen_count = 0
         for listener in listeners:
             listener.sink.finish(
                 jsonrpc.result(
@@ -167,11 +259,13 @@ class SubscriptionHub:
         return len(listeners)
 
     def count(self) -> int:
-        """Open streams."""
-        with self._lock:
-            return len(self._listeners)
+        """Open ``subscriptions/listen`` streams."""
+        return self._listen_count
 
-    def _fan_out(self, wants: Callable[[Listener], bool], method: str, params: dict[str, Any] | None) -> int:
+    def _fan_out(
+        self, wants: Callable[[Listener | SessionListener], bool], method: str, params: dict[str, Any] | None
+    ) -> int:
+        self.prune()
         with self._lock:
             targets = [listener for listener in self._listeners if wants(listener)]
         for listener in targets:
@@ -182,3 +276,4 @@ class SubscriptionHub:
         with self._lock:
             if listener in self._listeners:
                 self._listeners.remove(listener)
+                self._listen_count -= 1

@@ -1,7 +1,8 @@
 """The Streamable HTTP transport as a WSGI application (MCP basic/transports), for both eras.
 
-One endpoint (``/mcp`` by default): POST carries one JSON-RPC message, DELETE ends a
-handshake-era session, everything else gets 405. This layer checks what every request must
+One endpoint (``/mcp`` by default): POST carries one JSON-RPC message, GET reads a
+handshake-era session's SSE stream (resuming one with ``Last-Event-ID``), DELETE ends a
+session, everything else gets 405. This layer checks what every request must
 pass (Origin, Host, path, method, Content-Type, Accept, body size and pace, JSON-RPC
 syntax), then decides the protocol era once, by MCP 2026-07-28 basic/versioning's dual-era
 rule (:func:`zemcp.modern.selects`), and hands the message to that era's module:
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("zemcp.transport")
 
-ALLOW = "POST, DELETE, OPTIONS"
+ALLOW = "GET, POST, DELETE, OPTIONS"
 #: [seconds] how long a cache may keep the Protected Resource Metadata document.
 METADATA_MAX_AGE = 300
 #: [seconds] the Retry-After of a 503 when the authorization server cannot be asked.
@@ -146,10 +147,16 @@ class McpApp:
                 )
         if request.method == "POST":
             return self._post(request, principal)
-        if request.method == "DELETE" and request.headers.get(SESSION_HEADER) is not None:
+        has_session = request.headers.get(SESSION_HEADER) is not None
+        if request.method == "DELETE" and has_session:
             return self.handshake.delete(request, principal)
+        if request.method == "GET" and has_session:
+            return self.handshake.get(request, principal)
         if request.method == "GET":
-            why = "this server offers no standalone SSE stream; messages for a request arrive on that request's POST response"
+            why = (
+                "GET reads a session's SSE stream and needs its Mcp-Session-Id header (2026-07-28 clients "
+                "use subscriptions/listen)"
+            )
         elif request.method == "DELETE":
             why = "DELETE ends a session and needs its Mcp-Session-Id header (2026-07-28 requests have no sessions)"
         else:
@@ -157,7 +164,7 @@ class McpApp:
         return error_response(
             405,
             INVALID_REQUEST,
-            f"Method Not Allowed: {why}; use POST (and DELETE to end a session)",
+            f"Method Not Allowed: {why}; use POST (and GET or DELETE with a session)",
             headers={"Allow": ALLOW},
         )
 

@@ -12,7 +12,12 @@ behind them. This worker changes exactly two things, through gunicorn's own clas
   sent a whole head within ``head_timeout`` seconds is closed, and one whose head grows past
   64 KiB is answered 431 and closed;
 - under TLS, where bytes can be read only after the handshake on a thread, each wait for
-  more bytes of a head is bounded by ``head_timeout`` instead.
+  more bytes of a head is bounded by ``head_timeout`` instead;
+- a connection closed after its response (``Connection: close``, a stream the server ended)
+  lingers on the poller while its unread bytes drain (RFC 9112 section 9.6), for
+  :data:`LINGER_TIMEOUT` seconds at most. gunicorn lingers on its main thread instead, which
+  stops every other connection of the worker for up to 2 s per closing connection whose
+  client keeps its side open.
 
 Use it as gunicorn's ``worker_class = "zemcp.worker.ThreadWorker"`` (the repository's
 gunicorn.conf.py does); ``ZEMCP_HEAD_TIMEOUT`` sets the limit.
@@ -25,6 +30,7 @@ import errno
 import selectors
 import socket
 import time
+from collections import deque
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
@@ -86,10 +92,29 @@ HEAD_BUFFER_LIMIT = 64 * 1024
 _TOO_LARGE = b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
 
 
+#: [seconds] the longest a closing connection drains what its client still sends.
+LINGER_TIMEOUT = 2.0
+#: [bytes] the most drained from a closing connection before it is closed anyway.
+LINGER_DRAIN = 64 * 1024
+
+
 class _Conn(gthread.TConn):
-    """gunicorn's connection, with the bytes of its next request's head gathered so far."""
+    """gunicorn's connection, with the bytes of its next request's head gathered so far, and
+    the worker that lingers on its close."""
 
     head = b""
+    worker: ThreadWorker | None = None
+    drained = 0
+    linger_until = 0.0
+
+    def close(self, graceful: bool = False) -> None:
+        worker = self.worker
+        if graceful and worker is not None:
+            # Once only: the lingering ends with a plain close.
+            self.worker = None
+            worker.linger(self)
+            return
+        super().close(graceful)
 
 
 def _unreader(conn: gthread.TConn) -> Unreader:
@@ -107,6 +132,7 @@ class ThreadWorker(gthread.ThreadWorker):
 
     def init_process(self) -> None:
         self.head_timeout = Settings.from_env().head_timeout
+        self._lingering: deque[_Conn] = deque()
         super().init_process()
 
     def accept(self, listener: socket.socket) -> None:
@@ -121,6 +147,9 @@ class ThreadWorker(gthread.ThreadWorker):
         sock = _HeadLimitedSocket(client.family, client.type, client.proto, fileno=client.detach())
         sock.head_timeout = self.head_timeout
         conn = _Conn(self.cfg, sock, address, listener.getsockname())
+        if not self.cfg.is_ssl:
+            # A TLS connection must end with its close_notify, which gunicorn's own close sends.
+            conn.worker = self
         if self.cfg.is_ssl:
             # The bytes of a TLS connection can only be read once it is wrapped: gunicorn's way.
             self.enqueue_req(conn)
@@ -191,3 +220,46 @@ class ThreadWorker(gthread.ThreadWorker):
         _unreader(conn).unread(conn.head)
         conn.data_ready = True
         super().enqueue_req(conn)
+
+    # -- lingering close on the poller ----------------------------------------------------
+
+    def linger(self, conn: _Conn) -> None:
+        """Close ``conn`` the RFC 9112 way without holding the main loop: send FIN now, read and
+        drop what the client still sends on the poller, close on its FIN, after
+        :data:`LINGER_DRAIN` bytes or after :data:`LINGER_TIMEOUT` seconds."""
+        sock = conn.sock
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            sock.setblocking(False)
+            self.poller.register(sock, selectors.EVENT_READ, partial(self._on_linger_bytes, conn))
+        except (OSError, ValueError, KeyError):
+            sock.close()
+            return
+        conn.linger_until = time.monotonic() + LINGER_TIMEOUT
+        self._lingering.append(conn)
+
+    def _on_linger_bytes(self, conn: _Conn, client: socket.socket) -> None:
+        try:
+            chunk = conn.sock.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        conn.drained += len(chunk)
+        if chunk and conn.drained < LINGER_DRAIN:
+            return
+        self._end_linger(conn)
+
+    def _end_linger(self, conn: _Conn) -> None:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            self.poller.unregister(conn.sock)
+        with contextlib.suppress(ValueError):
+            self._lingering.remove(conn)
+        conn.sock.close()
+
+    def murder_pending(self) -> None:
+        """gunicorn's timeouts of connections waiting for a head, and the end of lingering closes."""
+        super().murder_pending()
+        now = time.monotonic()
+        while self._lingering and self._lingering[0].linger_until <= now:
+            self._end_linger(self._lingering[0])

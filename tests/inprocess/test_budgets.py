@@ -66,9 +66,9 @@ def test_elicitation_ids_are_random():
 
 
 def test_one_session_gets_at_most_half_the_pending_budget():
-    """With 8 threads (pending budget 5) one session may hold 2 pending elicitations; another still gets one."""
+    """With 8 threads (pending budget 4) one session may hold 2 pending elicitations; another still gets one."""
     app, server = make_app(threads=8)
-    assert (server.settings.pending_budget, server.settings.session_pending_budget) == (5, 2)
+    assert (server.settings.pending_budget, server.settings.session_pending_budget) == (4, 2)
     greedy = Peer(app)
     held = [start(greedy) for _ in range(2)]
     _, third = greedy.call("ask_pin", {})

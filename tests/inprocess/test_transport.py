@@ -55,14 +55,16 @@ class Peer:
 
 
 def events(response):
-    """Yield parsed SSE events (dicts) and 'keep-alive' markers from a streamed response."""
+    """Yield parsed SSE events (dicts) and 'keep-alive' markers from a streamed response
+    (a priming event and a lone ``retry`` field carry no message and are skipped)."""
     for chunk in response.response:
         for block in chunk.decode().split("\n\n"):
             if block.startswith(":"):
                 yield "keep-alive"
             elif block:
                 data = [line[6:] for line in block.split("\n") if line.startswith("data: ")]
-                yield json.loads("\n".join(data))
+                if data:
+                    yield json.loads("\n".join(data))
 
 
 @pytest.fixture
@@ -111,8 +113,38 @@ def test_keepalive_comments_while_waiting(app):
     assert final[-1]["result"]["content"][0]["text"].startswith("Error: elicit: the user declined")
 
 
-def test_disconnect_abandons_the_wait(app):
-    """Closing the response (client gone) ends the pending elicitation at once."""
+def test_a_disconnect_waits_for_the_client_to_resume(app):
+    """Closing the response (client gone) keeps the elicitation waiting; a GET with Last-Event-ID
+    resumes the stream, replays the question and carries the result (werkzeug, no gunicorn)."""
+    peer = Peer(app)
+    rid, r = peer.call("ze_execute", {}, buffered=False)
+    chunks = iter(r.response)
+    priming = next(chunks).decode()
+    assert priming.startswith("id: ") and "\nretry: 1000\n" in priming, priming
+    ask = json.loads(next(chunks).decode().split("data: ", 1)[1])
+    server = app.server
+    r.close()
+    time.sleep(0.2)
+    assert server.pending.count() == 1, "a disconnect must not end the wait"
+    first_id = priming.split("\n")[0][4:]
+    resumed = Client(app).get(
+        "/mcp",
+        headers={"Accept": "text/event-stream", "Mcp-Session-Id": peer.sid, "Last-Event-ID": first_id},
+        buffered=False,
+    )
+    assert resumed.status_code == 200 and resumed.mimetype == "text/event-stream"
+    stream = events(resumed)
+    assert next(e for e in stream if e != "keep-alive")["id"] == ask["id"]
+    assert peer.answer(ask["id"], {"action": "accept", "content": {"command": "help"}}).status_code == 202
+    final = next(e for e in stream if e != "keep-alive")
+    assert final["id"] == rid and final["result"]["isError"] is False
+
+
+def test_a_disconnect_past_the_resume_window_ends_the_wait():
+    """Nobody resumes within ZEMCP_RESUME_WINDOW: the pending elicitation ends as a disconnect."""
+    app = wsgi.create_app(
+        Settings(keepalive_interval=0.05, elicitation_timeout=30, threads=8, resume_window=0.5, stream_retry=0.1)
+    )
     peer = Peer(app)
     _, r = peer.call("ze_execute", {}, buffered=False)
     next(events(r))
@@ -123,6 +155,32 @@ def test_disconnect_abandons_the_wait(app):
     while server.pending.count() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert server.pending.count() == 0
+
+
+def test_close_sse_stream_ends_the_response_and_the_handler_goes_on():
+    """ctx.close_sse_stream() before anything was sent: the response is a stream of a priming
+    event and a retry field only; the result waits for the GET that resumes it."""
+    server = zemcp.Server("poll")
+
+    @server.tool
+    def polled(ctx: zemcp.Context) -> str:
+        ctx.close_sse_stream()
+        return "after the close"
+
+    app = zemcp.McpApp(server)
+    peer = Peer(app)
+    rid, r = peer.call("polled", {})
+    body = r.get_data(as_text=True)
+    assert r.mimetype == "text/event-stream"
+    blocks = [b for b in body.split("\n\n") if b]
+    assert blocks[0].startswith("id: ") and blocks[-1] == "retry: 1000", blocks
+    assert "after the close" not in body
+    last = blocks[0].split("\n")[0][4:]
+    resumed = Client(app).get(
+        "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": peer.sid, "Last-Event-ID": last}
+    )
+    final = [e for e in events(resumed) if e != "keep-alive"]
+    assert final[-1]["id"] == rid and final[-1]["result"]["content"][0]["text"] == "after the close"
 
 
 def test_cancelled_request_gets_no_response(app):

@@ -76,8 +76,10 @@ def test_server_status_figures_are_consistent(server):
     assert status["pid"] > 1
     assert status["uptime"] >= 0
     assert status["sessions"] >= 1 and status["session_cap"] == 1024
-    assert status["threads_pending"] + status["threads_listen"] + status["threads_reserved"] == status["threads"], text
+    parts = ("threads_pending", "threads_listen", "threads_standalone", "threads_reserved")
+    assert sum(status[part] for part in parts) == status["threads"], text
     assert status["listen_cap"] == status["threads_listen"]
+    assert status["standalone_cap"] == status["threads_standalone"]
     # The status command is itself a running call, counted in the call budget.
     assert status["running"] >= 1 and status["call_budget"] == status["threads"] - 8, text
     assert status["pending_cap"] == status["threads_pending"]

@@ -84,14 +84,18 @@ def test_delete_while_waiting_ends_streams_and_pending(server):
     assert client.post({"jsonrpc": "2.0", "id": 99, "method": "ping"}).status_code == 404
 
 
-def test_client_disconnect_frees_pending_elicitation(server):
-    """A client closing an eliciting stream frees its pending elicitation within a few keep-alive intervals."""
+def test_client_disconnect_frees_pending_elicitation(start_server):
+    """A client closing an eliciting stream and never resuming it frees its pending elicitation
+    once ZEMCP_RESUME_WINDOW has passed, not before."""
+    server = start_server(keepalive_interval=0.5, resume_window=2, stream_retry=0.5)
     observer = server.session(name="observer")
     client = server.session(name="vanishing")
     call, _, stream, elicitation = client.start_elicitation()
     assert observer.status()["pending"] == 1
     stream.close()
-    observer.wait_pending(0, deadline=2.0)
+    time.sleep(1.0)
+    assert observer.status()["pending"] == 1, "a disconnect alone must not end the wait"
+    observer.wait_pending(0, deadline=4.0)
     # Leaving the stream is not leaving the session.
     assert client.request("ping").status_code == 200
     assert "pending elicitations: 0" in client.command_text("session show")

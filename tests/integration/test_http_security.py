@@ -6,9 +6,9 @@ import requests
 TIMEOUT = (5, 10)
 
 
-@pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "HEAD"])
+@pytest.mark.parametrize("method", ["PUT", "PATCH", "HEAD"])
 def test_other_methods_are_405_with_allow(client, method):
-    """GET /mcp and other methods than POST/DELETE get 405 with an Allow header naming POST."""
+    """Methods other than GET, POST and DELETE get 405 with an Allow header naming POST."""
     response = requests.request(
         method,
         client.url,
@@ -29,7 +29,7 @@ def test_options_without_a_preflight_names_the_methods(client):
     """OPTIONS that is no CORS preflight (no Origin) gets 204 and the Allow header."""
     response = requests.options(client.url, timeout=TIMEOUT)
     assert response.status_code == 204, response.text
-    assert [m.strip() for m in response.headers["Allow"].split(",")] == ["POST", "DELETE", "OPTIONS"]
+    assert [m.strip() for m in response.headers["Allow"].split(",")] == ["GET", "POST", "DELETE", "OPTIONS"]
 
 
 @pytest.mark.parametrize("origin", ["http://evil.example.com", "https://attacker.test:8443", "null"])

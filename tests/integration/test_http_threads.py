@@ -208,3 +208,39 @@ def test_a_head_over_64_kib_is_refused_at_once(start_server):
             pass  # the close may overtake the 431 when the client's bytes were left unread
         assert time.monotonic() - started < 2, "the connection was kept until the head timeout"
     assert answer == b"" or answer.startswith(b"HTTP/1.1 431 "), answer[:100]
+
+
+#: Connections of the lingering test that read a ``Connection: close`` response and keep their side open.
+LINGERERS = 5
+
+
+def test_closing_connections_linger_without_stalling_the_worker(start_server):
+    """Clients that ask for ``Connection: close`` and then keep their side open do not hold up
+    other requests: the closing connections drain on the poller (gunicorn's own gthread lingers
+    up to 2 s on its main thread for each), and are closed after at most 2 s."""
+    server = start_server()
+    body = b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
+    head = (
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+        f"Mcp-Method: server/discover\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    lingering = []
+    try:
+        client = ModernClient(server.url)
+        for _ in range(LINGERERS):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            sock.sendall(head + body)
+            lingering.append(sock)
+            started = time.monotonic()
+            response = client.post(client.message("server/discover"), timeout=5)
+            assert response.status_code == 200
+            assert time.monotonic() - started < 0.5, "a request waited behind a lingering close"
+        for sock in lingering:
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+            assert reply.startswith(b"HTTP/1.1 200") and b"Connection: close" in reply, reply[:200]
+    finally:
+        for sock in lingering:
+            sock.close()

@@ -163,6 +163,36 @@ def test_elicitation_reaches_the_client_within_one_second(stack):
     assert slowest < ELICITATION_LATENCY_LIMIT, latencies
 
 
+def test_a_resuming_get_reaches_the_owner_of_its_stream(stack):
+    """Drop an eliciting call's stream, resume it with GET and Last-Event-ID through the proxy,
+    answer: every instance's sessions get their result on the resumed stream, from their owner."""
+    resumed: Counter[str] = Counter()
+    sessions = 0
+    while min(resumed.get(name, 0) for name in stack.instances) < 2:
+        sessions += 1
+        assert sessions <= 30, resumed
+        client = initialized(stack)
+        try:
+            call, _, stream, ask = client.start_elicitation()
+            last = stream.last_event_id
+            assert last, "the stream's events carry no id"
+            stream.close()
+            response, again = client.get_stream(last)
+            assert response.status_code == 200 and again is not None, (response.status_code, response.text)
+            assert client.accept(ask["id"], {"command": "server status"}).status_code == 202
+            final = again.next_message()
+            assert final is not None and final.get("id") == call["id"], final
+            assert stack.owner_of(parse_pid(final["result"]["content"][0]["text"])) == owner(client)
+            resumed[owner(client)] += 1
+        finally:
+            client.close()
+    routed = stack.proxy.wait_routed(sessions * 5)
+    strays = [r for r in routed if r.owner is not None and r.served_by != r.owner]
+    assert not strays, strays[:5]
+    for instance in stack.instances.values():
+        assert instance.routing_warnings() == [], instance.name
+
+
 #: Eliciting 2026-07-28 calls of the stateless routing test.
 MODERN_CALLS = 30
 

@@ -40,6 +40,31 @@ def test_every_field_reads_from_its_environment_variable():
     assert s.pending_budget == 3
 
 
+def test_stream_settings_read_from_the_environment():
+    """The resumable-stream knobs have variables and safe defaults (polling off, finite window)."""
+    defaults = Settings().stream_limits
+    assert (defaults.retry, defaults.window, defaults.poll_interval) == (1.0, 60.0, 0.0)
+    assert (defaults.max_events, defaults.max_bytes, Settings().max_replay_bytes) == (256, 1048576, 33554432)
+    env = {
+        "ZEMCP_STREAM_RETRY": "0.5",
+        "ZEMCP_RESUME_WINDOW": "5",
+        "ZEMCP_STREAM_BUFFER_EVENTS": "8",
+        "ZEMCP_STREAM_BUFFER_BYTES": "4096",
+        "ZEMCP_MAX_REPLAY_BYTES": "65536",
+        "ZEMCP_STREAM_POLL_INTERVAL": "30",
+    }
+    s = Settings.from_env(env)
+    limits = s.stream_limits
+    assert (limits.retry, limits.window, limits.max_events, limits.max_bytes, limits.poll_interval) == (
+        0.5,
+        5.0,
+        8,
+        4096,
+        30.0,
+    )
+    assert s.max_replay_bytes == 65536
+
+
 def test_overrides_win_over_environment():
     """Keyword overrides beat ZEMCP_* variables."""
     assert Settings.from_env({"ZEMCP_THREADS": "8"}, threads=12).threads == 12
@@ -53,13 +78,19 @@ def test_overrides_win_over_environment():
         ({"ZEMCP_THREADS": "2"}, "threads must be at least 3"),
         (
             {"ZEMCP_MAX_PENDING": "8", "ZEMCP_THREADS": "8"},
-            "max_pending must be between 1 and threads - listen_budget - 1",
+            "max_pending must be between 1 and threads - listen_budget - standalone_budget - 1",
         ),
         ({"ZEMCP_ELICITATION_TIMEOUT": "0"}, "elicitation_timeout must be a positive, finite number"),
         ({"ZEMCP_KEEPALIVE_INTERVAL": "nan"}, "keepalive_interval must be a positive, finite number"),
         ({"ZEMCP_SESSION_TTL": "inf"}, "session_ttl must be a positive, finite number"),
         ({"ZEMCP_ENDPOINT": "mcp"}, "endpoint must start with '/'"),
         ({"ZEMCP_INSTANCE": "a.b"}, "instance must be 1-40 characters"),
+        (
+            {"ZEMCP_RESUME_WINDOW": "1", "ZEMCP_STREAM_RETRY": "2"},
+            "resume_window (1 s) must be longer than stream_retry",
+        ),
+        ({"ZEMCP_STREAM_BUFFER_EVENTS": "0"}, "stream_buffer_events must be at least 1"),
+        ({"ZEMCP_STREAM_POLL_INTERVAL": "-1"}, "stream_poll_interval must be a finite number of seconds, 0 or more"),
     ],
 )
 def test_bad_values_are_refused_with_the_variable_named(env, text):
@@ -68,9 +99,9 @@ def test_bad_values_are_refused_with_the_variable_named(env, text):
         Settings.from_env(env)
 
 
-@pytest.mark.parametrize("threads, reserve, budget", [(3, 2, 1), (8, 2, 5), (32, 8, 20), (64, 16, 44)])
+@pytest.mark.parametrize("threads, reserve, budget", [(3, 2, 1), (8, 2, 4), (32, 8, 16), (64, 16, 40)])
 def test_pending_budget_formula(threads, reserve, budget):
-    """pending_budget = threads - max(2, threads // 4) - listen_budget leaves threads for answer POSTs."""
+    """pending_budget = threads - max(2, threads // 4) - listen_budget - standalone_budget leaves threads for answer POSTs."""
     s = Settings(threads=threads)
     assert (s.thread_reserve, s.pending_budget) == (reserve, budget)
 

@@ -1,0 +1,69 @@
+"""A server for the resumable-stream tests (``tests.apps.streams:app``).
+
+``ask`` elicits one word after ``chatter`` log messages (each an event of the call's stream);
+``poll_then_ask`` ends its stream's connection on purpose first (SSE polling);
+``add_tool`` registers a tool at run time (``notifications/tools/list_changed``);
+``touch`` announces that a resource changed (``notifications/resources/updated``);
+``ze_execute`` runs the built-in commands (``server status``).
+"""
+
+import itertools
+
+import zemcp
+from zemcp.commands import CommandRegistry, add_builtin_commands, add_execute_tool
+
+server = zemcp.Server("zemcp-stream-tests", "1.0")
+# ze_execute with the built-in commands: the tests read ``server status``.
+_commands = CommandRegistry()
+add_builtin_commands(_commands)
+add_execute_tool(server, _commands)
+WORD = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
+_added = itertools.count(1)
+
+
+@server.tool
+def ask(ctx: zemcp.Context, chatter: int = 0) -> str:
+    """Log ``chatter`` messages, then ask the user for a word and echo it."""
+    for n in range(chatter):
+        ctx.log("info", f"chatter {n + 1}")
+    return "word: " + ctx.elicit("A word?", WORD)["word"]
+
+
+@server.tool
+def poll_then_ask(ctx: zemcp.Context) -> str:
+    """End this stream's connection (the client reconnects), then ask for a word."""
+    ctx.close_sse_stream()
+    return "word: " + ctx.elicit("A word?", WORD)["word"]
+
+
+@server.tool
+def add_tool() -> str:
+    """Register one more tool while the server runs; returns its name."""
+    name = f"added_{next(_added)}"
+
+    def added() -> str:
+        return name
+
+    server.tool(name=name, description="A tool added at run time.")(added)
+    return name
+
+
+@server.tool
+def touch(uri: str) -> str:
+    """Tell the clients subscribed to ``uri`` that it changed; returns how many streams were told."""
+    return str(server.notify_resource_updated(uri))
+
+
+@server.resource("test://watched", mime_type="text/plain")
+def watched() -> str:
+    """A resource clients may subscribe to."""
+    return "watched"
+
+
+@server.resource("test://other", mime_type="text/plain")
+def other() -> str:
+    """Another resource."""
+    return "other"
+
+
+app = zemcp.McpApp(server)

@@ -1,0 +1,253 @@
+"""Resumable streams over real gunicorn (MCP basic/transports, "Resumability and Redelivery"; SEP-1699).
+
+A dropped connection is not a lost call: the handler keeps waiting, its events are kept, and
+a GET with ``Last-Event-ID`` resumes the stream; answers sent meanwhile reach the handler;
+unknown, foreign and dropped ids are refused; the server may end a connection on purpose.
+"""
+
+import re
+import time
+
+import pytest
+
+from tests.conftest import McpClient, SseStream
+
+STREAMS_APP = "tests.apps.streams:app"
+EVENT_ID = re.compile(r"^([A-Za-z0-9_-]+)-(\d+)$")
+
+
+def ask(client: McpClient, chatter: int = 0, tool: str = "ask") -> tuple[dict, SseStream, dict]:
+    """Call ``tool`` and read up to its elicitation/create; returns the call, the stream, the question."""
+    call = client.call_message({"chatter": chatter} if tool == "ask" else {}, name=tool)
+    response, stream = client.open_stream(call)
+    assert response.status_code == 200 and stream is not None, (response.status_code, response.text)
+    while True:
+        message = stream.next_message()
+        assert message is not None, f"the stream ended before the question: {stream.events}"
+        if message.get("method") == "elicitation/create":
+            return call, stream, message
+
+
+def resume(client: McpClient, last_event_id: str) -> SseStream:
+    response, stream = client.get_stream(last_event_id)
+    assert response.status_code == 200 and stream is not None, (response.status_code, response.text)
+    return stream
+
+
+def final_of(stream: SseStream, call: dict) -> dict:
+    for message in stream.rest():
+        if message.get("id") == call["id"]:
+            return message
+    pytest.fail(f"no response for request {call['id']} on the stream: {stream.events}")
+
+
+def test_a_stream_starts_with_a_priming_event_and_every_event_has_an_id(start_server):
+    """The upgraded response opens with an id, a retry field and empty data; every event has an
+    id of the same stream, numbered upwards."""
+    server = start_server(app=STREAMS_APP, stream_retry=0.25)
+    client = server.session()
+    call, stream, question = ask(client, chatter=2)
+    assert stream.retry == 250
+    first = stream.ids[0]
+    assert EVENT_ID.match(first), first
+    assert stream.events[0]["id"] != first, "the priming event must come before the first message"
+    prefixes = {EVENT_ID.match(i).group(1) for i in stream.ids}
+    numbers = [int(EVENT_ID.match(i).group(2)) for i in stream.ids]
+    assert len(prefixes) == 1 and numbers == sorted(set(numbers)), stream.ids
+    assert client.accept(question["id"], {"word": "x"}).status_code == 202
+    final = final_of(stream, call)
+    assert final["result"]["content"][0]["text"] == "word: x"
+    assert EVENT_ID.match(stream.events[-1]["id"]).group(1) in prefixes
+
+
+def test_resume_after_a_drop_then_answer(start_server):
+    """Drop the connection after elicitation/create, wait past the old abort, resume with
+    Last-Event-ID, answer: the result arrives on the resumed stream."""
+    server = start_server(app=STREAMS_APP, keepalive_interval=0.3)
+    client = server.session()
+    call, stream, question = ask(client)
+    last = stream.last_event_id
+    stream.close()
+    time.sleep(1.5)
+    assert client.status()["pending"] == 1, "the handler must keep waiting after a disconnect"
+    resumed = resume(client, last)
+    assert client.accept(question["id"], {"word": "back"}).status_code == 202
+    final = final_of(resumed, call)
+    assert final["result"]["content"][0]["text"] == "word: back"
+    assert resumed.ended
+
+
+def test_an_answer_sent_while_disconnected_reaches_the_handler(start_server):
+    """The answer POSTed while no connection reads the stream is not lost: resuming later gets the result."""
+    server = start_server(app=STREAMS_APP, keepalive_interval=0.3)
+    client = server.session()
+    call, stream, question = ask(client)
+    last = stream.last_event_id
+    stream.close()
+    time.sleep(1.2)
+    assert client.accept(question["id"], {"word": "meanwhile"}).status_code == 202
+    client.wait_pending(0)
+    final = final_of(resume(client, last), call)
+    assert final["result"]["content"][0]["text"] == "word: meanwhile"
+
+
+def test_resuming_from_an_earlier_id_replays_the_missed_events_in_order(start_server):
+    """Resuming from the priming event's id replays every message after it, in order, then goes on live."""
+    server = start_server(app=STREAMS_APP)
+    client = server.session()
+    call, stream, question = ask(client, chatter=3)
+    priming = stream.ids[0]
+    seen = [event["data"] for event in stream.events]
+    stream.close()
+    resumed = resume(client, priming)
+    replayed = [resumed.next_message() for _ in seen]
+    assert replayed == seen
+    assert [m["params"]["data"] for m in replayed[:3]] == ["chatter 1", "chatter 2", "chatter 3"]
+    assert client.accept(question["id"], {"word": "r"}).status_code == 202
+    assert final_of(resumed, call)["result"]["content"][0]["text"] == "word: r"
+
+
+def test_a_new_connection_takes_the_stream_over(start_server):
+    """A resuming GET while another connection still reads the stream takes it: the old one ends
+    and the response goes to the new one only."""
+    server = start_server(app=STREAMS_APP)
+    client = server.session()
+    call, stream, question = ask(client)
+    resumed = resume(client, stream.last_event_id)
+    assert client.accept(question["id"], {"word": "new"}).status_code == 202
+    assert final_of(resumed, call)["result"]["content"][0]["text"] == "word: new"
+    assert all(m.get("id") != call["id"] for m in stream.rest()), "the response went to the old connection too"
+
+
+def test_the_window_expiring_cancels_the_call(start_server):
+    """With nobody back within ZEMCP_RESUME_WINDOW the waiting call is given up as a disconnect,
+    and a late answer changes nothing."""
+    server = start_server(app=STREAMS_APP, keepalive_interval=0.3, resume_window=2, stream_retry=0.5)
+    observer = server.session(name="observer")
+    client = server.session()
+    call, stream, question = ask(client)
+    last = stream.last_event_id
+    stream.close()
+    time.sleep(1.0)
+    assert observer.status()["pending"] == 1, "given up before the window ended"
+    observer.wait_pending(0, deadline=5.0)
+    assert client.accept(question["id"], {"word": "late"}).status_code == 202
+    final = final_of(resume(client, last), call)
+    assert final["result"]["isError"] is True
+    assert "disconnect" in final["result"]["content"][0]["text"].lower()
+
+
+def test_the_replay_buffer_keeps_only_the_newest_events(start_server):
+    """Beyond ZEMCP_STREAM_BUFFER_EVENTS the oldest events are dropped: resuming from before them is 410,
+    from a kept one works."""
+    server = start_server(app=STREAMS_APP, stream_buffer_events=3)
+    client = server.session()
+    call, stream, question = ask(client, chatter=5)
+    ids = [event["id"] for event in stream.events]
+    stream.close()
+    response, _ = client.get_stream(stream.ids[0])
+    assert response.status_code == 410, response.text
+    assert "ZEMCP_STREAM_BUFFER_EVENTS" in response.json()["error"]["message"]
+    resumed = resume(client, ids[-3])
+    assert [m.get("method") for m in (resumed.next_message(), resumed.next_message())] == [
+        "notifications/message",
+        "elicitation/create",
+    ]
+    assert client.accept(question["id"], {"word": "kept"}).status_code == 202
+    assert final_of(resumed, call)["result"]["content"][0]["text"] == "word: kept"
+
+
+def test_the_replay_buffer_is_bounded_in_bytes(start_server):
+    """ZEMCP_STREAM_BUFFER_BYTES bounds a stream's buffer too."""
+    server = start_server(app=STREAMS_APP, stream_buffer_bytes=400)
+    client = server.session()
+    _, stream, question = ask(client, chatter=8)
+    first_message = stream.events[0]["id"]
+    stream.close()
+    response, _ = client.get_stream(first_message)
+    assert response.status_code == 410, response.text
+    client.accept(question["id"], {"word": "x"})
+
+
+def test_foreign_unknown_and_malformed_ids_are_refused(start_server):
+    """Another session's event id is 404 (never its events), a number past the stream's is 404,
+    a malformed id is 400, an unknown session is 404."""
+    server = start_server(app=STREAMS_APP)
+    owner = server.session(name="owner")
+    stranger = server.session(name="stranger")
+    _, stream, question = ask(owner)
+    event_id = stream.last_event_id
+    response, _ = stranger.get_stream(event_id)
+    assert response.status_code == 404, response.text
+    assert "another session" in response.json()["error"]["message"]
+    stream_id = EVENT_ID.match(event_id).group(1)
+    for bad, status in ((f"{stream_id}-999", 404), ("not an id", 400), ("-5", 400), ("x-1", 404)):
+        response, _ = owner.get_stream(bad)
+        assert response.status_code == status, (bad, response.status_code, response.text)
+    lost = McpClient(server.url)
+    lost.session_id, lost.protocol_version = "nobody.here", owner.protocol_version
+    response, _ = lost.get_stream(event_id)
+    assert response.status_code == 404
+    owner.accept(question["id"], {"word": "x"})
+
+
+def test_a_resumed_stream_counts_in_the_thread_budget(start_server):
+    """A connection reading a resumed stream holds a thread: the status counts it while it is open."""
+    server = start_server(app=STREAMS_APP)
+    client = server.session()
+    call, stream, question = ask(client)
+    stream.close()
+    resumed = resume(client, stream.last_event_id)
+    assert client.status()["resuming_streams"] == 1
+    client.accept(question["id"], {"word": "x"})
+    final_of(resumed, call)
+    deadline = time.monotonic() + 5
+    while client.status()["resuming_streams"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.status()["resuming_streams"] == 0
+
+
+def test_the_server_may_end_a_connection_on_purpose(start_server):
+    """ctx.close_sse_stream() ends the POST's connection cleanly after a retry field; the client
+    reconnects, gets the question there, answers, and gets the result."""
+    server = start_server(app=STREAMS_APP, stream_retry=0.2)
+    client = server.session()
+    call = client.call_message({}, name="poll_then_ask")
+    response, stream = client.open_stream(call)
+    assert stream is not None
+    assert stream.rest() == [] and stream.ended
+    assert stream.retry == 200 and stream.ids
+    resumed = resume(client, stream.last_event_id)
+    question = resumed.next_message()
+    assert question["method"] == "elicitation/create"
+    client.accept(question["id"], {"word": "polled"})
+    assert final_of(resumed, call)["result"]["content"][0]["text"] == "word: polled"
+
+
+def test_sse_polling_ends_every_connection_after_the_interval(start_server):
+    """ZEMCP_STREAM_POLL_INTERVAL ends a waiting stream's connections, each with retry; the client's
+    reconnects carry the call to its end."""
+    server = start_server(app=STREAMS_APP, stream_poll_interval=1, stream_retry=0.1, keepalive_interval=0.3)
+    client = server.session()
+    call, stream, question = ask(client)
+    started = time.monotonic()
+    assert stream.rest() == []
+    assert 0.8 <= time.monotonic() - started <= 4, "the connection was not ended after the poll interval"
+    second = resume(client, stream.last_event_id)
+    assert second.rest() == [] and second.retry == 100
+    third = resume(client, second.last_event_id or stream.last_event_id)
+    client.accept(question["id"], {"word": "p"})
+    assert final_of(third, call)["result"]["content"][0]["text"] == "word: p"
+
+
+def test_a_finished_stream_can_still_be_resumed_within_the_window(start_server):
+    """A client that lost the connection just before the response gets it by resuming after the end."""
+    server = start_server(app=STREAMS_APP)
+    client = server.session()
+    call, stream, question = ask(client)
+    last = stream.last_event_id
+    stream.close()
+    client.accept(question["id"], {"word": "done"})
+    client.wait_pending(0)
+    time.sleep(0.3)
+    assert final_of(resume(client, last), call)["result"]["content"][0]["text"] == "word: done"
