@@ -67,11 +67,11 @@ class HandshakeEra:
     def __init__(self, server: Server):
         self.server = server
         self.settings = server.settings
-        self._session_methods: dict[str, Callable[[Session, jsonrpc.Request], dict[str, Any]]] = {
-            "ping": lambda session, request: {},
-            "logging/setLevel": self._set_log_level,
-            "resources/subscribe": lambda s, r: self.server.resources.subscribe(s.id, r.params),
-            "resources/unsubscribe": lambda s, r: self.server.resources.unsubscribe(s.id, r.params),
+        self._session_methods: dict[str, Callable[[Session, jsonrpc.Request, Principal | None], dict[str, Any]]] = {
+            "ping": lambda session, request, principal: {},
+            "logging/setLevel": lambda session, request, principal: self._set_log_level(session, request),
+            "resources/subscribe": lambda s, r, p: self.server.subscribe(s.id, r.params, p),
+            "resources/unsubscribe": lambda s, r, p: self.server.resources.unsubscribe(s.id, r.params),
         }
 
     def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> WSGIResponse:
@@ -355,7 +355,7 @@ class HandshakeEra:
         try:
             method = self._session_methods.get(request.method)
             if method is not None:
-                return jsonrpc.result(request.id, method(session, request))
+                return jsonrpc.result(request.id, method(session, request, principal))
             if request.method not in self.server.methods():
                 return jsonrpc.error(request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}")
             outcome = self.server.prepare(session, request, principal)

@@ -195,6 +195,7 @@ class LogStream:
             last_write = now
 
     def close(self) -> None:
+        """The server is done with the body (PEP 3333): the connection no longer reads the stream."""
         self._log.detach(self._token)
         on_close, self._on_close = self._on_close, None
         if on_close is not None:

@@ -735,6 +735,19 @@ class Server:
         params = request.params
         return Work("resources/read", uri, {}, lambda ctx: self.resources.read(params, ctx))
 
+    def subscribe(self, session_id: str, params: dict[str, Any], principal: Principal | None = None) -> dict[str, Any]:
+        """``resources/subscribe`` for a session (its updates then reach the session's standalone stream).
+
+        Raises:
+            ProtocolError: as :meth:`zemcp.resources.ResourceRegistry.subscribe`.
+            InsufficientScope: the resource needs scopes ``principal`` lacks (its updates would
+                tell of a resource it may not read).
+        """
+        target, uri, _ = self.resources.find(params)
+        registered = target.uri if isinstance(target, Resource) else target.uri_template
+        self._allow(principal, "resource", registered, f"resources/subscribe {uri!r}")
+        return self.resources.subscribe(session_id, params)
+
     def _prompts_list(
         self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
     ) -> dict[str, Any]:

@@ -370,8 +370,13 @@ def test_scopes_per_tool_prompt_and_resource(start_server, authz):
         plain.headers,
     )
     assert read.status_code == 403 and challenge_params(read)["scope"] == "mcp files:read"
+    # Its updates would tell of a resource the token may not read: subscribing needs the scope too.
+    subscribe = {"jsonrpc": "2.0", "id": 6, "method": "resources/subscribe", "params": {"uri": "test://secret"}}
+    refused = post(server.url, subscribe, plain.headers)
+    assert refused.status_code == 403 and challenge_params(refused)["scope"] == "mcp files:read"
     # A broader scope covers the narrower one (deploy covers deploy:write).
     broad = Session(server.url, authz.token(server.url, scope="mcp deploy files"))
+    assert post(server.url, subscribe, broad.headers).json()["result"] == {}
     r = broad.call("deploy", {"target": "prod"})
     assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "deployed prod"
     who = broad.call("whoami", {}).json()["result"]["content"][0]["text"]

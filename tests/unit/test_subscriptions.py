@@ -2,6 +2,7 @@
 
 import pytest
 
+from zemcp.streams import STANDALONE, EventLog, StreamLimits
 from zemcp.subscriptions import ListenLimitReached, SubscriptionHub
 
 ALL = {
@@ -78,3 +79,36 @@ def test_close_all_answers_each_listen_request():
         "id": 9,
         "result": {"resultType": "complete", "_meta": {"io.modelcontextprotocol/subscriptionId": 9}},
     }
+
+
+def test_session_streams_get_every_list_change_and_their_subscriptions_untagged():
+    """A session's standalone stream hears every list change and the updates of the URIs the
+    session subscribed to, without a subscription id; it takes no listen-stream place."""
+    hub = SubscriptionHub(0)
+    log = EventLog(STANDALONE, StreamLimits())
+    hub.open_session("s1", log, lambda uri: uri == "a://watched")
+    assert hub.count() == 0
+    assert hub.list_changed("promptsListChanged") == 1
+    assert hub.resource_updated("a://watched") == 1
+    assert hub.resource_updated("a://other") == 0
+    token = log.attach()
+    log.finish(None)
+    events = [e for e in log.read(token, 0, 0.01) if isinstance(e, bytes)]
+    assert [e.split(b"data: ")[1].strip() for e in events] == [
+        b'{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{}}',
+        b'{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"a://watched"}}',
+    ]
+    # An ended stream leaves the hub at the next fan-out.
+    assert hub.list_changed("toolsListChanged") == 0
+
+
+def test_a_session_has_one_standalone_stream_in_the_hub():
+    """Registering a session's stream again replaces the earlier one; the session's end drops it."""
+    hub = SubscriptionHub(0)
+    first, second = EventLog(STANDALONE, StreamLimits()), EventLog(STANDALONE, StreamLimits())
+    hub.open_session("s1", first, lambda uri: False)
+    hub.open_session("s1", second, lambda uri: False)
+    assert hub.list_changed("toolsListChanged") == 1
+    assert first.position == 0 and second.position == 1
+    hub.drop_session("s1")
+    assert hub.list_changed("toolsListChanged") == 0
