@@ -141,10 +141,15 @@ class SessionEnded(ElicitAborted):
 
 
 class ClientDisconnected(ElicitAborted):
-    """The client closed the connection that carried the request's stream."""
+    """The client closed the connection that carried the request's stream (and, in a session,
+    did not resume the stream in time).
 
-    def __init__(self) -> None:
-        super().__init__("the client disconnected while waiting for the answer")
+    Args:
+        why: what the message says after "the client disconnected".
+    """
+
+    def __init__(self, why: str = "while waiting for the answer") -> None:
+        super().__init__(f"the client disconnected {why}")
 
 
 _TEXT: dict[str, Any] = {"title": {"type": "string"}, "description": {"type": "string"}}

@@ -46,7 +46,7 @@ from zemcp.session import (
     fingerprint,
 )
 from zemcp.sinks import ReplySink
-from zemcp.streams import STANDALONE, BadEventId, StreamGone, StreamNotFound
+from zemcp.streams import REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound, retry_field
 from zemcp.subscriptions import ListenLimitReached
 
 log = logging.getLogger("zemcp.handshake")
@@ -177,13 +177,35 @@ class HandshakeEra:
             return error_response(404, INVALID_REQUEST, str(exc))
         except StreamGone as exc:
             return error_response(410, INVALID_REQUEST, str(exc))
-        release = self._hold(stream.kind)
-        if isinstance(release, Response):
-            return release
-        token = stream.attach()
-        log.info("session %s: %s stream resumed after event %d", fingerprint(session.id), stream.kind, after)
-        first = f"retry: {round(stream.limits.retry * 1000)}\n\n".encode()
-        body = LogStream(stream, token, after, first, request.environ, self.settings.keepalive_interval, release)
+        # Taking the stream over from a GET that holds a place: that place passes to this one.
+        held = self._hold(stream.kind, takeover=stream.reader_holds_place)
+        release: Callable[[], None] | None = None
+        if not isinstance(held, Response):
+            release = held
+        elif stream.kind != REQUEST:
+            return held
+        # Without a place (no room to hold a thread), deliver what the stream has now and let
+        # the client poll again after retry; its request's response comes on a later poll.
+        once = release is None
+        token = stream.attach(holds_place=not once)
+        log.info(
+            "session %s: %s stream resumed after event %d%s",
+            fingerprint(session.id),
+            stream.kind,
+            after,
+            " (a poll: no thread to hold)" if once else "",
+        )
+        body = LogStream(
+            stream,
+            token,
+            after,
+            retry_field(stream.limits),
+            request.environ,
+            self.settings.keepalive_interval,
+            release,
+            self.settings.body_timeout,
+            once,
+        )
         return event_stream(body)
 
     def _standalone(self, request: Request, session: Session) -> Response:
@@ -211,18 +233,27 @@ class HandshakeEra:
             self.server.subscriptions.open_session(
                 session.id, stream, lambda uri: self.server.resources.subscribed(session.id, uri)
             )
-        token = stream.attach()
+        token = stream.attach(holds_place=True)
         first = stream.prime()
         body = LogStream(
-            stream, token, stream.position, first, request.environ, self.settings.keepalive_interval, release
+            stream,
+            token,
+            stream.position,
+            first,
+            request.environ,
+            self.settings.keepalive_interval,
+            release,
+            self.settings.body_timeout,
         )
         return event_stream(body)
 
-    def _hold(self, kind: str) -> Callable[[], None] | Response:
+    def _hold(self, kind: str, takeover: bool = False) -> Callable[[], None] | Response:
         """A place in the thread budget for a GET that reads a stream: the function that gives
-        it back, or the refusal (429 beyond the standalone cap, 503 when the budget is taken)."""
+        it back, or the refusal (429 beyond the standalone cap, 503 when the budget is taken).
+        A ``takeover`` (the connection it replaces holds a place, which it gives back as it
+        stops) always gets one."""
         try:
-            return self.server.hold_thread(kind)
+            return self.server.hold_thread(kind, force=takeover)
         except ListenLimitReached as exc:
             return error_response(
                 429, INVALID_REQUEST, f"Too Many Requests: {exc}", headers={"Retry-After": str(RETRY_AFTER)}
@@ -380,7 +411,7 @@ class HandshakeEra:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         # Only an HTTP request's stream can be resumed: stdio has no connection to lose.
         streams = session.streams if "REQUEST_METHOD" in environ else None
-        sink = new_sink(environ, self.settings.keepalive_interval, streams)
+        sink = new_sink(environ, self.settings.keepalive_interval, streams, self.settings.body_timeout)
         call = Call(
             session,
             request.id,
@@ -394,7 +425,10 @@ class HandshakeEra:
             session.begin(call)
         except ValueError as exc:
             raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {exc}") from None
-        sink.on_close(lambda: None if sink.finished else self.server.abort(call, ClientDisconnected()))
+        gone = ClientDisconnected(
+            f"and did not resume the stream within {self.settings.resume_window:g} s (ZEMCP_RESUME_WINDOW)"
+        )
+        sink.on_close(lambda: None if sink.finished else self.server.abort(call, gone))
 
         def job() -> None:
             response = None

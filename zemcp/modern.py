@@ -302,7 +302,7 @@ class ModernEra:
         answers, asked, held = mrtr.parse_state(state)
         responses = mrtr.check_responses(params.get("inputResponses"), asked)
         progress = params["_meta"].get("progressToken")
-        sink = new_sink(environ, self.settings.keepalive_interval)
+        sink = new_sink(environ, self.settings.keepalive_interval, send_timeout=self.settings.body_timeout)
         round_ = mrtr.Round(
             client,
             request.id,

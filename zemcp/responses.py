@@ -23,6 +23,7 @@ from werkzeug.wrappers import Response
 
 from zemcp import jsonrpc
 from zemcp.sinks import KEEPALIVE, CloseCallbacks, ReplySink
+from zemcp.streams import retry_field
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse
@@ -36,6 +37,8 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 #: [seconds] how often a quiet stream looks whether its client is still there, whatever the
 #: keep-alive interval: a stream the client left gives its thread (and its slot) back this soon.
 PEER_CHECK_INTERVAL = 1.0
+#: [seconds] how long a polling connection (:class:`LogStream` ``once``) waits for more events.
+ONCE_TICK = 0.05
 
 
 def json_response(status: int, message: dict[str, Any], headers: dict[str, Any] | None = None) -> Response:
@@ -153,6 +156,10 @@ class LogStream:
         environ: the WSGI environ (its ``gunicorn.socket`` is peeked at).
         keepalive: [seconds] between keep-alive comments.
         on_close: called once when the body is closed (a thread slot given back).
+        send_timeout: [seconds] under gunicorn, the longest a write may wait for a client that
+            reads nothing; the connection then ends.
+        once: deliver what the stream holds now, then end the connection with a ``retry``
+            field (a poll, for a connection that holds no place of the thread budget).
     """
 
     def __init__(
@@ -164,6 +171,8 @@ class LogStream:
         environ: dict[str, Any],
         keepalive: float,
         on_close: Callable[[], object] | None = None,
+        send_timeout: float | None = None,
+        once: bool = False,
     ):
         self._log = log
         self._token = token
@@ -172,26 +181,40 @@ class LogStream:
         self._keepalive = keepalive
         self._client = environ.get("gunicorn.socket")
         self._on_close = on_close
+        self._send_timeout = send_timeout
+        self._once = once
 
     def __iter__(self) -> Iterator[bytes]:
         log = self._log
-        tick = min(PEER_CHECK_INTERVAL, self._keepalive) if self._client is not None else self._keepalive
+        client = self._client
+        if self._once:
+            tick = ONCE_TICK
+        else:
+            tick = min(PEER_CHECK_INTERVAL, self._keepalive) if client is not None else self._keepalive
+        if client is not None and self._send_timeout is not None:
+            # A client that stops reading must not hold this thread for ever.
+            client.settimeout(self._send_timeout)
         poll = log.limits.poll_interval
         opened = last_write = time.monotonic()
         yield self._first
         for item in log.read(self._token, self._after, tick):
             now = time.monotonic()
             if item is KEEPALIVE:
-                if self._client is not None and _peer_closed(self._client):
+                if self._once or (poll and now - opened >= poll):
+                    yield retry_field(log.limits)
                     return
-                if poll and now - opened >= poll:
-                    yield f"retry: {round(log.limits.retry * 1000)}\n\n".encode()
+                if client is not None and _peer_closed(client):
                     return
                 if now - last_write < self._keepalive:
                     continue
                 yield b": keep-alive\n\n"
             else:
+                if client is not None and not _writable(client, self._send_timeout):
+                    return
                 yield cast(bytes, item)
+                if poll and now - opened >= poll:
+                    yield retry_field(log.limits)
+                    return
             last_write = now
 
     def close(self) -> None:
@@ -274,6 +297,16 @@ class ResumableReplySink(ReplySink):
             self.close()
 
 
+def _writable(sock: socket.socket, timeout: float | None) -> bool:
+    """True when ``sock`` can take bytes within ``timeout`` seconds (None: wait as long as it takes)."""
+    poller = select.poll()
+    try:
+        poller.register(sock, select.POLLOUT)
+        return bool(poller.poll(None if timeout is None else timeout * 1000))
+    except (ValueError, OSError):
+        return True  # the write itself will tell
+
+
 def _peer_closed(sock: socket.socket) -> bool:
     # poll(), unlike select(), takes descriptors above 1024.
     poller = select.poll()
@@ -332,11 +365,19 @@ class DirectSink(CloseCallbacks):
         environ: the request's WSGI environ (its ``gunicorn.socket`` is peeked at).
         keepalive: [seconds] between keep-alive comments while the stream waits.
         streams: the session's streams, for a resumable stream; None for one that is not (2026-07-28).
+        send_timeout: [seconds] the longest a write may wait for a client that reads nothing;
+            the client then counts as gone. None: no bound.
     """
 
     direct = True
 
-    def __init__(self, environ: dict[str, Any], keepalive: float, streams: SessionStreams | None = None):
+    def __init__(
+        self,
+        environ: dict[str, Any],
+        keepalive: float,
+        streams: SessionStreams | None = None,
+        send_timeout: float | None = None,
+    ):
         super().__init__()
         self._client = environ["gunicorn.socket"]
         self._keepalive = keepalive
@@ -353,6 +394,7 @@ class DirectSink(CloseCallbacks):
         #: The handler's job, run by :class:`_DirectResponse` on the request's thread.
         self.job: Callable[[], None] | None = None
         self.streams = streams
+        self._send_timeout = send_timeout
         #: The stream's events, once it started (resumable streams only).
         self.log: EventLog | None = None
         self._token = 0
@@ -403,6 +445,9 @@ class DirectSink(CloseCallbacks):
                 self._lost()
                 return False
             self._last_write = time.monotonic()
+            poll = log.limits.poll_interval
+            if poll and self._last_write - self._opened >= poll:
+                self._end_own()
         return True
 
     def tick(self) -> None:
@@ -492,6 +537,9 @@ class DirectSink(CloseCallbacks):
         self._write = start_response("200 OK", [("Content-Type", "text/event-stream"), *SSE_HEADERS.items()])
         self.started = True
         self._opened = time.monotonic()
+        if self._send_timeout is not None:
+            # A client that stops reading must not hold the handler in a write for ever.
+            self._client.settimeout(self._send_timeout)
         if self.streams is None:
             return
         self.log = self.streams.open()
@@ -508,7 +556,7 @@ class DirectSink(CloseCallbacks):
         try:
             ended = _can_end(self._write)
             if ended:
-                self._emit(f"retry: {round(log.limits.retry * 1000)}\n\n".encode())
+                self._emit(retry_field(log.limits))
                 _end_body(self._write)
         except OSError:
             ended = True
@@ -602,15 +650,19 @@ WSGIResponse: TypeAlias = "Response | _DirectResponse"
 
 
 def new_sink(
-    environ: dict[str, Any], keepalive: float, streams: SessionStreams | None = None
+    environ: dict[str, Any],
+    keepalive: float,
+    streams: SessionStreams | None = None,
+    send_timeout: float | None = None,
 ) -> DirectSink | ReplySink:
     """The sink for a request whose handler may talk to the client.
 
     A :class:`DirectSink` under gunicorn's threaded workers (the handler runs on the request's
     thread); a :class:`zemcp.sinks.ReplySink` elsewhere (the handler runs on zemcp's pool and
     hands its messages to the request's thread), for example under werkzeug's test client.
-    With ``streams`` (a handshake-era session's) the stream is resumable either way.
+    With ``streams`` (a handshake-era session's) the stream is resumable either way;
+    ``send_timeout`` [seconds] bounds each write to a client that reads nothing (gunicorn only).
     """
     if environ.get("gunicorn.socket") is not None and environ.get("wsgi.multithread"):
-        return DirectSink(environ, keepalive, streams)
+        return DirectSink(environ, keepalive, streams, send_timeout)
     return ResumableReplySink(streams) if streams is not None else ReplySink()

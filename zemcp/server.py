@@ -594,25 +594,28 @@ class Server:
             self._check_room()
             return opener()
 
-    def hold_thread(self, kind: str = "request") -> Callable[[], None]:
+    def hold_thread(self, kind: str = "request", force: bool = False) -> Callable[[], None]:
         """Count a connection that reads a session's stream by GET in the call budget (it holds
         a thread while it reads); returns the function that gives the place back (call it once).
 
         Args:
             kind: ``"request"`` (it resumes a request's stream) or ``"standalone"`` (it reads
                 the session's standalone stream, capped by ``standalone_budget``).
+            force: count it without checking (it takes over from a connection that holds a
+                place and is giving it back).
         Raises:
             Busy: the call budget is taken.
             ListenLimitReached: (standalone) ``standalone_budget`` standalone streams are open.
         """
         standalone = kind == "standalone"
         with self._admission:
-            if standalone and self._standalone >= self.settings.standalone_budget:
+            if not force and standalone and self._standalone >= self.settings.standalone_budget:
                 raise ListenLimitReached(
                     f"this process already has its maximum of {self.settings.standalone_budget} standalone GET "
                     f"streams open (ZEMCP_MAX_STANDALONE_STREAMS); requests still get their own streams; retry later"
                 )
-            self._check_room()
+            if not force:
+                self._check_room()
             if standalone:
                 self._standalone += 1
             else:

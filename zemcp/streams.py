@@ -17,6 +17,7 @@ threading, no HTTP.
 
 from __future__ import annotations
 
+import re
 import secrets
 import threading
 import time
@@ -29,6 +30,8 @@ from zemcp.sinks import KEEPALIVE
 
 #: Stream kinds: the upgraded response of a request, and a session's standalone GET stream.
 REQUEST, STANDALONE = "request", "standalone"
+#: An event id: the stream id (URL-safe base64), ``-``, the event's number (ASCII digits, from 1).
+_EVENT_ID = re.compile(r"([A-Za-z0-9_-]{1,64})-([1-9][0-9]{0,17})")
 
 
 @dataclass(frozen=True)
@@ -74,13 +77,18 @@ def parse_event_id(value: str) -> tuple[str, int]:
     Raises:
         BadEventId: the value does not have that form.
     """
-    stream_id, _, number = value.strip().rpartition("-")
-    if not stream_id or not number.isdigit() or len(number) > 18 or len(stream_id) > 64:
+    match = _EVENT_ID.fullmatch(value.strip())
+    if match is None:
         raise BadEventId(
             f"Bad Request: Last-Event-ID {value[:80]!r} is not an event id of this server; send the id of the "
-            f"last event received on the stream to resume"
+            f"last event received on the stream, once, to resume"
         )
-    return stream_id, int(number)
+    return match.group(1), int(match.group(2))
+
+
+def retry_field(limits: StreamLimits) -> bytes:
+    """The SSE ``retry`` field (whole milliseconds, at least 1) ending in a blank line."""
+    return f"retry: {max(1, round(limits.retry * 1000))}\n\n".encode()
 
 
 class EventLog:
@@ -113,6 +121,7 @@ class EventLog:
         self._finished = False
         self._final_seq = 0
         self._reader = 0
+        self._holds_place = False
         self._tokens = 0
         self._ending = 0
         now = time.monotonic()
@@ -128,7 +137,7 @@ class EventLog:
         """
         with self._cond:
             self._seq += 1
-            return f"id: {self.id}-{self._seq}\nretry: {round(self.limits.retry * 1000)}\ndata:\n\n".encode()
+            return f"id: {self.id}-{self._seq}\n".encode() + retry_field(self.limits)[:-1] + b"data:\n\n"
 
     def append(self, payload: bytes) -> bytes | None:
         """Add a ``message`` event carrying ``payload`` (one JSON-RPC message, encoded).
@@ -173,18 +182,28 @@ class EventLog:
 
     # -- connections ---------------------------------------------------------------------
 
-    def attach(self) -> int:
+    def attach(self, holds_place: bool = False) -> int:
         """Make a new connection the stream's reader; an earlier one stops at once.
 
+        Args:
+            holds_place: the connection holds a place of the thread budget of its own (a
+                GET), which it gives back when it stops; so a connection that takes over
+                from it needs no new place.
         Returns:
             the connection's token (for :meth:`read`, :meth:`reads`, :meth:`detach`).
         """
         with self._cond:
             self._tokens += 1
             self._reader = self._tokens
+            self._holds_place = holds_place
             self._detached_at = None
             self._cond.notify_all()
             return self._reader
+
+    @property
+    def reader_holds_place(self) -> bool:
+        """True while the reading connection holds a place of the thread budget (a GET)."""
+        return self._reader != 0 and self._holds_place
 
     @property
     def attached(self) -> bool:
@@ -261,7 +280,7 @@ class EventLog:
                 cursor = self._seq
                 done = self._finished and cursor >= self._final_seq
             if ending:
-                yield f"retry: {round(self.limits.retry * 1000)}\n\n".encode()
+                yield retry_field(self.limits)
                 return
             if not events and not done:
                 yield KEEPALIVE
@@ -297,12 +316,15 @@ class EventLog:
         return self._reader == 0 and detached is not None and now - detached > self.limits.window
 
     def expired(self, now: float | None = None) -> bool:
-        """True when the stream can be forgotten: finished (or abandoned) longer than ``window`` ago."""
+        """True when the stream can be forgotten: finished longer than ``window`` ago, or (a
+        standalone stream, which never finishes) abandoned. A request's stream that nobody
+        reads is kept until its handler ends it: the request is given up, and its last
+        response stays resumable for another window."""
         now = time.monotonic() if now is None else now
         finished = self._finished_at
         if finished is not None:
             return now - finished > self.limits.window
-        return self.abandoned(now)
+        return self.kind == STANDALONE and self.abandoned(now)
 
 
 class ReplayBudget:
@@ -381,7 +403,9 @@ class SessionStreams:
 
     def ended(self, log: EventLog) -> None:
         """A request's stream finished: keep it ``window`` seconds within the process budget."""
-        if not self._closed:
+        with self._lock:
+            known = not self._closed and self._logs.get(log.id) is log
+        if known:
             self._budget.keep(log, self)
 
     def find(self, event_id: str) -> tuple[EventLog, int]:

@@ -1,6 +1,7 @@
 """A server for the resumable-stream tests (``tests.apps.streams:app``).
 
 ``ask`` elicits one word after ``chatter`` log messages (each an event of the call's stream);
+``talk`` logs messages of a given size at a given pace, then returns;
 ``poll_then_ask`` ends its stream's connection on purpose first (SSE polling);
 ``add_tool`` registers a tool at run time (``notifications/tools/list_changed``);
 ``touch`` announces that a resource changed (``notifications/resources/updated``);
@@ -8,6 +9,7 @@
 """
 
 import itertools
+import time
 
 import zemcp
 from zemcp.commands import CommandRegistry, add_builtin_commands, add_execute_tool
@@ -27,6 +29,15 @@ def ask(ctx: zemcp.Context, chatter: int = 0) -> str:
     for n in range(chatter):
         ctx.log("info", f"chatter {n + 1}")
     return "word: " + ctx.elicit("A word?", WORD)["word"]
+
+
+@server.tool
+def talk(ctx: zemcp.Context, count: int = 10, size: int = 10, delay: float = 0.2) -> str:
+    """Log ``count`` messages of ``size`` characters, ``delay`` seconds apart, then return."""
+    for n in range(count):
+        ctx.log("info", f"{n}:" + "x" * size)
+        time.sleep(delay)
+    return f"talked {count} times"
 
 
 @server.tool

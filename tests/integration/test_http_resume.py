@@ -5,7 +5,9 @@ a GET with ``Last-Event-ID`` resumes the stream; answers sent meanwhile reach th
 unknown, foreign and dropped ids are refused; the server may end a connection on purpose.
 """
 
+import json
 import re
+import socket
 import time
 
 import pytest
@@ -251,3 +253,114 @@ def test_a_finished_stream_can_still_be_resumed_within_the_window(start_server):
     client.wait_pending(0)
     time.sleep(0.3)
     assert final_of(resume(client, last), call)["result"]["content"][0]["text"] == "word: done"
+
+
+def test_a_resume_without_room_for_a_thread_is_a_poll(start_server):
+    """With the call budget taken by waiting calls, a resuming GET still gets what the stream
+    holds and ends with a retry field (it holds no thread); polling again brings the response."""
+    server = start_server(app=STREAMS_APP, threads=4, keepalive_interval=0.3, stream_retry=0.2)
+    first = server.session(name="first")
+    second = server.session(name="second")
+    calls = [ask(first), ask(second)]
+    for _, stream, _ in calls:
+        stream.close()
+    (call, stream, question), _ = calls
+    polled = resume(first, stream.last_event_id)
+    messages = polled.rest()
+    assert polled.ended and polled.retry == 200
+    assert [m["method"] for m in messages] == [], "nothing new since the id the client had"
+    assert first.accept(question["id"], {"word": "polled"}).status_code == 202
+    deadline = time.monotonic() + 10
+    final = None
+    while final is None and time.monotonic() < deadline:
+        again = resume(first, polled.last_event_id or stream.last_event_id)
+        final = next((m for m in again.rest() if m.get("id") == call["id"]), None)
+        time.sleep(0.2)
+    assert final is not None and final["result"]["content"][0]["text"] == "word: polled"
+    other_call, other_stream, other_question = calls[1]
+    second.accept(other_question["id"], {"word": "x"})
+
+
+def test_a_takeover_needs_no_new_place(start_server):
+    """With the only standalone place taken by a connection that is still open, resuming that
+    stream with its Last-Event-ID takes it over instead of getting 429."""
+    server = start_server(app=STREAMS_APP, max_standalone_streams=1, keepalive_interval=0.3)
+    client = server.session()
+    response, old = client.get_stream()
+    assert response.status_code == 200 and old is not None
+    last = old.read_priming()
+    response, new = client.get_stream(last)
+    assert response.status_code == 200 and new is not None, response.text
+    assert old.rest() == [] and old.ended, "the connection taken over must stop"
+    response = client.post(client.call_message({}, name="add_tool"))
+    assert response.status_code == 200
+    assert new.next_message()["method"] == "notifications/tools/list_changed"
+    deadline = time.monotonic() + 5
+    while client.status()["standalone_streams"] != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.status()["standalone_streams"] == 1
+
+
+def test_a_given_up_call_keeps_its_response_for_a_late_resume(start_server):
+    """After the window the call is given up, and its error result can still be resumed for another
+    window, even when the session's streams were pruned meanwhile."""
+    server = start_server(app=STREAMS_APP, keepalive_interval=0.3, resume_window=1.5, stream_retry=0.2)
+    client = server.session()
+    call, stream, _ = ask(client)
+    last = stream.last_event_id
+    stream.close()
+    client.wait_pending(0, deadline=6)
+    # Any GET of the session prunes its streams.
+    response, _ = client.get_stream(f"{last.rpartition('-')[0]}x-1")
+    assert response.status_code == 404
+    final = final_of(resume(client, last), call)
+    text = final["result"]["content"][0]["text"]
+    assert final["result"]["isError"] is True and "did not resume the stream within 1.5 s" in text, text
+
+
+def test_the_poll_interval_ends_a_busy_connection_too(start_server):
+    """A stream that sends all the time is still ended after ZEMCP_STREAM_POLL_INTERVAL."""
+    server = start_server(app=STREAMS_APP, stream_poll_interval=1, stream_retry=0.1)
+    client = server.session()
+    call = client.call_message({"count": 20, "delay": 0.2}, name="talk")
+    started = time.monotonic()
+    response, stream = client.open_stream(call)
+    assert stream is not None
+    first = stream.rest()
+    assert stream.ended and time.monotonic() - started < 2.5, "the busy connection was not ended"
+    assert first and all(m["method"] == "notifications/message" for m in first)
+    seen = list(first)
+    last = stream.last_event_id
+    while not any(m.get("id") == call["id"] for m in seen):
+        again = resume(client, last)
+        seen += again.rest()
+        last = again.last_event_id or last
+    logs = [m["params"]["data"] for m in seen if m.get("method") == "notifications/message"]
+    assert [entry.split(":")[0] for entry in logs] == [str(n) for n in range(20)], "events lost or repeated"
+
+
+def test_a_client_that_stops_reading_is_cut_and_its_call_can_be_cancelled(start_server):
+    """A client whose receive window is full is treated as gone after ZEMCP_BODY_TIMEOUT: the
+    handler is no longer stuck in a write, so notifications/cancelled ends the call."""
+    server = start_server(app=STREAMS_APP, body_timeout=1, keepalive_interval=0.3)
+    client = server.session()
+    body = json.dumps(client.call_message({"count": 400, "size": 20000, "delay": 0.01}, name="talk"))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", server.port))
+    headers = client.headers()
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items() if v is not None)
+    sock.sendall(
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(body)}\r\n\r\n".encode() + body.encode()
+    )
+    try:
+        time.sleep(2.5)
+        request_id = json.loads(body)["id"]
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+        assert client.post(cancel).status_code == 202
+        deadline = time.monotonic() + 5
+        while client.status()["running"] > 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert client.status()["running"] == 1, "the call of the client that stopped reading still runs"
+    finally:
+        sock.close()

@@ -34,7 +34,23 @@ def test_event_ids_name_the_stream_and_count_up():
     assert log.position == 2
 
 
-@pytest.mark.parametrize("value", ["", "abc", "abc-", "-3", "abc-x", "a-" + "9" * 19, "x" * 70 + "-1"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "abc",
+        "abc-",
+        "-3",
+        "abc-x",
+        "a-" + "9" * 19,
+        "x" * 70 + "-1",
+        "abc-\u00b2",
+        "abc-0",
+        "abc-01",
+        "a-1, a-1",
+        "a b-1",
+    ],
+)
 def test_malformed_event_ids_are_refused(value):
     with pytest.raises(BadEventId, match="Last-Event-ID"):
         parse_event_id(value)
@@ -116,9 +132,30 @@ def test_windows_start_when_the_connection_goes():
     assert not log.abandoned(now + 100), "a read stream is never abandoned"
     log.detach(token)
     assert not log.abandoned(now + 5) and log.abandoned(now + 11)
-    assert log.expired(now + 11)
+    assert not log.expired(now + 11), "the request is still running: its response is to come"
     log.finish(b"x")
     assert not log.expired(time.monotonic() + 5) and log.expired(time.monotonic() + 11)
+
+
+def test_a_request_stream_nobody_reads_is_kept_until_its_handler_ends_it():
+    """An abandoned request stream is not forgotten while its request runs (its last response is
+    still to come); an abandoned standalone stream is."""
+    request, standalone = EventLog(REQUEST, StreamLimits(window=1)), EventLog(STANDALONE, StreamLimits(window=1))
+    later = time.monotonic() + 5
+    assert request.abandoned(later) and not request.expired(later)
+    assert standalone.expired(later)
+    request.finish(b"last")
+    assert not request.expired(time.monotonic() + 0.5) and request.expired(time.monotonic() + 2)
+
+
+def test_a_connection_that_holds_a_place_is_known():
+    log = EventLog(REQUEST, StreamLimits())
+    assert not log.reader_holds_place
+    token = log.attach(holds_place=True)
+    assert log.reader_holds_place
+    log.attach()
+    assert not log.reader_holds_place
+    log.detach(token)
 
 
 def test_session_streams_find_and_forget():
