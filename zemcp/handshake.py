@@ -178,12 +178,16 @@ class HandshakeEra:
         except StreamGone as exc:
             return error_response(410, INVALID_REQUEST, str(exc))
         # Taking the stream over from a GET that holds a place: that place passes to this one.
-        held = self._hold(stream.kind, takeover=stream.reader_holds_place)
+        takeover = stream.reader_holds_place
         release: Callable[[], None] | None = None
-        if not isinstance(held, Response):
-            release = held
-        elif stream.kind != REQUEST:
-            return held
+        # One client must not take the call budget with resumed streams: beyond its share it polls.
+        if stream.kind != REQUEST or takeover or session.resumed < self.settings.session_pending_budget:
+            held = self._hold(stream.kind, takeover=takeover)
+            if isinstance(held, Response):
+                if stream.kind != REQUEST:
+                    return held
+            else:
+                release = session.count_resumed(held) if stream.kind == REQUEST else held
         # Without a place (no room to hold a thread), deliver what the stream has now and let
         # the client poll again after retry; its request's response comes on a later poll.
         once = release is None

@@ -100,6 +100,8 @@ class Session(ClientView):
         self._last_seen = time.monotonic()
         self._calls: dict[RequestId, Call] = {}
         self.ended: str | None = None
+        #: Connections that read a resumed request stream of this session and hold a thread.
+        self.resumed = 0
         self._initialized = threading.Event()
         # Set once a grace ran out: a client that skipped the notification is not waited for again.
         self._gave_up_waiting = False
@@ -144,6 +146,22 @@ class Session(ClientView):
                 grace,
             )
         return False
+
+    def count_resumed(self, release: Callable[[], None]) -> Callable[[], None]:
+        """Count a resumed stream's connection in :attr:`resumed` until ``release`` is called
+        (through the function returned, once)."""
+        with self._lock:
+            self.resumed += 1
+        done = threading.Event()
+
+        def released() -> None:
+            if not done.is_set():
+                done.set()
+                with self._lock:
+                    self.resumed -= 1
+                release()
+
+        return released
 
     def touch(self) -> None:
         """Record traffic now (resets the idle timer)."""

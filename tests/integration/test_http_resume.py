@@ -364,3 +364,25 @@ def test_a_client_that_stops_reading_is_cut_and_its_call_can_be_cancelled(start_
         assert client.status()["running"] == 1, "the call of the client that stopped reading still runs"
     finally:
         sock.close()
+
+
+def test_one_session_holds_at_most_its_share_of_resumed_streams(start_server):
+    """Resumed streams of one session hold threads up to its pending share; beyond it a resume is a poll."""
+    server = start_server(app=STREAMS_APP, threads=8, keepalive_interval=0.3, stream_retry=0.2)
+    client = server.session()
+    share = 2  # session_pending_budget at 8 threads
+    calls = []
+    for _ in range(share + 1):
+        call = client.call_message({"count": 25, "delay": 0.2}, name="talk")
+        response, stream = client.open_stream(call)
+        assert stream is not None and stream.next_message() is not None
+        stream.close()
+        calls.append((call, stream))
+    held = [resume(client, stream.last_event_id) for _, stream in calls[:share]]
+    started = time.monotonic()
+    polled = resume(client, calls[share][1].last_event_id)
+    polled.rest()
+    assert polled.ended and time.monotonic() - started < 2, "the resume beyond the share held its connection"
+    assert client.status()["resuming_streams"] == share
+    for (call, _), stream in zip(calls, held):
+        assert final_of(stream, call)["result"]["content"][0]["text"] == "talked 25 times"
