@@ -197,10 +197,12 @@ class LogStream:
         poll = log.limits.poll_interval
         opened = last_write = time.monotonic()
         yield self._first
+        # A poll ends once it delivered what the stream held, however busy the stream is.
+        limit = ONCE_TICK if self._once else poll
         for item in log.read(self._token, self._after, tick):
             now = time.monotonic()
             if item is KEEPALIVE:
-                if self._once or (poll and now - opened >= poll):
+                if limit and now - opened >= limit:
                     yield retry_field(log.limits)
                     return
                 if client is not None and _peer_closed(client):
@@ -210,9 +212,12 @@ class LogStream:
                 yield b": keep-alive\n\n"
             else:
                 if client is not None and not _writable(client, self._send_timeout):
+                    # Cut the connection: gunicorn's last chunk must not wait for this client too.
+                    with contextlib.suppress(OSError):
+                        client.shutdown(socket.SHUT_RDWR)
                     return
                 yield cast(bytes, item)
-                if poll and now - opened >= poll:
+                if limit and time.monotonic() - opened >= limit:
                     yield retry_field(log.limits)
                     return
             last_write = now

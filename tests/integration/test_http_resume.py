@@ -386,3 +386,65 @@ def test_one_session_holds_at_most_its_share_of_resumed_streams(start_server):
     assert client.status()["resuming_streams"] == share
     for (call, _), stream in zip(calls, held):
         assert final_of(stream, call)["result"]["content"][0]["text"] == "talked 25 times"
+
+
+def test_a_poll_of_a_busy_stream_ends_at_once(start_server):
+    """A poll (no room to hold a thread) ends after delivering what the stream holds, even while
+    the handler keeps sending: it must not hold a thread outside the budget."""
+    server = start_server(app=STREAMS_APP, threads=4, keepalive_interval=0.3, stream_retry=0.2)
+    client = server.session()
+    calls = []
+    for _ in range(2):
+        call = client.call_message({"count": 200, "delay": 0.02}, name="talk")
+        response, stream = client.open_stream(call)
+        assert stream is not None and stream.next_message() is not None
+        stream.close()
+        calls.append((call, stream))
+    started = time.monotonic()
+    polled = resume(client, calls[0][1].last_event_id)
+    got = polled.rest()
+    assert polled.ended and time.monotonic() - started < 1.5, "the poll of a busy stream held its connection"
+    assert got and polled.retry == 200
+    for call, stream in calls:
+        last = stream.last_event_id
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            again = resume(client, last)
+            messages = again.rest()
+            last = again.last_event_id or last
+            if any(m.get("id") == call["id"] for m in messages):
+                break
+        else:
+            pytest.fail("the call's response never came on a poll")
+
+
+def test_a_resumed_reader_that_reads_nothing_is_cut_quietly(start_server):
+    """A GET that resumes a stream and then reads nothing is cut after ZEMCP_BODY_TIMEOUT, gives
+    its place back, and leaves no error in the log."""
+    server = start_server(app=STREAMS_APP, body_timeout=1, keepalive_interval=0.3)
+    client = server.session()
+    call = client.call_message({"count": 200, "size": 20000, "delay": 0.01}, name="talk")
+    response, stream = client.open_stream(call)
+    assert stream is not None and stream.next_message() is not None
+    stream.close()
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", server.port))
+    headers = client.headers(
+        {"Accept": "text/event-stream", "Content-Type": None, "Last-Event-ID": stream.last_event_id}
+    )
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items() if v is not None)
+    sock.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}\r\n".encode())
+    try:
+        deadline = time.monotonic() + 2
+        while client.status()["resuming_streams"] != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert client.status()["resuming_streams"] == 1
+        started = time.monotonic()
+        while client.status()["resuming_streams"] and time.monotonic() - started < 6:
+            time.sleep(0.1)
+        assert client.status()["resuming_streams"] == 0, "the stalled reader still holds its place"
+        assert time.monotonic() - started < 4
+        assert "Socket error processing request" not in server.log()
+    finally:
+        sock.close()
