@@ -235,7 +235,7 @@ def test_closing_connections_linger_without_stalling_the_worker(start_server):
             started = time.monotonic()
             response = client.post(client.message("server/discover"), timeout=5)
             assert response.status_code == 200
-            assert time.monotonic() - started < 0.5, "a request waited behind a lingering close"
+            assert time.monotonic() - started < 1.0, "a request waited behind a lingering close"
         for sock in lingering:
             reply = b""
             while chunk := sock.recv(65536):
