@@ -281,6 +281,12 @@ class McpClient:
             timeout=(CONNECT_TIMEOUT, timeout),
             stream=True,
         )
+        return self._reader(response, http)
+
+    def _reader(
+        self, response: requests.Response, http: requests.Session
+    ) -> tuple[requests.Response, SseStream | None]:
+        """``response`` with a reader when it is an event stream (closed with the client), else read in full."""
         if response.headers.get("Content-Type", "").startswith("text/event-stream"):
             stream = SseStream(response, http)
             self._streams.append(stream)
@@ -308,13 +314,7 @@ class McpClient:
             timeout=(CONNECT_TIMEOUT, timeout),
             stream=True,
         )
-        if response.headers.get("Content-Type", "").startswith("text/event-stream"):
-            stream = SseStream(response, http)
-            self._streams.append(stream)
-            return response, stream
-        _ = response.content
-        http.close()
-        return response, None
+        return self._reader(response, http)
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -429,10 +429,17 @@ class HandshakeEra:
             session.begin(call)
         except ValueError as exc:
             raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {exc}") from None
-        gone = ClientDisconnected(
-            f"and did not resume the stream within {self.settings.resume_window:g} s (ZEMCP_RESUME_WINDOW)"
+        window = self.settings.resume_window
+        # The reason is built only when a call is given up: this runs for every call.
+        sink.on_close(
+            lambda: (
+                None
+                if sink.finished
+                else self.server.abort(
+                    call, ClientDisconnected(f"and did not resume the stream within {window:g} s (ZEMCP_RESUME_WINDOW)")
+                )
+            )
         )
-        sink.on_close(lambda: None if sink.finished else self.server.abort(call, gone))
 
         def job() -> None:
             response = None

@@ -559,7 +559,7 @@ class DirectSink(CloseCallbacks):
         log = self.log
         assert log is not None and self._write is not None
         try:
-            ended = _can_end(self._write)
+            ended = _gunicorn_response(self._write) is not None
             if ended:
                 self._emit(retry_field(log.limits))
                 _end_body(self._write)
@@ -593,10 +593,6 @@ def _close_after(write: Callable[[bytes], object]) -> None:
     response = _gunicorn_response(write)
     if response is not None and hasattr(response, "force_close"):
         response.force_close()
-
-
-def _can_end(write: Callable[[bytes], object]) -> bool:
-    return _gunicorn_response(write) is not None
 
 
 def _end_body(write: Callable[[bytes], object]) -> None:

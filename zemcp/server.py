@@ -44,7 +44,7 @@ from zemcp.prompts import PromptRegistry, make_prompt
 from zemcp.request_state import RequestStateSealer, new_key
 from zemcp.resources import Resource, ResourceRegistry
 from zemcp.session import Session, SessionRegistry, fingerprint
-from zemcp.streams import ReplayBudget
+from zemcp.streams import REQUEST, STANDALONE, ReplayBudget
 from zemcp.subscriptions import ListenLimitReached, SubscriptionHub
 from zemcp.tools import Tool, ToolRegistry, error_result
 
@@ -594,7 +594,7 @@ class Server:
             self._check_room()
             return opener()
 
-    def hold_thread(self, kind: str = "request", force: bool = False) -> Callable[[], None]:
+    def hold_thread(self, kind: str = REQUEST, force: bool = False) -> Callable[[], None]:
         """Count a connection that reads a session's stream by GET in the call budget (it holds
         a thread while it reads); returns the function that gives the place back (call it once).
 
@@ -607,7 +607,7 @@ class Server:
             Busy: the call budget is taken.
             ListenLimitReached: (standalone) ``standalone_budget`` standalone streams are open.
         """
-        standalone = kind == "standalone"
+        standalone = kind == STANDALONE
         with self._admission:
             if not force and standalone and self._standalone >= self.settings.standalone_budget:
                 raise ListenLimitReached(
@@ -620,16 +620,13 @@ class Server:
                 self._standalone += 1
             else:
                 self._resuming += 1
-        released = threading.Event()
 
         def release() -> None:
-            if not released.is_set():
-                released.set()
-                with self._admission:
-                    if standalone:
-                        self._standalone -= 1
-                    else:
-                        self._resuming -= 1
+            with self._admission:
+                if standalone:
+                    self._standalone -= 1
+                else:
+                    self._resuming -= 1
 
         return release
 

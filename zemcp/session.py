@@ -148,18 +148,15 @@ class Session(ClientView):
         return False
 
     def count_resumed(self, release: Callable[[], None]) -> Callable[[], None]:
-        """Count a resumed stream's connection in :attr:`resumed` until ``release`` is called
-        (through the function returned, once)."""
+        """Count a resumed stream's connection in :attr:`resumed`; returns ``release`` wrapped
+        to take it out of the count too (call it once)."""
         with self._lock:
             self.resumed += 1
-        done = threading.Event()
 
         def released() -> None:
-            if not done.is_set():
-                done.set()
-                with self._lock:
-                    self.resumed -= 1
-                release()
+            with self._lock:
+                self.resumed -= 1
+            release()
 
         return released
 

@@ -67,10 +67,6 @@ class StreamGone(LookupError):
     """The events after that id were dropped from the stream's replay buffer (HTTP 410)."""
 
 
-class StreamTaken(RuntimeError):
-    """The session's standalone stream is already read by a live connection (HTTP 409)."""
-
-
 def parse_event_id(value: str) -> tuple[str, int]:
     """Split an event id ``<stream id>-<n>`` into the stream id and ``n``.
 
@@ -242,15 +238,12 @@ class EventLog:
         """
         with self._cond:
             if after > self._seq:
-                raise StreamNotFound(self._unknown())
+                raise StreamNotFound("Not Found: no stream of this session has that event id")
             if after < self._dropped:
                 raise StreamGone(
                     f"Gone: the events after {self.id}-{after} no longer fit this stream's replay buffer "
                     f"(ZEMCP_STREAM_BUFFER_EVENTS, ZEMCP_STREAM_BUFFER_BYTES); they cannot be replayed"
                 )
-
-    def _unknown(self) -> str:
-        return "Not Found: no stream of this session has that event id"
 
     def read(self, token: int, after: int, tick: float) -> Iterator[object]:
         """The events after ``after``, then the live ones, for the connection of ``token``.
