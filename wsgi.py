@@ -1,16 +1,16 @@
 """The reference zemcp server: the ``ze_execute`` tool over the built-in commands.
 
 gunicorn loads ``wsgi:app`` (see gunicorn.conf.py). A tools/call travels ``McpApp``
-(zemcp/transport.py, which picks the era) -> ``ModernEra`` (zemcp/modern.py, 2026-07-28) or
-``HandshakeEra`` (zemcp/handshake.py, sessions) -> ``Server.prepare`` and ``Server.execute``
-(zemcp/server.py) -> ``Tool.run`` (zemcp/tools.py) -> ``execute`` (zemcp/commands.py). Its
-elicitation goes through ``ctx.elicit`` (zemcp/context.py) to the request's exchange: pushed
-on the request's ``ReplySink`` (zemcp/session.py, zemcp/sinks.py) in a session, or ending the
-round with an ``InputRequiredResult`` and replayed on the retry (zemcp/mrtr.py).
+(zemcp/http/transport.py, which picks the era) -> ``ModernEra`` (zemcp/eras/modern/era.py, 2026-07-28) or
+``HandshakeEra`` (zemcp/eras/handshake/era.py, sessions) -> ``Server.prepare`` and ``Server.execute``
+(zemcp/core/server.py) -> ``Tool.run`` (zemcp/core/tools.py) -> ``execute`` (zemcp/cli/commands.py). Its
+elicitation goes through ``ctx.elicit`` (zemcp/core/context.py) to the request's exchange: pushed
+on the request's ``ReplySink`` (zemcp/state/sessions.py, zemcp/replies/sinks.py) in a session, or ending the
+round with an ``InputRequiredResult`` and replayed on the retry (zemcp/eras/modern/mrtr.py).
 """
 
 import zemcp
-from zemcp.commands import CommandRegistry, add_builtin_commands, add_execute_tool
+from zemcp.cli.commands import CommandRegistry, add_builtin_commands, add_execute_tool
 
 
 def create_app(settings: zemcp.Settings | None = None) -> zemcp.McpApp:

@@ -10,7 +10,7 @@ endpoint: the stateless 2026-07-28 revision and the handshake versions 2024-11-0
 __version__ = "0.1.0"
 
 from zemcp.config import Settings
-from zemcp.context import (
+from zemcp.core.context import (
     Ask,
     CannotWait,
     CapabilityMissing,
@@ -24,7 +24,7 @@ from zemcp.context import (
     Sample,
     URLElicitationRequired,
 )
-from zemcp.elicitation import (
+from zemcp.protocol.elicitation import (
     ClientDisconnected,
     ElicitAborted,
     ElicitCancelled,
@@ -38,10 +38,10 @@ from zemcp.elicitation import (
     RequestCancelled,
     SessionEnded,
 )
-from zemcp.headers import McpHeader
-from zemcp.server import Server
-from zemcp.tools import ToolError
-from zemcp.transport import McpApp
+from zemcp.protocol.headers import McpHeader
+from zemcp.core.server import Server
+from zemcp.core.tools import ToolError
+from zemcp.http.transport import McpApp
 
 __all__ = [
     "__version__",

@@ -1,5 +1,5 @@
-"""``python -m zemcp run TARGET``: the same as the ``zemcp`` command (:mod:`zemcp.serve`)."""
+"""``python -m zemcp run TARGET``: the same as the ``zemcp`` command (:mod:`zemcp.cli.serve`)."""
 
-from zemcp.serve import main
+from zemcp.cli.serve import main
 
 main(prog_name="zemcp")

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from zemcp.streams import StreamLimits
+from zemcp.state.eventlogs import StreamLimits
 
 ENV_PREFIX = "ZEMCP_"
 _INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -255,7 +255,7 @@ class Settings:
 
     @property
     def stream_limits(self) -> StreamLimits:
-        """The knobs of resumable streams (:class:`zemcp.streams.StreamLimits`)."""
+        """The knobs of resumable streams (:class:`zemcp.state.eventlogs.StreamLimits`)."""
         return StreamLimits(
             retry=self.stream_retry,
             window=self.resume_window,

@@ -12,7 +12,7 @@ import itertools
 import time
 
 import zemcp
-from zemcp.commands import CommandRegistry, add_builtin_commands, add_execute_tool
+from zemcp.cli.commands import CommandRegistry, add_builtin_commands, add_execute_tool
 
 server = zemcp.Server("zemcp-stream-tests", "1.0")
 # ze_execute with the built-in commands: the tests read ``server status``.

@@ -15,7 +15,8 @@ import zemcp
 from tests.inprocess.test_modern import Modern, result_of
 from tests.inprocess.test_transport import HEADERS, events
 from tests.inprocess.threaded import Client
-from zemcp import Settings, session as session_module
+from zemcp import Settings
+from zemcp.state import sessions as session_module
 
 BOOKED: list[dict] = []
 

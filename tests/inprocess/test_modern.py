@@ -571,7 +571,7 @@ def test_expired_request_state_is_refused(client, monkeypatch):
     first = result_of(client.call("greet"))
     import time as real_time
 
-    from zemcp import request_state
+    from zemcp.eras.modern import request_state
 
     later = real_time.time() + 31
     monkeypatch.setattr(request_state.time, "time", lambda: later)
@@ -890,7 +890,7 @@ def test_caching_hints_follow_the_registrations():
 
 def test_a_handler_raising_resource_not_found_gets_the_modern_code():
     """A resource handler that takes ctx and raises ResourceNotFound is -32602 with data.uri, not -32002."""
-    from zemcp.resources import ResourceNotFound
+    from zemcp.core.resources import ResourceNotFound
 
     server = zemcp.Server("nf", settings=Settings(threads=4))
 

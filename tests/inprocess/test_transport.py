@@ -444,7 +444,7 @@ def test_body_shorter_than_its_content_length_is_a_bad_request(app):
 
 def test_host_verdicts_stay_right_beyond_the_remembered_values(app):
     """Host verdicts are remembered for a bounded number of values; later values are still judged."""
-    from zemcp.transport import VERDICT_CACHE_SIZE
+    from zemcp.http.transport import VERDICT_CACHE_SIZE
 
     client = Client(app)
     ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})

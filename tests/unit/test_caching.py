@@ -1,9 +1,9 @@
-"""Caching hints (zemcp.caching): validation and how a list combines its items' hints."""
+"""Caching hints (zemcp.protocol.caching): validation and how a list combines its items' hints."""
 
 import pytest
 
 import zemcp
-from zemcp.caching import NO_CACHE, CacheHint, combine
+from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 
 
 def test_the_default_says_do_not_reuse():

@@ -1,4 +1,4 @@
-"""zemcp.clicktools: input schemas from Click parameters, in-process invocation with captured
+"""zemcp.cli.clicktools: input schemas from Click parameters, in-process invocation with captured
 output (also on several threads at once), tools and text commands built from a Click group."""
 
 import enum
@@ -13,8 +13,8 @@ import click
 import pytest
 
 import zemcp
-from zemcp.clicktools import add_click_commands, add_click_tools, command_schema, invoke
-from zemcp.commands import CommandError, CommandRegistry
+from zemcp.cli.clicktools import add_click_commands, add_click_tools, command_schema, invoke
+from zemcp.cli.commands import CommandError, CommandRegistry
 
 #: [seconds] bound of every wait on another thread.
 WAIT = 10.0

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from requests.adapters import HTTPAdapter
 
 from zemcp import __version__
-from zemcp.cli import main
-from zemcp.client import (
+from zemcp.cli.mcptest import main
+from zemcp.cli.client import (
     AnswerQueue,
     CallTool,
     CommandError,

@@ -1,8 +1,8 @@
-"""The command registry: longest word-prefix dispatch and argument strings (zemcp.commands)."""
+"""The command registry: longest word-prefix dispatch and argument strings (zemcp.cli.commands)."""
 
 import pytest
 
-from zemcp.commands import CommandError, CommandRegistry
+from zemcp.cli.commands import CommandError, CommandRegistry
 
 
 @pytest.fixture

@@ -1,13 +1,13 @@
-"""Argument completion providers and completion/complete (zemcp.completions)."""
+"""Argument completion providers and completion/complete (zemcp.core.completions)."""
 
 import logging
 
 import pytest
 
-from zemcp.completions import MAX_VALUES, CompletionRegistry
-from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
-from zemcp.prompts import PromptRegistry, make_prompt
-from zemcp.resources import ResourceRegistry
+from zemcp.core.completions import MAX_VALUES, CompletionRegistry
+from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
+from zemcp.core.prompts import PromptRegistry, make_prompt
+from zemcp.core.resources import ResourceRegistry
 
 LANGUAGES = ["python", "perl", "php", "rust"]
 

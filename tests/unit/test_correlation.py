@@ -1,14 +1,14 @@
-"""The correlation table of pending server-to-client requests (zemcp.correlation)."""
+"""The correlation table of pending server-to-client requests (zemcp.state.correlation)."""
 
 import threading
 from types import SimpleNamespace
 
 import pytest
 
-from zemcp import jsonrpc
-from zemcp.correlation import CapacityError, CorrelationTable
-from zemcp.session import Session
-from zemcp.sinks import ReplySink
+from zemcp.protocol import jsonrpc
+from zemcp.state.correlation import CapacityError, CorrelationTable
+from zemcp.state.sessions import Session
+from zemcp.replies.sinks import ReplySink
 
 
 def session():

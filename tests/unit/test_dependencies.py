@@ -10,7 +10,7 @@ from tests.conftest import REPO
 def test_serving_imports_no_client_library():
     """The server, the transports, authorization and the gunicorn configuration never import requests."""
     code = (
-        "import sys, wsgi, zemcp.serve, zemcp.stdio, zemcp.auth, zemcp.worker, zemcp.gunicorn_conf; "
+        "import sys, wsgi, zemcp.cli.serve, zemcp.cli.stdio, zemcp.auth, zemcp.http.worker, zemcp.gunicorn_conf; "
         "sys.exit('requests' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=60).returncode == 0

@@ -6,9 +6,9 @@ from typing import Annotated, Literal
 import pytest
 
 import zemcp
-from zemcp import schemas
-from zemcp.commands import CommandRegistry, add_builtin_commands, add_execute_tool
-from zemcp.tools import Tool
+from zemcp.core import schemas
+from zemcp.cli.commands import CommandRegistry, add_builtin_commands, add_execute_tool
+from zemcp.core.tools import Tool
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,13 @@
-"""The requestedSchema subset, answer interpretation and the elicit() sequence (zemcp.elicitation)."""
+"""The requestedSchema subset, answer interpretation and the elicit() sequence (zemcp.protocol.elicitation)."""
 
 import threading
 
 import pytest
 
-from zemcp import jsonrpc
-from zemcp.context import Context
-from zemcp.correlation import CorrelationTable
-from zemcp.elicitation import (
+from zemcp.protocol import jsonrpc
+from zemcp.core.context import Context
+from zemcp.state.correlation import CorrelationTable
+from zemcp.protocol.elicitation import (
     ClientDisconnected,
     ElicitCancelled,
     ElicitDeclined,
@@ -21,8 +21,8 @@ from zemcp.elicitation import (
     check_requested_schema,
     interpret_answer,
 )
-from zemcp.session import Call, Session
-from zemcp.sinks import ReplySink
+from zemcp.state.sessions import Call, Session
+from zemcp.replies.sinks import ReplySink
 
 GOOD = [
     {"type": "object", "properties": {"name": {"type": "string"}}},

@@ -9,12 +9,13 @@ import time
 import pytest
 
 import zemcp
-from zemcp import jsonrpc, session as session_module
-from zemcp.context import Context
-from zemcp.correlation import CorrelationTable
-from zemcp.elicitation import ElicitMalformed, ElicitTimeout, interpret_answer
-from zemcp.session import Call, Session
-from zemcp.sinks import ReplySink
+from zemcp.protocol import jsonrpc
+from zemcp.state import sessions as session_module
+from zemcp.core.context import Context
+from zemcp.state.correlation import CorrelationTable
+from zemcp.protocol.elicitation import ElicitMalformed, ElicitTimeout, interpret_answer
+from zemcp.state.sessions import Call, Session
+from zemcp.replies.sinks import ReplySink
 
 ASK = {"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array"}}, "required": ["name"]}
 FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}

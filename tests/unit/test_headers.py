@@ -1,4 +1,4 @@
-"""MCP 2026-07-28 Streamable HTTP request headers, SEP-2243 (zemcp.headers), and McpHeader in tool schemas."""
+"""MCP 2026-07-28 Streamable HTTP request headers, SEP-2243 (zemcp.protocol.headers), and McpHeader in tool schemas."""
 
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -7,8 +7,8 @@ import pytest
 from werkzeug.datastructures import EnvironHeaders, Headers
 
 import zemcp
-from zemcp import schemas
-from zemcp.headers import (
+from zemcp.core import schemas
+from zemcp.protocol.headers import (
     HEADER_MISMATCH,
     HeaderError,
     McpHeader,
@@ -20,7 +20,7 @@ from zemcp.headers import (
     param_headers,
     standard_headers,
 )
-from zemcp.tools import Tool
+from zemcp.core.tools import Tool
 
 V = "2026-07-28"
 

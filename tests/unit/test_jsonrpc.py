@@ -1,11 +1,11 @@
-"""JSON-RPC 2.0 message parsing and building (zemcp.jsonrpc)."""
+"""JSON-RPC 2.0 message parsing and building (zemcp.protocol.jsonrpc)."""
 
 import json
 
 import pytest
 
-from zemcp import jsonrpc
-from zemcp.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ProtocolError
+from zemcp.protocol import jsonrpc
+from zemcp.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ProtocolError
 
 
 def parse(obj):

@@ -1,13 +1,13 @@
-"""Multi-round-trip replay (zemcp.mrtr): recorded answers, held answers, open questions, broken replays."""
+"""Multi-round-trip replay (zemcp.eras.modern.mrtr): recorded answers, held answers, open questions, broken replays."""
 
 import pytest
 
-from zemcp.capabilities import ClientView
-from zemcp.elicitation import ClientDisconnected
-from zemcp.inputs import InputRequest
-from zemcp.jsonrpc import ProtocolError
-from zemcp.mrtr import InputRequired, ReplayMismatch, Round, check_responses, parse_state, question_digest
-from zemcp.sinks import ReplySink
+from zemcp.protocol.capabilities import ClientView
+from zemcp.protocol.elicitation import ClientDisconnected
+from zemcp.protocol.inputs import InputRequest
+from zemcp.protocol.jsonrpc import ProtocolError
+from zemcp.eras.modern.mrtr import InputRequired, ReplayMismatch, Round, check_responses, parse_state, question_digest
+from zemcp.replies.sinks import ReplySink
 
 CLIENT = ClientView("2026-07-28", {}, {"elicitation": {}})
 Q1 = InputRequest("elicitation/create", {"message": "one"}, "one")

@@ -1,11 +1,11 @@
-"""Cursor pagination of list results (zemcp.pagination)."""
+"""Cursor pagination of list results (zemcp.protocol.pagination)."""
 
 import base64
 
 import pytest
 
-from zemcp.jsonrpc import INVALID_PARAMS, ProtocolError
-from zemcp.pagination import decode_cursor, encode_cursor, list_result, paginate
+from zemcp.protocol.jsonrpc import INVALID_PARAMS, ProtocolError
+from zemcp.protocol.pagination import decode_cursor, encode_cursor, list_result, paginate
 
 
 def walk(items, page_size):

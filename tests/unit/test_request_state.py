@@ -1,4 +1,4 @@
-"""Sealed requestState tokens of multi round-trip requests (zemcp.request_state)."""
+"""Sealed requestState tokens of multi round-trip requests (zemcp.eras.modern.request_state)."""
 
 import base64
 import hashlib
@@ -9,7 +9,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from zemcp.request_state import (
+from zemcp.eras.modern.request_state import (
     MAX_TOKEN_CHARS,
     RequestStateError,
     RequestStateSealer,

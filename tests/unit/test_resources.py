@@ -1,14 +1,14 @@
-"""Resources, URI templates, reads and subscriptions (zemcp.resources)."""
+"""Resources, URI templates, reads and subscriptions (zemcp.core.resources)."""
 
 import base64
 import logging
 
 import pytest
 
-from zemcp import resources
-from zemcp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
-from zemcp.pagination import encode_cursor
-from zemcp.resources import RESOURCE_NOT_FOUND, ResourceNotFound, ResourceRegistry, UriTemplate
+from zemcp.core import resources
+from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
+from zemcp.protocol.pagination import encode_cursor
+from zemcp.core.resources import RESOURCE_NOT_FOUND, ResourceNotFound, ResourceRegistry, UriTemplate
 
 
 @pytest.fixture

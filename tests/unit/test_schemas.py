@@ -1,4 +1,4 @@
-"""JSON Schemas from type hints and JSON back to Python values (zemcp.schemas)."""
+"""JSON Schemas from type hints and JSON back to Python values (zemcp.core.schemas)."""
 
 import enum
 import typing
@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 
 import zemcp
-from zemcp import schemas
-from zemcp.elicitation import check_requested_schema
+from zemcp.core import schemas
+from zemcp.protocol.elicitation import check_requested_schema
 
 
 class Color(enum.Enum):
@@ -627,7 +627,7 @@ def test_conformance_defaults_fixture_as_a_dataclass():
 
 def test_none_default_on_a_plain_type_accepts_null():
     """``x: str = None`` is listed as a string or null with default null, and null is accepted."""
-    from zemcp.tools import Tool
+    from zemcp.core.tools import Tool
 
     def f(x: str = None) -> str:
         return repr(x)

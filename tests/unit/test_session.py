@@ -1,8 +1,8 @@
-"""Sessions: ids, capability bit, registry caps, lookup errors and idle expiry (zemcp.session)."""
+"""Sessions: ids, capability bit, registry caps, lookup errors and idle expiry (zemcp.state.sessions)."""
 
 import pytest
 
-from zemcp.session import (
+from zemcp.state.sessions import (
     Call,
     Session,
     SessionLimitReached,
@@ -11,7 +11,7 @@ from zemcp.session import (
     SessionRequired,
     fingerprint,
 )
-from zemcp.sinks import ReplySink
+from zemcp.replies.sinks import ReplySink
 
 
 def registry(max_sessions=10, ttl=60, ended=None):

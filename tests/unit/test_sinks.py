@@ -1,9 +1,9 @@
-"""Reply sinks: the JSON-or-stream decision and frame draining (zemcp.sinks)."""
+"""Reply sinks: the JSON-or-stream decision and frame draining (zemcp.replies.sinks)."""
 
 import threading
 import time
 
-from zemcp.sinks import KEEPALIVE, ReplySink
+from zemcp.replies.sinks import KEEPALIVE, ReplySink
 
 
 def test_finish_without_sending_is_plain_json():

@@ -1,12 +1,12 @@
-"""Unit tests of zemcp.streams: event ids, the replay buffer, connections taking over, windows."""
+"""Unit tests of zemcp.state.eventlogs: event ids, the replay buffer, connections taking over, windows."""
 
 import threading
 import time
 
 import pytest
 
-from zemcp.sinks import KEEPALIVE
-from zemcp.streams import (
+from zemcp.replies.sinks import KEEPALIVE
+from zemcp.state.eventlogs import (
     REQUEST,
     STANDALONE,
     BadEventId,

@@ -1,9 +1,9 @@
-"""The listen-stream hub (zemcp.subscriptions): filters, fan-out, caps and graceful ends."""
+"""The listen-stream hub (zemcp.state.subscriptions): filters, fan-out, caps and graceful ends."""
 
 import pytest
 
-from zemcp.streams import STANDALONE, EventLog, StreamLimits
-from zemcp.subscriptions import ListenLimitReached, SubscriptionHub
+from zemcp.state.eventlogs import STANDALONE, EventLog, StreamLimits
+from zemcp.state.subscriptions import ListenLimitReached, SubscriptionHub
 
 ALL = {
     "toolsListChanged": True,

@@ -1,4 +1,4 @@
-"""Tools built from functions: definitions, argument checks, conversion and results (zemcp.tools)."""
+"""Tools built from functions: definitions, argument checks, conversion and results (zemcp.core.tools)."""
 
 import copy
 import enum
@@ -11,9 +11,9 @@ import jsonschema
 import pytest
 
 import zemcp
-from zemcp.commands import CommandRegistry, add_builtin_commands, add_execute_tool
-from zemcp.elicitation import SessionEnded
-from zemcp.tools import Tool, ToolError, ToolRegistry, to_result
+from zemcp.cli.commands import CommandRegistry, add_builtin_commands, add_execute_tool
+from zemcp.protocol.elicitation import SessionEnded
+from zemcp.core.tools import Tool, ToolError, ToolRegistry, to_result
 
 CTX = object()  # stands in for the call's Context: these tests only check it is passed through
 

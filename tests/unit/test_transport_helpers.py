@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from zemcp.responses import _peer_closed
+from zemcp.replies.responses import _peer_closed
 
 
 @pytest.fixture

@@ -1,0 +1,216 @@
+"""``zemcp run``: serve a zemcp server from a file or module, over HTTP or stdio.
+
+``zemcp run notes.py`` finds the :class:`zemcp.McpApp` or :class:`zemcp.Server` in the file
+(``notes:server`` names it) and serves it through gunicorn's own application API with
+:mod:`zemcp.http.gunicorn_conf`, the same configuration as ``gunicorn -c gunicorn.conf.py
+notes:app``: the gthread worker of :mod:`zemcp.http.worker` and the thread budget of the
+settings. ``--transport stdio`` serves the same server over MCP's stdio transport instead
+(:mod:`zemcp.cli.stdio`), for clients that start servers as subprocesses.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from zemcp.core.server import Server
+from zemcp.http.transport import McpApp
+
+if TYPE_CHECKING:
+    from gunicorn.app.base import BaseApplication
+
+LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+class TargetError(click.ClickException):
+    """The target names no loadable server (shown to the user with what to do)."""
+
+
+def load_target(target: str) -> tuple[McpApp, Server]:
+    """The app and server that ``target`` names.
+
+    Args:
+        target: ``path/to/file.py``, ``module`` or ``package.module``, optionally followed by
+            ``:attribute`` naming a :class:`McpApp` or :class:`Server` in it; without the
+            attribute, the one McpApp (else the one Server) at the module's top level.
+    Returns:
+        ``(app, server)``; a Server is wrapped in a new ``McpApp``.
+    Raises:
+        TargetError: the file or module cannot be imported, the attribute is missing or of
+            another type, or the module holds no server or several.
+    """
+    location, _, attribute = target.partition(":")
+    module = _import(location)
+    if attribute:
+        value = getattr(module, attribute, None)
+        if not isinstance(value, (McpApp, Server)):
+            raise TargetError(
+                f"{location} has no McpApp or Server named {attribute!r} "
+                f"(found {type(value).__name__ if value is not None else 'nothing'})"
+            )
+    else:
+        value = _find(module, location)
+    return (value, value.server) if isinstance(value, McpApp) else (McpApp(value), value)
+
+
+def _import(location: str) -> Any:
+    path = Path(location)
+    if location.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise TargetError(f"no such file: {location}")
+        # The file's directory is importable, as it is for `python file.py`: its own imports work.
+        sys.path.insert(0, str(path.resolve().parent))
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None:
+            raise TargetError(f"cannot import {location}: not a Python source file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise TargetError(f"importing {location} failed: {type(exc).__name__}: {exc}") from exc
+        return module
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(location)
+    except ModuleNotFoundError as exc:
+        if exc.name and location.startswith(exc.name):
+            raise TargetError(
+                f"no module named {location!r} (run from its directory, or give the path of its .py file)"
+            ) from None
+        raise TargetError(f"importing {location} failed: {exc}") from exc
+    except Exception as exc:
+        raise TargetError(f"importing {location} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _find(module: Any, location: str) -> McpApp | Server:
+    found = {
+        kind: [name for name, value in vars(module).items() if isinstance(value, kind)] for kind in (McpApp, Server)
+    }
+    for kind in (McpApp, Server):
+        names = found[kind]
+        if len(names) == 1:
+            value: McpApp | Server = getattr(module, names[0])
+            return value
+        if len(names) > 1:
+            raise TargetError(
+                f"{location} holds several {kind.__name__}s ({', '.join(names)}); name one: {location}:{names[0]}"
+            )
+    raise TargetError(
+        f"{location} holds no zemcp.McpApp or zemcp.Server at its top level; create one there "
+        f"(server = zemcp.Server(...)) or name it: {location}:NAME"
+    )
+
+
+def _gunicorn_application(target: str, options: dict[str, Any], preload: bool) -> BaseApplication:
+    # Imported here: the stdio transport needs none of gunicorn.
+    from gunicorn.app.base import BaseApplication
+
+    import zemcp.http.gunicorn_conf as conf
+
+    class Application(BaseApplication):
+        """gunicorn's application API with zemcp's configuration module."""
+
+        def load_config(self) -> None:
+            for name in conf.__all__:
+                value = getattr(conf, name)
+                if value is not None:
+                    self.cfg.set(name, value)
+            for name, value in options.items():
+                self.cfg.set(name, value)
+
+        #: The app loaded in the master (with preload), which load() then returns.
+        preloaded: McpApp | None = None
+
+        # gunicorn's stubs type the WSGI callable with a narrower start_response than PEP 3333's.
+        def load(self) -> McpApp:  # type: ignore[override]
+            return self.preloaded if self.preloaded is not None else load_target(target)[0]
+
+    app = Application()
+    if preload:
+        # Load in the master: a target that cannot be served fails at once, with its reason.
+        app.preloaded = app.load()
+    return app
+
+
+@click.group()
+def main() -> None:
+    """zemcp: serve synchronous MCP servers."""
+
+
+@main.command()
+@click.argument("target")
+@click.option(
+    "--transport",
+    type=click.Choice(["http", "stdio"]),
+    default="http",
+    show_default=True,
+    help="http: MCP's Streamable HTTP under gunicorn. stdio: newline-delimited JSON-RPC on "
+    "stdin and stdout, logs on stderr, for clients that start the server as a subprocess.",
+)
+@click.option(
+    "--bind",
+    "-b",
+    metavar="HOST:PORT",
+    help="(http) The address to listen on; sets ZEMCP_BIND. Default: ZEMCP_BIND, else 127.0.0.1:8000.",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=3),
+    help="(http) gthread threads per worker, which the thread budget is derived from; sets "
+    "ZEMCP_THREADS. Default: ZEMCP_THREADS, else 32.",
+)
+@click.option(
+    "--workers",
+    "-w",
+    type=click.IntRange(min=1),
+    help="(http) Worker processes; sets ZEMCP_WORKERS. Keep 1 for handshake-era clients "
+    "(their sessions live in one process). Default: ZEMCP_WORKERS, else 1.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS),
+    default="info",
+    show_default=True,
+    help="Lowest level of log messages written (to stderr).",
+)
+@click.option(
+    "--reload", is_flag=True, help="(http) Restart the workers when a source file changes: for development only."
+)
+def run(
+    target: str,
+    transport: str,
+    bind: str | None,
+    threads: int | None,
+    workers: int | None,
+    log_level: str,
+    reload: bool,
+) -> None:
+    """Serve the server that TARGET names.
+
+    TARGET is a Python file (notes.py) or module (notes, mypackage.tools), optionally with
+    :NAME naming the zemcp.McpApp or zemcp.Server in it (notes:server); without NAME, the one
+    McpApp or Server at the module's top level is served. Other settings come from ZEMCP_*
+    environment variables (docs/configuration.md).
+    """
+    if transport == "stdio":
+        from zemcp.cli import stdio
+
+        stdio.run(load_target(target)[1], log_level)
+        return
+    # The options become the settings the server and gunicorn's configuration both read.
+    for name, value in (("BIND", bind), ("THREADS", threads), ("WORKERS", workers)):
+        if value is not None:
+            os.environ[f"ZEMCP_{name}"] = str(value)
+    options: dict[str, Any] = {"loglevel": log_level}
+    if reload:
+        options["reload"] = True
+        if target.partition(":")[0].endswith(".py"):
+            options["reload_extra_files"] = [str(Path(target.partition(":")[0]).resolve())]
+    _gunicorn_application(target, options, preload=not reload).run()

@@ -1,0 +1,549 @@
+"""The context a handler gets to talk to the client during its request, in either era.
+
+A handler declares a parameter annotated :class:`Context` (or named ``ctx``) to receive it.
+Notifications (log messages, progress) go on the request's own reply sink: MCP
+basic/transports says messages related to a request ride that request's response stream, so
+the first of them upgrades the response to ``text/event-stream``. Questions for the client
+(elicitation, sampling, roots) are checked against the capabilities the client declared
+before anything is sent, then handed to the request's exchange (:mod:`zemcp.protocol.inputs`), which
+pushes them on the stream (handshake era) or asks by multi-round-trip (2026-07-28).
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from zemcp.protocol import elicitation
+from zemcp.protocol import jsonrpc
+from zemcp.protocol import versions
+from zemcp.protocol.capabilities import LOG_LEVELS
+from zemcp.state.correlation import CapacityError
+from zemcp.protocol.elicitation import ElicitAborted, ElicitError
+from zemcp.protocol.inputs import InputRequest
+
+if TYPE_CHECKING:
+    from zemcp.auth import Principal
+    from zemcp.protocol.capabilities import ClientView
+    from zemcp.protocol.inputs import Exchange
+    from zemcp.state.sessions import Session
+
+T = TypeVar("T")
+
+#: What a handler may raise that the server turns into an error answer. SystemExit is in:
+#: argparse, click and sys.exit raise it, and it must not end the worker for every session.
+HANDLER_ERRORS = (Exception, SystemExit, KeyboardInterrupt)
+
+
+class CallFinished(ElicitAborted):
+    """The request's handler already returned; its context cannot talk to the client any more."""
+
+    def __init__(self) -> None:
+        super().__init__("the request already finished: ctx cannot be used after the handler returned")
+
+
+class ClientRequestError(Exception):
+    """A server-to-client request other than elicitation (sampling, roots) did not succeed."""
+
+
+class CapabilityMissing(ClientRequestError):
+    """The client did not declare the capability the request needs; nothing was sent."""
+
+    def __init__(self, capability: str, method: str) -> None:
+        super().__init__(
+            f"the client did not declare the {capability} capability (at initialize, or in this "
+            f"request's clientCapabilities), so {method} cannot be sent"
+        )
+        self.capability = capability
+        #: The ``ClientCapabilities`` the request would have needed (``error.data.requiredCapabilities``).
+        self.required: dict[str, Any] = {capability: {}}
+
+
+class ClientErrorResponse(ClientRequestError):
+    """The client answered with a JSON-RPC error (``code``, ``message``)."""
+
+    def __init__(self, method: str, error: dict[str, Any]) -> None:
+        self.code = error.get("code")
+        self.message = error.get("message", "")
+        super().__init__(f"the client refused {method}: error {self.code}: {self.message}")
+
+
+class ClientTimeout(ClientRequestError):
+    """The client did not answer in time; the server sent ``notifications/cancelled``."""
+
+    def __init__(self, method: str, seconds: float) -> None:
+        super().__init__(f"no response to {method} within {seconds:g} s")
+
+
+class CannotWait(ElicitError, ClientRequestError):
+    """The WSGI server runs one request at a time per process (``wsgi.multithread`` is false),
+    so the client's answer could never arrive while the handler waits; nothing was sent.
+
+    Both an ``ElicitError`` and a ``ClientRequestError``, so a handler's handling of either
+    kind of question catches it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this WSGI server serves one request at a time (wsgi.multithread is false), so the client's answer "
+            "could never reach this waiting call; serve the app with gunicorn's gthread worker (gunicorn -c "
+            "gunicorn.conf.py), or use a 2026-07-28 client, whose questions need no waiting"
+        )
+
+
+class URLElicitationRequired(Exception):
+    """Raise from a tool to answer the call with error -32042 (MCP 2025-11-25 URL elicitation).
+
+    The client should complete the listed URL-mode elicitations, then retry the call.
+
+    Args:
+        elicitations: a list of ``(message, url)`` pairs or of ready ``{"mode": "url",
+            "message", "url", "elicitationId"}`` dicts; ids are generated where missing.
+    """
+
+    def __init__(self, elicitations: list[Any]) -> None:
+        if not isinstance(elicitations, list) or not elicitations:
+            raise TypeError("URLElicitationRequired needs a non-empty list of (message, url) pairs or URL-mode dicts")
+        self.elicitations = [_url_elicitation(item) for item in elicitations]
+        super().__init__("this request needs the user to complete a URL-mode elicitation first")
+
+
+def _url_elicitation(item: Any) -> dict[str, Any]:
+    if isinstance(item, dict):
+        if item.get("mode") != "url" or not all(
+            isinstance(item.get(k), str) for k in ("message", "url", "elicitationId")
+        ):
+            raise TypeError(
+                f"a URL-mode elicitation dict needs mode 'url' and string message, url and elicitationId, got {item!r}"
+            )
+        return item
+    if isinstance(item, tuple) and len(item) == 2 and all(isinstance(part, str) for part in item):
+        return {"mode": "url", "message": item[0], "url": item[1], "elicitationId": new_elicitation_id()}
+    raise TypeError(f"expected a (message, url) pair of strings or a URL-mode dict, got {item!r}")
+
+
+def new_elicitation_id() -> str:
+    """A fresh ``elicitationId`` for URL mode (128 random bits)."""
+    return secrets.token_urlsafe(16)
+
+
+class Ask:
+    """A question for the client that :meth:`Context.ask_all` can send together with others.
+
+    Subclasses: :class:`Elicit`, :class:`ElicitURL`, :class:`Sample`, :class:`ListRoots`.
+    Each builds its input request (checking the client's capabilities first) and turns the
+    client's answer into the value the matching ``ctx`` method returns.
+
+    Attributes:
+        key: the ``inputRequests`` key in the 2026-07-28 era; None names it by position.
+    """
+
+    key: str | None = None
+
+    def request(self, client: ClientView) -> InputRequest:
+        """The input request; raises before anything is sent when the client cannot take it."""
+        raise NotImplementedError
+
+    def interpret(self, answer: jsonrpc.Response) -> Any:
+        """The handler's value from the client's answer; raises the outcome's exception."""
+        raise NotImplementedError
+
+    def refusal(self, exc: CapacityError | TimeoutError) -> Exception:
+        """What a handler sees when a pending cap is reached or the answer times out."""
+        raise NotImplementedError
+
+
+class Elicit(Ask):
+    """Form-mode elicitation: the value is the accepted content (see :meth:`Context.elicit`).
+
+    Args:
+        message: the question shown to the user.
+        requested_schema: a flat object schema, or a dataclass or TypedDict of primitive fields.
+        key: the ``inputRequests`` key in the 2026-07-28 era.
+    """
+
+    def __init__(self, message: str, requested_schema: dict[str, Any] | type, key: str | None = None):
+        self.message = message
+        self.cls = requested_schema if isinstance(requested_schema, type) else None
+        if isinstance(requested_schema, type):
+            # Imported here: zemcp.core.schemas imports this module to recognise the Context type.
+            from zemcp.core import schemas
+
+            requested_schema = schemas.elicitation_schema(requested_schema)
+        self.schema: dict[str, Any] = requested_schema
+        self.key = key
+
+    def request(self, client: ClientView) -> InputRequest:
+        return elicitation.form_request(client, self.message, self.schema, self.key)
+
+    def interpret(self, answer: jsonrpc.Response) -> Any:
+        content = elicitation.interpret_answer(answer, self.schema)
+        if self.cls is None:
+            return content
+        from zemcp.core import schemas
+
+        return schemas.from_content(self.cls, content)
+
+    def refusal(self, exc: CapacityError | TimeoutError) -> Exception:
+        return _elicit_refusal(exc)
+
+
+class ElicitURL(Ask):
+    """URL-mode elicitation (2025-11-25 on): the value is None once the user consented.
+
+    Args:
+        message: why the user should open the URL.
+        url: the page for the interaction (passwords, API keys, payments ...).
+        elicitation_id: sent as ``elicitationId`` in the handshake era (2026-07-28 retired it).
+        key: the ``inputRequests`` key in the 2026-07-28 era.
+    """
+
+    def __init__(self, message: str, url: str, elicitation_id: str | None = None, key: str | None = None):
+        self.message, self.url, self.elicitation_id, self.key = message, url, elicitation_id, key
+
+    def request(self, client: ClientView) -> InputRequest:
+        elicitation.check_message(self.message)
+        if not client.client_supports_elicit("url"):
+            raise elicitation.ElicitUnsupported("url")
+        params = {"mode": "url", "message": self.message, "url": self.url}
+        if self.elicitation_id is not None and not versions.since(client.protocol_version, versions.STATELESS):
+            params["elicitationId"] = self.elicitation_id
+        return InputRequest("elicitation/create", params, self.key)
+
+    def interpret(self, answer: jsonrpc.Response) -> None:
+        result = answer.result
+        if answer.error is None and result is not None and result.get("action") == "accept" and "content" in result:
+            raise elicitation.ElicitMalformed("a URL-mode accept carries no content")
+        elicitation.interpret_answer(answer, {"type": "object"})
+
+    def refusal(self, exc: CapacityError | TimeoutError) -> Exception:
+        return _elicit_refusal(exc)
+
+
+class _ClientRequest(Ask):
+    """Sampling and roots: the capability is checked, an error answer raises."""
+
+    capability = ""
+    method = ""
+
+    def __init__(self, params: dict[str, Any], key: str | None):
+        self.params, self.key = params, key
+
+    def request(self, client: ClientView) -> InputRequest:
+        if not client.client_supports(self.capability):
+            raise CapabilityMissing(self.capability, self.method)
+        return InputRequest(self.method, self.params, self.key)
+
+    def interpret(self, answer: jsonrpc.Response) -> Any:
+        if answer.error is not None:
+            raise ClientErrorResponse(self.method, answer.error)
+        return answer.result
+
+    def refusal(self, exc: CapacityError | TimeoutError) -> Exception:
+        if isinstance(exc, TimeoutError):
+            return ClientTimeout(self.method, exc.args[0] if exc.args else 0)
+        return ClientRequestError(f"cannot send {self.method}: {exc}")
+
+
+class Sample(_ClientRequest):
+    """``sampling/createMessage``: the value is the client's ``CreateMessageResult`` dict.
+
+    Args:
+        messages: ``SamplingMessage`` dicts (``{"role", "content"}``), or one string sent as
+            a single user text message.
+        max_tokens: the most tokens to generate.
+        key: the ``inputRequests`` key in the 2026-07-28 era.
+        options: further ``CreateMessageRequest`` params in their spec names
+            (``systemPrompt``, ``modelPreferences``, ``temperature``, ``stopSequences``,
+            ``includeContext``, ``metadata``).
+    """
+
+    capability, method = "sampling", "sampling/createMessage"
+
+    def __init__(self, messages: list[dict[str, Any]] | str, max_tokens: int, key: str | None = None, **options: Any):
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        super().__init__({"messages": messages, "maxTokens": max_tokens, **options}, key)
+
+
+class ListRoots(_ClientRequest):
+    """``roots/list``: the value is the list of ``{"uri", "name"?}`` roots.
+
+    Args:
+        key: the ``inputRequests`` key in the 2026-07-28 era.
+    """
+
+    capability, method = "roots", "roots/list"
+
+    def __init__(self, key: str | None = None):
+        super().__init__({}, key)
+
+    def interpret(self, answer: jsonrpc.Response) -> list[dict[str, Any]]:
+        roots = super().interpret(answer).get("roots", [])
+        return roots if isinstance(roots, list) else []
+
+
+def _elicit_refusal(exc: CapacityError | TimeoutError) -> Exception:
+    if isinstance(exc, TimeoutError):
+        return elicitation.ElicitTimeout(exc.args[0] if exc.args else 0)
+    return elicitation.ElicitTooMany(str(exc))
+
+
+class Context:
+    """What a handler gets to talk to the client during its request.
+
+    The same handler code serves both eras: in the handshake era a question is pushed on
+    the request's stream and the handler waits for the answer; in the 2026-07-28 era the
+    handler is run again for every round, each question answered in an earlier round
+    returns its recorded answer, and the first new question ends the round (so ask before
+    doing side effects, and ask the same questions in the same order for the same
+    arguments: docs/elicitation.md, "Replay").
+
+    Attributes:
+        client: what the client declared for this request (``protocol_version``,
+            ``client_info``, ``capabilities``): see :class:`zemcp.protocol.capabilities.ClientView`.
+        session: the handshake-era session, or None for a 2026-07-28 request (no sessions).
+        request_id: the JSON-RPC id of the request being handled.
+        auth: who the request's access token names (:class:`zemcp.auth.Principal`:
+            ``subject``, ``client_id``, ``scopes``, ``claims``), or None when authorization
+            is off.
+    """
+
+    def __init__(self, exchange: Exchange, auth: Principal | None = None):
+        self._exchange = exchange
+        self.auth = auth
+        self._last_progress: float | None = None
+        self.client: ClientView = exchange.client
+        self.session: Session | None = exchange.session
+        self.request_id = exchange.request_id
+
+    def client_supports_elicit(self, mode: str = "form") -> bool:
+        """True when the client declared elicitation in ``mode`` (``form`` or ``url``); check before eliciting."""
+        return self.client.client_supports_elicit(mode)
+
+    def client_supports(self, capability: str) -> bool:
+        """True when the client declared ``capability`` (``sampling``, ``roots``, ``elicitation``)."""
+        return self.client.client_supports(capability)
+
+    def elicit(
+        self,
+        message: str,
+        requested_schema: dict[str, Any] | type[T],
+        *,
+        key: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any] | T:
+        """Ask the user for information (MCP client/elicitation, form mode).
+
+        Ask before doing side effects: the wait can end in decline, cancel, timeout or the
+        client going away, and the handler should then leave nothing half done.
+
+        Args:
+            message: the question shown to the user.
+            requested_schema: a flat ``{"type": "object", "properties": {...}}`` schema, or a
+                dataclass or TypedDict of primitive fields (the schema is derived from it).
+            key: the ``inputRequests`` key in the 2026-07-28 era (``elicitation-N`` by
+                position when omitted).
+            timeout: [seconds] the longest wait for this answer in the handshake era, at
+                most the process-wide ``elicitation_timeout`` (a larger value is clipped to
+                it); that setting when None. A 2026-07-28 round never waits, so there it
+                only bounds nothing: the answer counts while the ``requestState`` is valid
+                (``elicitation_timeout`` after the round). See :meth:`ask_all`.
+        Returns:
+            the accepted content, validated; an instance of the class when a class was given.
+        Raises:
+            zemcp.ElicitError: a subclass names the outcome (declined, cancelled, malformed,
+                unsupported, too many pending, schema invalid, timeout, request cancelled,
+                session ended, client disconnected).
+        """
+        content: dict[str, Any] | T = self.ask_all(Elicit(message, requested_schema, key), timeout=timeout)[0]
+        return content
+
+    def elicit_url(self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None) -> str:
+        """Ask the user to open ``url`` for an interaction outside MCP (URL mode, 2025-11-25 on).
+
+        Use it for what form mode must not ask for: passwords, API keys, payments. Returns
+        when the user consented to open the URL. In the handshake era, call
+        :meth:`elicitation_complete` when the interaction finished; in the 2026-07-28 era
+        the client retries the call instead, so check the interaction's outcome on replay.
+
+        Returns:
+            the ``elicitationId`` (generated when not given; sent in the handshake era only).
+        Raises:
+            zemcp.ElicitError: as :meth:`elicit`; ``ElicitUnsupported`` when the client did not
+                declare ``elicitation.url``.
+        """
+        elicitation_id = elicitation_id or new_elicitation_id()
+        self.ask_all(ElicitURL(message, url, elicitation_id, key))
+        return elicitation_id
+
+    def elicitation_complete(self, elicitation_id: str) -> None:
+        """Tell the client a URL-mode interaction finished (``notifications/elicitation/complete``).
+
+        Does nothing in the 2026-07-28 era, which retired the notification.
+        """
+        if versions.since(self.client.protocol_version, versions.STATELESS):
+            return
+        self._notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
+
+    def sample(
+        self, messages: list[dict[str, Any]] | str, max_tokens: int, *, key: str | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """Ask the client's language model for a completion (``sampling/createMessage``).
+
+        Args:
+            messages, max_tokens, key, options: as for :class:`Sample`.
+        Returns:
+            the client's ``CreateMessageResult`` (``role``, ``content``, ``model``, ``stopReason``).
+        Raises:
+            CapabilityMissing, ClientErrorResponse, ClientTimeout; the aborts (request
+                cancelled, session ended, client disconnected).
+        """
+        result: dict[str, Any] = self.ask_all(Sample(messages, max_tokens, key, **options))[0]
+        return result
+
+    def list_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
+        """The client's roots (``roots/list``): a list of ``{"uri", "name"?}``.
+
+        Raises:
+            CapabilityMissing, ClientErrorResponse, ClientTimeout; the aborts.
+        """
+        roots: list[dict[str, Any]] = self.ask_all(ListRoots(key))[0]
+        return roots
+
+    def ask_all(self, *asks: Ask, timeout: float | None = None) -> list[Any]:
+        """Ask several questions at once; returns their values in order.
+
+        In the handshake era every request goes out on the stream before the handler waits
+        for all the answers; in the 2026-07-28 era they share one round (one
+        ``InputRequiredResult`` with several ``inputRequests``).
+
+        Args:
+            asks: :class:`Elicit`, :class:`ElicitURL`, :class:`Sample` and :class:`ListRoots`.
+            timeout: [seconds] the longest wait for all the answers together in the
+                handshake era (then ``ElicitTimeout``, or ``ClientTimeout`` for sampling and
+                roots); clipped to the process-wide ``elicitation_timeout``, which is also
+                the wait when None. Ignored in the 2026-07-28 era, whose rounds hold no
+                waiting thread: there the ``requestState``'s lifetime, the process-wide
+                ``elicitation_timeout``, bounds how late the answer may come.
+        Returns:
+            one value per ask, as the matching single method returns it.
+        Raises:
+            ValueError: two asks share a key, no ask was given, or ``timeout`` is not a
+                positive finite number.
+            TypeError: a key is not a non-empty string.
+            what the matching single methods raise: capability problems before anything is
+            sent; then the first (in order) answer's outcome exception. A reached cap or a
+            timeout is reported as the first ask's kind of error.
+            CannotWait: (handshake era) the WSGI server is not multithreaded; nothing was sent.
+        """
+        if not asks:
+            raise ValueError("ask_all needs at least one question")
+        keys = [a.key for a in asks if a.key is not None]
+        if not all(isinstance(key, str) and key for key in keys):
+            raise TypeError(f"a question's key must be a non-empty string, got {keys}")
+        if len(keys) != len(set(keys)):
+            raise ValueError(f"ask_all: every question needs its own key, got {keys}")
+        wait = self._exchange.timeout
+        if timeout is not None:
+            if (
+                isinstance(timeout, bool)
+                or not isinstance(timeout, (int, float))
+                or not math.isfinite(timeout)
+                or timeout <= 0
+            ):
+                raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+            # The operator's elicitation_timeout bounds every wait: a handler may only shorten it.
+            wait = min(float(timeout), wait)
+        try:
+            requests = [a.request(self.client) for a in asks]
+        except (elicitation.ElicitUnsupported, CapabilityMissing) as exc:
+            self._exchange.note_missing(exc.required)
+            raise
+        for request in requests:
+            # Raise in the handler, where the mistake is, rather than fail at the client.
+            jsonrpc.encode(jsonrpc.request(0, request.method, request.params))
+        if not self._exchange.can_wait:
+            raise CannotWait()
+        try:
+            answers = self._exchange.ask(requests, wait)
+        except (CapacityError, TimeoutError) as exc:
+            if isinstance(exc, TimeoutError) and not exc.args:
+                exc = TimeoutError(wait)
+            raise asks[0].refusal(exc) from None
+        return [a.interpret(answer) for a, answer in zip(asks, answers)]
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send a log message to the client (``notifications/message``, MCP server/utilities/logging).
+
+        Sent only when ``level`` is at or above the level the client asked for: with
+        ``logging/setLevel`` in the handshake era (``info`` until it sets one), with the
+        request's ``logLevel`` in the 2026-07-28 era (none when it sent no ``logLevel``).
+
+        Args:
+            level: one of ``LOG_LEVELS`` (debug ... emergency).
+            data: any JSON value (a string or an object); no secrets or personal data.
+            logger: optional name of the component that logs.
+        Raises:
+            ValueError: ``level`` is not an RFC 5424 level.
+            the abort reason once the request was cancelled or its client went away.
+        """
+        if level not in LOG_LEVELS:
+            raise ValueError(f"log level {level!r} is not one of {', '.join(LOG_LEVELS)}")
+        if not self.client.logs(level):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        self._notify("notifications/message", params)
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress (``notifications/progress``, MCP basic/utilities/progress).
+
+        Does nothing when the request carried no ``_meta.progressToken``.
+
+        Args:
+            progress: how far along; must increase with every call (fractions allowed).
+            total: the value of ``progress`` at completion, if known.
+            message: optional human-readable status.
+        Raises:
+            ValueError: ``progress`` did not increase, or ``progress`` or ``total`` is not a
+                finite number.
+            the abort reason once the request was cancelled or its client went away.
+        """
+        for name, value in (("progress", progress), ("total", total)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            ):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if self._last_progress is not None and progress <= self._last_progress:
+            raise ValueError(f"progress must increase with every report: {progress} after {self._last_progress}")
+        self._last_progress = progress
+        token = self._exchange.progress_token
+        if token is None:
+            return
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self._notify("notifications/progress", params)
+
+    def close_sse_stream(self) -> None:
+        """End the client's connection to this request's SSE stream now, without ending the
+        request (SSE polling, MCP basic/transports and SEP-1699).
+
+        The stream is started if nothing was sent yet; the connection ends after a ``retry``
+        field, the handler goes on, and the client reconnects with ``Last-Event-ID`` to get
+        the rest of the stream, the response included. Use it before a long wait that a proxy
+        might cut. Does nothing in the 2026-07-28 era and over stdio, which have no resumable
+        streams.
+        """
+        self._exchange.end_stream()
+
+    def _notify(self, method: str, params: dict[str, Any]) -> None:
+        message = jsonrpc.notification(method, params)
+        # Raise in the handler, where the mistake is, rather than drop it from the stream.
+        jsonrpc.encode(message)
+        self._exchange.notify(message)

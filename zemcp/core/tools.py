@@ -1,0 +1,547 @@
+"""Tools (MCP server/tools): the registry, argument checking and call results.
+
+A handler is a plain blocking function. Its typed parameters are the tool's arguments: the
+``inputSchema`` is derived from them (see :mod:`zemcp.core.schemas`), arguments are validated
+against it before the handler runs, and arrive converted to the declared types. A parameter
+annotated :class:`zemcp.Context` (or named ``ctx`` without annotation) receives the call's
+context instead. An explicit ``input_schema`` replaces the derived one verbatim; the
+arguments then arrive as the JSON values they are.
+
+A handler returns a ``str`` (one text item), a list of content items, a full
+``CallToolResult`` dict, or any other value (sent as JSON text). A tool with an output schema
+returns the structured value itself. Raising :class:`ToolError` or any other exception turns
+into an ``isError`` result carrying the message. Pure Python: no HTTP here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+import jsonschema
+from jsonschema.exceptions import ValidationError, best_match
+
+from zemcp import logsafe
+from zemcp.protocol import elicitation
+from zemcp.protocol import headers
+from zemcp.core import schemas
+from zemcp.protocol import versions
+from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
+from zemcp.core.context import HANDLER_ERRORS, ClientRequestError, Context, URLElicitationRequired
+
+log = logging.getLogger("zemcp.tools")
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+#: The keys of ``Tool.annotations`` (MCP ToolAnnotations) and the type of each value.
+ANNOTATION_KEYS = {
+    "title": str,
+    "readOnlyHint": bool,
+    "destructiveHint": bool,
+    "idempotentHint": bool,
+    "openWorldHint": bool,
+}
+
+
+class ToolError(Exception):
+    """Raise from a handler to return an ``isError`` result whose text is exactly the message."""
+
+
+class Tool:
+    """A registered tool.
+
+    Args:
+        name: unique name, 1-128 characters of ``A-Za-z0-9_.-``; the handler's name when None.
+        handler: the function called with the arguments as keywords.
+        description: what the tool does (shown to the model); when None, the first paragraph
+            of the handler's docstring (before ``Args:``), else the tool's name.
+        input_schema: JSON Schema of the arguments, rooted at ``type: object``, listed and
+            used verbatim; derived from the handler's signature when None.
+        title: optional display name.
+        output_schema: JSON Schema of the structured result, rooted at ``type: object``;
+            the handler's return value is the ``structuredContent``.
+        structured_output: derive the output schema from the return annotation (a
+            dataclass, TypedDict or ``dict[str, X]`` as is, other types under ``result``).
+        annotations: ToolAnnotations: ``title`` (str), ``readOnlyHint``,
+            ``destructiveHint``, ``idempotentHint``, ``openWorldHint`` (bool).
+        cache: its part of the ``tools/list`` caching hint (2026-07-28).
+        elicit_missing: ask the user for missing arguments by form elicitation instead of
+            failing the call (see :meth:`missing` and :meth:`run`): True for every required
+            argument a form can ask for (:func:`zemcp.core.schemas.form_field`), or a list of
+            argument names, which are then asked for whenever they are missing, required
+            by the schema or not.
+        elicit_message: the question shown with that form; when None, ``"<title or name>
+            needs: <the missing fields' titles or names>"`` (see :meth:`question`).
+    Raises:
+        ValueError: a bad name, a schema that is not an object schema, both
+            ``output_schema`` and ``structured_output``, unknown annotation keys, or an
+            invalid ``x-mcp-header`` in the input schema (see :func:`zemcp.protocol.headers.header_annotations`),
+            an ``elicit_missing`` list naming an argument the schema does not have or a form
+            cannot ask for, ``elicit_missing=True`` without a required argument a form can
+            ask for, or an ``elicit_message`` that is not a non-empty string.
+        TypeError: a parameter or return type the schemas cannot express (the message
+            names it and lists what is supported), or ``structured_output`` without a
+            return annotation.
+        jsonschema.SchemaError: an explicit schema that is not valid JSON Schema.
+
+    Attributes:
+        name, handler, title, description, input_schema, output_schema, annotations: as
+            given, with the derived name, description and schemas filled in.
+        context_param: the name of the parameter that receives the Context, or None.
+        header_annotations: ``{lower-cased token: property path}`` of the input schema's
+            ``x-mcp-header`` marks, for :func:`zemcp.protocol.headers.check_params`.
+        elicited: the names of the arguments asked for when missing, in schema order (empty
+            without ``elicit_missing``).
+        elicit_message: as given (None: a question naming the missing fields).
+    """
+
+    def __init__(
+        self,
+        name: str | None,
+        handler: Callable[..., Any],
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        title: str | None = None,
+        *,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool = False,
+        annotations: dict[str, Any] | None = None,
+        cache: CacheHint = NO_CACHE,
+        elicit_missing: bool | list[str] | tuple[str, ...] = False,
+        elicit_message: str | None = None,
+    ):
+        self.name = name if name is not None else handler.__name__
+        if not _NAME.match(self.name):
+            raise ValueError(f"tool name {self.name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '.', '-'")
+        self.handler = handler
+        self.cache = cache
+        self.title = title
+        self.description = description or schemas.docstring_summary(handler) or self.name
+        self.annotations = _check_annotations(self.name, annotations)
+        if input_schema is None:
+            self.input_schema, self.context_param = schemas.input_schema(handler)
+            # Parameter types to convert the JSON arguments to; None passes them unchanged.
+            self._types: dict[str, Any] | None = schemas.type_hints(handler)
+        else:
+            self.input_schema, self.context_param, self._types = input_schema, schemas.context_parameter(handler), None
+        # Derived schemas are checked too: Annotated metadata may have added keywords.
+        _check_object_schema(self.name, "input_schema", self.input_schema)
+        try:
+            self.header_annotations = headers.header_annotations(self.input_schema)
+        except ValueError as exc:
+            raise ValueError(f"tool {self.name!r}: {exc}") from None
+        self._validator = jsonschema.Draft202012Validator(self.input_schema)
+        if output_schema is not None and structured_output:
+            raise ValueError(f"tool {self.name!r}: give output_schema or structured_output=True, not both")
+        self._wrapped = False
+        if structured_output:
+            output_schema = schemas.output_schema(handler)
+            if output_schema is None:
+                raise TypeError(
+                    f"tool {self.name!r}: structured_output=True derives the output schema from the "
+                    "return annotation, and the handler has none; annotate its return type or pass output_schema"
+                )
+            self._wrapped = schemas.wraps_result(handler)
+        if output_schema is not None:
+            _check_object_schema(self.name, "output_schema", output_schema)
+        self.output_schema = output_schema
+        self._output_validator = (
+            jsonschema.Draft202012Validator(
+                output_schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+            )
+            if output_schema is not None
+            else None
+        )
+        # name -> (field for the 2025-06-18 subset, field for 2025-11-25 on), built once here.
+        self._fields = _elicited_fields(self.name, self.input_schema, elicit_missing)
+        self.elicited = tuple(self._fields)
+        if elicit_message is not None and (not isinstance(elicit_message, str) or not elicit_message.strip()):
+            raise ValueError(f"tool {self.name!r}: elicit_message must be a non-empty string, got {elicit_message!r}")
+        self.elicit_message = elicit_message
+
+    def definition(self) -> dict[str, Any]:
+        """The tool as ``tools/list`` shows it."""
+        tool: dict[str, Any] = {"name": self.name}
+        if self.title:
+            tool["title"] = self.title
+        tool["description"] = self.description
+        tool["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            tool["outputSchema"] = self.output_schema
+        if self.annotations:
+            tool["annotations"] = self.annotations
+        return tool
+
+    def check_arguments(self, arguments: dict[str, Any]) -> str | None:
+        """Validate arguments against the input schema.
+
+        Returns:
+            None when they are valid, else what is wrong, naming the argument: ``invalid
+            arguments for tool 'add': argument 'b': 'x' is not of type 'integer'``, ``...:
+            unexpected argument 'c'``, ``...: missing required argument 'a'``.
+        """
+        error = _first_error(self._validator, arguments)
+        if error is None:
+            return None
+        return f"invalid arguments for tool {self.name!r}: {_describe(error, 'argument')}"
+
+    def missing(self, arguments: dict[str, Any]) -> list[str]:
+        """The :attr:`elicited` arguments this call lacks, in schema order.
+
+        An argument is missing when it is absent or a blank string (empty or only
+        whitespace): models send ``""`` for a value they do not know.
+        """
+        return [
+            name
+            for name in self.elicited
+            if name not in arguments or (isinstance(arguments[name], str) and not arguments[name].strip())
+        ]
+
+    def check_partial(self, arguments: dict[str, Any], missing: list[str]) -> str | None:
+        """Validate the arguments a call gave besides the ``missing`` ones it will be asked for.
+
+        Returns:
+            None when the given ones are valid and the missing ones are all that keeps the
+            call from running; else what is wrong, in the words of :meth:`check_arguments`:
+            a required argument that cannot be asked for is reported as for the call as sent
+            (naming every missing argument), as it was without ``elicit_missing``.
+        """
+        given = {k: v for k, v in arguments.items() if k not in missing}
+        required = [r for r in self.input_schema.get("required", ()) if r not in missing]
+        # Built per call: only a call that lacks arguments takes this path, then a round trip to the user.
+        relaxed = jsonschema.Draft202012Validator({**self.input_schema, "required": required})
+        error = _first_error(relaxed, given)
+        if error is None:
+            return None
+        if error.validator == "required" and not list(error.absolute_path):
+            return self.check_arguments(arguments)
+        return f"invalid arguments for tool {self.name!r}: {_describe(error, 'argument')}"
+
+    def question(self, missing: list[str]) -> str:
+        """The message of the form that asks for ``missing``: ``elicit_message``, or
+        ``"<title or name> needs: <their titles or names>"``."""
+        if self.elicit_message is not None:
+            return self.elicit_message
+        labels = ", ".join(self._fields[name][0].get("title", name) for name in missing)
+        return f"{self.title or self.name} needs: {labels}"
+
+    def ask_missing(self, arguments: dict[str, Any], missing: list[str], ctx: Context) -> dict[str, Any]:
+        """Ask the user for the ``missing`` arguments in one form, and merge the answer.
+
+        The form (MCP client/elicitation, form mode) has one required field per missing
+        argument (:func:`zemcp.core.schemas.form_field`), under the key of the missing names
+        joined by ``,`` in the 2026-07-28 era. Only the asked names are taken from the
+        answer; the merged arguments are checked against the whole input schema.
+
+        Args:
+            arguments: the call's arguments (the missing ones absent or blank).
+            missing: from :meth:`missing`, not empty.
+            ctx: the call's context (either era).
+        Returns:
+            the complete arguments.
+        Raises:
+            ToolError: ``Error: elicit: <why>`` when the elicitation fails (declined,
+                cancelled, malformed or unfitting answer, timeout, too many pending ...),
+                ``Error: elicit returned empty <names>`` for blank answers.
+            zemcp.ElicitAborted: the request can no longer be answered.
+        """
+        titled = versions.since(ctx.client.protocol_version, versions.ELICITATION_MODES)
+        schema = {
+            "type": "object",
+            "properties": {name: self._fields[name][1 if titled else 0] for name in missing},
+            "required": list(missing),
+        }
+        try:
+            answer = ctx.elicit(self.question(missing), schema, key=",".join(missing))
+            blank = [name for name in missing if isinstance(answer[name], str) and not answer[name].strip()]
+            if blank:
+                raise ToolError(f"Error: elicit returned empty {', '.join(blank)}")
+            merged = {
+                **{k: v for k, v in arguments.items() if k not in missing},
+                **{name: answer[name] for name in missing},
+            }
+            problem = self.check_arguments(merged)
+            if problem is not None:
+                raise elicitation.ElicitMalformed(f"the answer does not fit the tool's input schema: {problem}")
+        except elicitation.ElicitAborted:
+            raise
+        except elicitation.ElicitError as exc:
+            log.info("tool %r: asking for %s ended: %s", self.name, ", ".join(missing), logsafe.outcome(exc))
+            raise ToolError(f"Error: elicit: {exc}") from None
+        return merged
+
+    def run(self, arguments: dict[str, Any], ctx: Context, missing: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+        """Call the handler with arguments that passed :meth:`check_arguments` (or, with
+        ``missing``, :meth:`check_partial`) and shape its outcome as a ``CallToolResult``.
+
+        Args:
+            arguments: the call's arguments.
+            ctx: the call's context.
+            missing: arguments to ask the user for first (:meth:`ask_missing`); the call
+                ends with its ``isError`` result when that fails.
+        Raises:
+            zemcp.ElicitAborted: the request can no longer be answered (the caller sends
+                nothing, or nothing reaches the client).
+            zemcp.URLElicitationRequired: the handler asks for URL-mode elicitations first
+                (the caller answers with error -32042).
+        """
+        if missing:
+            try:
+                arguments = self.ask_missing(arguments, list(missing), ctx)
+            except ToolError as exc:
+                return error_result(str(exc))
+        kwargs = {}
+        for name, value in arguments.items():
+            try:
+                kwargs[name] = value if self._types is None else schemas.to_python(self._types.get(name, Any), value)
+            except Exception as exc:
+                # A dataclass's __post_init__ may refuse what the schema let through.
+                return error_result(f"invalid arguments for tool {self.name!r}: argument {name!r}: {exc}")
+        if self.context_param is not None:
+            kwargs[self.context_param] = ctx
+        try:
+            value = self.handler(**kwargs)
+        except (elicitation.ElicitAborted, URLElicitationRequired):
+            raise
+        except ToolError as exc:
+            return error_result(str(exc))
+        except (elicitation.ElicitError, ClientRequestError) as exc:
+            # An outcome of asking the client (declined, timed out, not declared ...), not a bug: no traceback.
+            log.info("tool %r ended by an outcome of asking the client: %s", self.name, logsafe.outcome(exc))
+            return error_result(str(exc))
+        except HANDLER_ERRORS as exc:
+            log.exception("tool %r raised", self.name)
+            return error_result(str(exc) or type(exc).__name__)
+        try:
+            return to_result(value) if self.output_schema is None else self._structured_result(value)
+        except (TypeError, ValueError) as exc:
+            log.error("tool %r returned a value that cannot be sent: %s", self.name, exc)
+            return error_result(f"tool {self.name!r} returned a value that cannot be sent: {exc}")
+
+    def _structured_result(self, value: Any) -> dict[str, Any]:
+        if isinstance(value, dict) and "structuredContent" in value:
+            result = {"isError": False, **value}
+        else:
+            structured = schemas.structured_content(value, self._wrapped)
+            result = {
+                "content": [{"type": "text", "text": json.dumps(structured, allow_nan=False)}],
+                "structuredContent": structured,
+                "isError": False,
+            }
+        validator = self._output_validator
+        assert validator is not None  # a structured result is made only with an output schema
+        error = _first_error(validator, result["structuredContent"])
+        if error is not None:
+            # The handler broke its own contract: a bug on the server side, not the caller's.
+            problem = _describe(error, "field")
+            log.error("tool %r: output does not match its outputSchema: %s", self.name, problem)
+            return error_result(f"the output of tool {self.name!r} does not match its outputSchema: {problem}")
+        return result
+
+
+def error_result(text: str) -> dict[str, Any]:
+    """An ``isError`` result with one text item."""
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def to_result(value: Any) -> dict[str, Any]:
+    """Shape a handler's return value as a ``CallToolResult``.
+
+    ``str`` becomes one text item; a list of content items (dicts with ``type``) is taken as
+    the content; a dict with ``content`` is passed through; anything else (numbers, other
+    lists and dicts, dataclasses, Enums, None) is sent as its JSON text.
+
+    Raises:
+        TypeError: the value has no JSON form (see :func:`zemcp.core.schemas.to_json`), or is a
+            malformed ``CallToolResult``.
+        ValueError: the value holds NaN, an infinity or a reference cycle.
+    """
+    if isinstance(value, str):
+        return {"content": [{"type": "text", "text": value}], "isError": False}
+    if isinstance(value, list) and all(isinstance(item, dict) and "type" in item for item in value):
+        return {"content": value, "isError": False}
+    if isinstance(value, dict) and "content" in value:
+        _check_result(value)
+        return {"isError": False, **value}
+    return {
+        "content": [{"type": "text", "text": json.dumps(schemas.to_json(value), allow_nan=False)}],
+        "isError": False,
+    }
+
+
+def _check_result(result: dict[str, Any]) -> None:
+    # A malformed CallToolResult would reach the client as a protocol violation.
+    content = result["content"]
+    if not isinstance(content, list) or not all(
+        isinstance(item, dict) and isinstance(item.get("type"), str) for item in content
+    ):
+        raise TypeError("a CallToolResult's content must be a list of content items (dicts with a 'type')")
+    if not isinstance(result.get("isError", False), bool):
+        raise TypeError("a CallToolResult's isError must be true or false")
+
+
+class ToolRegistry:
+    """Tools by name, in registration order."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._definitions: list[dict[str, Any]] = []
+        self._cache = NO_CACHE
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def add(self, tool: Tool) -> Tool:
+        """Register ``tool``; raises ValueError when the name is taken."""
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+        # Built once here, not on every tools/list: a tool does not change once registered.
+        self._definitions.append(tool.definition())
+        self._cache = combine(t.cache for t in self._tools.values())
+        return tool
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def cache_hint(self) -> CacheHint:
+        """The caching hint of ``tools/list``: the most cautious of the tools' hints."""
+        return self._cache
+
+    def definitions(self) -> list[dict[str, Any]]:
+        """Every tool as ``tools/list`` shows it, in registration order (do not modify)."""
+        return self._definitions
+
+
+def _check_object_schema(tool: str, which: str, schema: Any) -> None:
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise ValueError(f"tool {tool!r}: {which} must be a JSON Schema with type 'object'")
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def _elicited_fields(
+    tool: str, input_schema: dict[str, Any], elicit_missing: Any
+) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """The form field of each argument to ask for when missing: ``{name: (legacy, titled)}``.
+
+    Each field is checked against the elicitation schema subset of both kinds of version
+    here, so that a call never fails on a form the tool's own schema made.
+
+    Raises:
+        ValueError: as :class:`Tool` says for ``elicit_missing``.
+    """
+    properties = input_schema.get("properties", {})
+    if not isinstance(properties, dict):
+        properties = {}
+    if elicit_missing is False:
+        return {}
+    if elicit_missing is True:
+        required = set(input_schema.get("required", ()))
+        names = [name for name in properties if name in required and _askable(properties[name])]
+        if not names:
+            raise ValueError(
+                f"tool {tool!r}: elicit_missing=True asks for missing required arguments, and none of this tool's "
+                "is a string, number, integer or boolean a form can ask for; list the names to ask for instead"
+            )
+    elif (
+        isinstance(elicit_missing, (list, tuple))
+        and elicit_missing
+        and all(isinstance(n, str) for n in elicit_missing)
+        and len(set(elicit_missing)) == len(elicit_missing)
+    ):
+        for name in elicit_missing:
+            if name not in properties:
+                raise ValueError(
+                    f"tool {tool!r}: elicit_missing names {name!r}, which is not an argument of the tool "
+                    f"(its arguments: {', '.join(properties) or 'none'})"
+                )
+            if not _askable(properties[name]):
+                raise ValueError(
+                    f"tool {tool!r}: elicit_missing names {name!r}, which a form cannot ask for: a form field is a "
+                    "string, number, integer or boolean (a string may have enum options); give it a default instead"
+                )
+        names = [name for name in properties if name in elicit_missing]
+    else:
+        raise ValueError(
+            f"tool {tool!r}: elicit_missing must be True, False or a non-empty list of distinct argument "
+            f"names, got {elicit_missing!r}"
+        )
+    return {name: (_form_field(properties[name], False), _form_field(properties[name], True)) for name in names}
+
+
+def _form_field(prop: Any, titled_one_of: bool) -> dict[str, Any]:
+    field = schemas.form_field(prop, titled_one_of)
+    assert field is not None  # only properties that _askable accepted get here
+    return field
+
+
+def _askable(prop: Any) -> bool:
+    """True when a form can ask for the property in every protocol version's schema subset."""
+    # The oldest version has the strict subset; 2025-11-25 the wider one with titled options.
+    for titled, version in ((False, versions.HANDSHAKE[-1]), (True, versions.ELICITATION_MODES)):
+        field = schemas.form_field(prop, titled)
+        if field is None:
+            return False
+        try:
+            elicitation.check_requested_schema({"type": "object", "properties": {"x": field}}, version)
+        except elicitation.ElicitSchemaInvalid:
+            return False
+    return True
+
+
+def _check_annotations(tool: str, annotations: dict[str, Any] | None) -> dict[str, Any]:
+    if annotations is None:
+        return {}
+    for key, value in annotations.items():
+        kind = ANNOTATION_KEYS.get(key)
+        if kind is None:
+            raise ValueError(f"tool {tool!r}: unknown annotation {key!r}; known: {', '.join(ANNOTATION_KEYS)}")
+        if not isinstance(value, kind):
+            raise ValueError(f"tool {tool!r}: annotation {key!r} must be a {kind.__name__}, got {value!r}")
+    return dict(annotations)
+
+
+def _first_error(validator: jsonschema.Draft202012Validator, instance: Any) -> ValidationError | None:
+    """The most telling validation error, or None when ``instance`` is valid."""
+    # The common case, valid arguments, needs no ranking of errors.
+    if validator.is_valid(instance):
+        return None
+    error: ValidationError | None = best_match(validator.iter_errors(instance))
+    while error is not None and error.validator in ("anyOf", "oneOf") and error.context:
+        # For ``X | None`` the null branch only says the value is not null; X's error says why.
+        telling = [e for e in error.context if e.schema != {"type": "null"}]
+        if not telling:
+            break
+        error = best_match(telling)
+    return error
+
+
+def _describe(error: ValidationError, noun: str) -> str:
+    """A validation error as text whose subject is the top-level ``noun`` at fault."""
+    path = list(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        # The schema holding additionalProperties is an object schema.
+        schema = cast(Mapping[str, Any], error.schema)
+        known = schema.get("properties", {})
+        patterns = schema.get("patternProperties", {})
+        extra = [k for k in error.instance if k not in known and not any(re.search(p, k) for p in patterns)]
+        problem = f"unexpected {_plural('field' if path else noun, extra)} {', '.join(map(repr, extra))}"
+    elif error.validator == "required" and isinstance(error.instance, dict):
+        missing = [k for k in cast(list[str], error.validator_value) if k not in error.instance]
+        problem = f"missing required {_plural('field' if path else noun, missing)} {', '.join(map(repr, missing))}"
+    else:
+        problem = error.message
+    if not path:
+        return problem
+    where = f"{noun} {path[0]!r}"
+    if len(path) > 1:
+        where += " at " + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    return f"{where}: {problem}"
+
+
+def _plural(noun: str, items: list[Any]) -> str:
+    return noun if len(items) == 1 else f"{noun}s"

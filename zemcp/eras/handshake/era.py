@@ -1,0 +1,501 @@
+"""The handshake era over Streamable HTTP: ``initialize``, sessions and pushed server requests.
+
+MCP 2024-11-05 to 2025-11-25 (basic/lifecycle, basic/transports "Session Management"):
+``initialize`` negotiates a version and creates a session named by ``Mcp-Session-Id`` on
+every later request; ``ping``, ``logging/setLevel`` and resource subscriptions act on the
+session; a handler's questions for the client (elicitation, sampling, roots) go out as
+JSON-RPC requests on its request's SSE stream and its thread waits for the answers, which
+arrive as POSTed JSON-RPC responses (:class:`zemcp.state.sessions.Call`, the correlation table);
+``notifications/cancelled`` and DELETE end waits. Sessions live in the process that created
+them. :class:`zemcp.http.transport.McpApp` hands this module every request that is not in the
+2026-07-28 envelope.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from werkzeug.wrappers import Request, Response
+
+from zemcp import logsafe
+from zemcp.protocol import jsonrpc
+from zemcp.protocol import versions
+from zemcp.auth import InsufficientScope, Principal
+from zemcp.protocol.capabilities import LOG_LEVELS, check_size
+from zemcp.protocol.elicitation import ClientDisconnected, RequestCancelled
+from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
+from zemcp.replies.responses import (
+    DirectSink,
+    LogStream,
+    WSGIResponse,
+    challenge_response,
+    error_response,
+    event_stream,
+    json_response,
+    new_sink,
+    reply,
+)
+from zemcp.core.server import Busy, Server, Work
+from zemcp.state.sessions import (
+    UNKNOWN_SESSION,
+    Call,
+    Session,
+    SessionLimitReached,
+    SessionNotFound,
+    SessionRequired,
+    fingerprint,
+)
+from zemcp.replies.sinks import ReplySink
+from zemcp.state.eventlogs import REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound, retry_field
+from zemcp.state.subscriptions import ListenLimitReached
+
+log = logging.getLogger("zemcp.handshake")
+
+SESSION_HEADER = "Mcp-Session-Id"
+VERSION_HEADER = "MCP-Protocol-Version"
+#: [seconds] ``Retry-After`` sent with 429 when the session cap is reached.
+RETRY_AFTER = 30
+
+
+class HandshakeEra:
+    """Serves handshake-era requests of one :class:`Server`.
+
+    Args:
+        server: the MCP server core.
+    """
+
+    def __init__(self, server: Server):
+        self.server = server
+        self.settings = server.settings
+        self._session_methods: dict[str, Callable[[Session, jsonrpc.Request, Principal | None], dict[str, Any]]] = {
+            "ping": lambda session, request, principal: {},
+            "logging/setLevel": lambda session, request, principal: self._set_log_level(session, request),
+            "resources/subscribe": lambda s, r, p: self.server.subscribe(s.id, r.params, p),
+            "resources/unsubscribe": lambda s, r, p: self.server.resources.unsubscribe(s.id, r.params),
+        }
+
+    def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> WSGIResponse:
+        """Answer one POSTed message (already parsed) of the handshake era.
+
+        With authorization on, ``principal`` is who the request's token names: a session
+        belongs to the principal that initialized it, and any other gets 404 for it, as for
+        a session that does not exist (answers to its elicitations included).
+        """
+        # Only a request's id is echoed: a response's id is the server's own request id.
+        request_id = message.id if isinstance(message, jsonrpc.Request) else None
+        session_id = request.headers.get(SESSION_HEADER)
+        if session_id is not None and "," in session_id:
+            # Repeated headers arrive joined with commas; a session id never contains one.
+            return error_response(
+                400,
+                INVALID_REQUEST,
+                "Bad Request: send the Mcp-Session-Id header once, with one session id",
+                id=request_id,
+            )
+        if isinstance(message, jsonrpc.Request) and message.method == "initialize":
+            return self._initialize(message, session_id, principal)
+        try:
+            check_protocol_header(request.headers.get(VERSION_HEADER))
+            session = self._owned(self.server.sessions.get(session_id), principal)
+        except ProtocolError as exc:
+            return error_response(400, exc.code, exc.message, id=request_id)
+        except SessionRequired as exc:
+            return error_response(400, INVALID_REQUEST, str(exc), id=request_id)
+        except SessionNotFound as exc:
+            return error_response(404, INVALID_REQUEST, str(exc), id=request_id)
+        if isinstance(message, jsonrpc.Response):
+            self.server.pending.resolve(session.id, message)
+            return Response(status=202)
+        if isinstance(message, jsonrpc.Notification):
+            if message.method == "notifications/cancelled":
+                self.cancel(session, message.params)
+            elif message.method == "notifications/initialized":
+                # Server-to-client requests of the session wait for it (Session.wait_initialized).
+                session.mark_initialized()
+            return Response(status=202)
+        try:
+            outcome = self.handle(session, message, request.environ, principal)
+        except SessionNotFound as exc:
+            return error_response(404, INVALID_REQUEST, str(exc), id=request_id)
+        except InsufficientScope as exc:
+            assert self.server.auth is not None  # only authorization raises it
+            return challenge_response(self.server.auth.challenge_for(exc), request_id)
+        except Busy as exc:
+            return error_response(
+                503, INTERNAL_ERROR, str(exc), id=request_id, headers={"Retry-After": str(exc.retry_after)}
+            )
+        if isinstance(outcome, dict):
+            return json_response(200, outcome)
+        return reply(outcome, request.environ, self.settings.keepalive_interval)
+
+    def get(self, request: Request, principal: Principal | None = None) -> Response:
+        """GET with ``Mcp-Session-Id``: resume a stream of the session (``Last-Event-ID``), or
+        open the session's standalone stream (MCP basic/transports, "Listening for Messages
+        from the Server" and "Resumability and Redelivery").
+
+        Resuming replays the events after the id, then goes on with the live ones (a request's
+        response included) on this connection; the connection that read the stream before
+        stops. The standalone stream carries list changes and resource updates
+        (:class:`zemcp.state.subscriptions.SessionListener`); a session has one.
+
+        Returns:
+            ``text/event-stream``; 400 for a bad header or id, 404 for an unknown session or
+            an event id no stream of the session has, 405 when standalone streams are off,
+            406 without ``text/event-stream`` in ``Accept``, 409 when the standalone stream is
+            read already, 410 when the events after the id were dropped, 429 or 503 when
+            there is no room for another stream.
+        """
+        session_id = request.headers.get(SESSION_HEADER)
+        if session_id is not None and "," in session_id:
+            return error_response(
+                400, INVALID_REQUEST, "Bad Request: send the Mcp-Session-Id header once, with one session id"
+            )
+        try:
+            check_protocol_header(request.headers.get(VERSION_HEADER))
+            session = self._owned(self.server.sessions.get(session_id), principal)
+        except ProtocolError as exc:
+            return error_response(400, exc.code, exc.message)
+        except (SessionNotFound, SessionRequired) as exc:
+            return error_response(404, INVALID_REQUEST, str(exc))
+        if not request.accept_mimetypes["text/event-stream"]:
+            return error_response(
+                406,
+                INVALID_REQUEST,
+                "Not Acceptable: a GET reads an SSE stream; the Accept header must list text/event-stream",
+            )
+        last_event_id = request.headers.get("Last-Event-ID")
+        if last_event_id is not None:
+            return self._resume(request, session, last_event_id)
+        return self._standalone(request, session)
+
+    def _resume(self, request: Request, session: Session, last_event_id: str) -> Response:
+        try:
+            stream, after = session.streams.find(last_event_id)
+        except BadEventId as exc:
+            return error_response(400, INVALID_REQUEST, str(exc))
+        except StreamNotFound as exc:
+            return error_response(404, INVALID_REQUEST, str(exc))
+        except StreamGone as exc:
+            return error_response(410, INVALID_REQUEST, str(exc))
+        # Taking the stream over from a GET that holds a place: that place passes to this one.
+        takeover = stream.reader_holds_place
+        release: Callable[[], None] | None = None
+        # One client must not take the call budget with resumed streams: beyond its share it polls.
+        if stream.kind != REQUEST or takeover or session.resumed < self.settings.session_pending_budget:
+            held = self._hold(stream.kind, takeover=takeover)
+            if isinstance(held, Response):
+                if stream.kind != REQUEST:
+                    return held
+            else:
+                release = session.count_resumed(held) if stream.kind == REQUEST else held
+        # Without a place (no room to hold a thread), deliver what the stream has now and let
+        # the client poll again after retry; its request's response comes on a later poll.
+        once = release is None
+        token = stream.attach(holds_place=not once)
+        log.info(
+            "session %s: %s stream resumed after event %d%s",
+            fingerprint(session.id),
+            stream.kind,
+            after,
+            " (a poll: no thread to hold)" if once else "",
+        )
+        body = LogStream(
+            stream,
+            token,
+            after,
+            retry_field(stream.limits),
+            request.environ,
+            self.settings.keepalive_interval,
+            release,
+            self.settings.body_timeout,
+            once,
+        )
+        return event_stream(body)
+
+    def _standalone(self, request: Request, session: Session) -> Response:
+        if self.settings.standalone_budget == 0:
+            return error_response(
+                405,
+                INVALID_REQUEST,
+                "Method Not Allowed: this server offers no standalone SSE stream (ZEMCP_MAX_STANDALONE_STREAMS=0); "
+                "messages for a request arrive on that request's POST response",
+                headers={"Allow": "POST, DELETE, OPTIONS"},
+            )
+        stream = session.streams.standalone
+        if stream is not None and stream.attached:
+            return error_response(
+                409,
+                INVALID_REQUEST,
+                "Conflict: this session's standalone stream is already open on another connection; close it, or "
+                "resume it with the Last-Event-ID of its last event",
+            )
+        release = self._hold(STANDALONE)
+        if isinstance(release, Response):
+            return release
+        if stream is None or stream.finished or stream.abandoned():
+            stream = session.streams.open(STANDALONE)
+            self.server.subscriptions.open_session(
+                session.id, stream, lambda uri: self.server.resources.subscribed(session.id, uri)
+            )
+        token = stream.attach(holds_place=True)
+        first = stream.prime()
+        body = LogStream(
+            stream,
+            token,
+            stream.position,
+            first,
+            request.environ,
+            self.settings.keepalive_interval,
+            release,
+            self.settings.body_timeout,
+        )
+        return event_stream(body)
+
+    def _hold(self, kind: str, takeover: bool = False) -> Callable[[], None] | Response:
+        """A place in the thread budget for a GET that reads a stream: the function that gives
+        it back, or the refusal (429 beyond the standalone cap, 503 when the budget is taken).
+        A ``takeover`` (the connection it replaces holds a place, which it gives back as it
+        stops) always gets one."""
+        try:
+            return self.server.hold_thread(kind, force=takeover)
+        except ListenLimitReached as exc:
+            return error_response(
+                429, INVALID_REQUEST, f"Too Many Requests: {exc}", headers={"Retry-After": str(RETRY_AFTER)}
+            )
+        except Busy as exc:
+            return error_response(503, INTERNAL_ERROR, str(exc), headers={"Retry-After": str(exc.retry_after)})
+
+    def delete(self, request: Request, principal: Principal | None = None) -> Response:
+        """End the session named by the request (DELETE): 204, or 404 when it is not live
+        (or, with authorization on, belongs to another principal)."""
+        session_id = request.headers.get(SESSION_HEADER)
+        try:
+            check_protocol_header(request.headers.get(VERSION_HEADER))
+            self._owned(self.server.sessions.get(session_id), principal)
+        except ProtocolError as exc:
+            return error_response(400, exc.code, exc.message)
+        except (SessionNotFound, SessionRequired) as exc:
+            return error_response(404, INVALID_REQUEST, str(exc))
+        assert session_id is not None  # sessions.get refused a missing one
+        if not self.server.end_session(session_id):
+            return error_response(404, INVALID_REQUEST, "Session not found: it already ended or was never created here")
+        return Response(status=204)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def _owned(self, session: Session, principal: Principal | None) -> Session:
+        """``session``, if ``principal`` is the one it belongs to.
+
+        Raises:
+            SessionNotFound: it belongs to another principal (logged: a session id used with
+                someone else's token is a hijack attempt or a leaked id).
+        """
+        key = principal.key if principal is not None else None
+        if session.principal != key:
+            log.warning(
+                "refused session %s to %s: it belongs to another principal",
+                fingerprint(session.id),
+                logsafe.clip(principal.subject if principal is not None else "a request without a token"),
+            )
+            raise SessionNotFound(UNKNOWN_SESSION)
+        return session
+
+    def _initialize(self, request: jsonrpc.Request, session_id: str | None, principal: Principal | None) -> Response:
+        """``initialize`` over HTTP: a session and its ``Mcp-Session-Id`` header."""
+        if session_id is not None and session_id in self.server.sessions:
+            return error_response(
+                400,
+                INVALID_REQUEST,
+                "Bad Request: this session is already initialized; to start a "
+                "new session, send initialize without the Mcp-Session-Id header",
+                id=request.id,
+            )
+        try:
+            session, result = self.open_session(request, principal)
+        except ProtocolError as exc:
+            return error_response(400, exc.code, exc.message, id=request.id)
+        except SessionLimitReached as exc:
+            return error_response(
+                429,
+                INVALID_REQUEST,
+                f"Too Many Requests: {exc}",
+                id=request.id,
+                headers={"Retry-After": str(RETRY_AFTER)},
+            )
+        return json_response(200, jsonrpc.result(request.id, result), headers={SESSION_HEADER: session.id})
+
+    def open_session(
+        self, request: jsonrpc.Request, principal: Principal | None = None
+    ) -> tuple[Session, dict[str, Any]]:
+        """``initialize``: negotiate the version and create a session (MCP basic/lifecycle), for any transport.
+
+        Returns:
+            the new session and the ``InitializeResult``.
+        Raises:
+            ProtocolError: -32602 for bad params (no string ``protocolVersion``, capabilities
+                or clientInfo not objects or over ``max_client_info_bytes``).
+            SessionLimitReached: the process holds ``max_sessions`` sessions.
+        """
+        params = request.params
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: initialize needs params.protocolVersion (a string)")
+        capabilities = params.get("capabilities", {})
+        client_info = params.get("clientInfo", {})
+        if not isinstance(capabilities, dict) or not isinstance(client_info, dict):
+            raise ProtocolError(INVALID_PARAMS, "Invalid params: capabilities and clientInfo must be objects")
+        try:
+            # The session keeps both for its whole life: bound what one client can make it hold.
+            check_size("params.capabilities", capabilities, self.settings.max_client_info_bytes)
+            check_size("params.clientInfo", client_info, self.settings.max_client_info_bytes)
+        except ValueError as exc:
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
+        # initialize never negotiates a stateless version: those need no handshake.
+        version = requested if requested in versions.HANDSHAKE else versions.LATEST
+        session = self.server.sessions.create(
+            version, client_info, capabilities, principal.key if principal is not None else None
+        )
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": self.server.capabilities(version),
+            "serverInfo": {"name": self.server.name, "version": self.server.version},
+        }
+        if self.server.instructions:
+            result["instructions"] = self.server.instructions
+        # Clipped reprs: client-chosen strings must not flood the log or forge log lines.
+        log.info(
+            "session %s initialized: client %s %s, protocol %s, elicitation %s",
+            fingerprint(session.id),
+            logsafe.clip(client_info.get("name")),
+            logsafe.clip(client_info.get("version")),
+            version,
+            "yes" if session.client_supports_elicit() else "no",
+        )
+        return session, result
+
+    # -- requests of a session -----------------------------------------------------------
+
+    def handle(
+        self, session: Session, request: jsonrpc.Request, environ: dict[str, Any], principal: Principal | None = None
+    ) -> dict[str, Any] | ReplySink | DirectSink:
+        """A request of a live session: a JSON-RPC response, or the sink of a running handler.
+
+        ``environ`` is the WSGI environ, or ``{"wsgi.multithread": True}`` for a transport
+        that reads the client's answers on another thread (stdio).
+
+        Raises:
+            SessionNotFound: the session ended while the request arrived.
+            Busy: the call budget is taken.
+        """
+        try:
+            method = self._session_methods.get(request.method)
+            if method is not None:
+                return jsonrpc.result(request.id, method(session, request, principal))
+            if request.method not in self.server.methods():
+                return jsonrpc.error(request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}")
+            outcome = self.server.prepare(session, request, principal)
+            if isinstance(outcome, Work):
+                return self._start(session, request, outcome, environ)
+            return jsonrpc.result(request.id, outcome)
+        except ProtocolError as exc:
+            return jsonrpc.error(request.id, exc.code, exc.message, exc.data)
+
+    def _start(
+        self, session: Session, request: jsonrpc.Request, work: Work, environ: dict[str, Any]
+    ) -> ReplySink | DirectSink:
+        """Start ``work`` as a call of ``session``; its sink tells JSON from stream.
+
+        Under a WSGI server that is not multithreaded the call cannot wait for answers
+        (``wsgi.multithread`` false: the answer's POST could not be served meanwhile).
+
+        Raises:
+            Busy: the call budget is taken; nothing runs.
+        """
+        meta = request.params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        # Only an HTTP request's stream can be resumed: stdio has no connection to lose.
+        streams = session.streams if "REQUEST_METHOD" in environ else None
+        sink = new_sink(environ, self.settings.keepalive_interval, streams, self.settings.body_timeout)
+        call = Call(
+            session,
+            request.id,
+            sink,
+            token if jsonrpc.valid_id(token) else None,
+            self.server.pending,
+            self.settings.elicitation_timeout,
+            bool(environ.get("wsgi.multithread")),
+        )
+        try:
+            session.begin(call)
+        except ValueError as exc:
+            raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {exc}") from None
+        window = self.settings.resume_window
+        # The reason is built only when a call is given up: this runs for every call.
+        sink.on_close(
+            lambda: (
+                None
+                if sink.finished
+                else self.server.abort(
+                    call, ClientDisconnected(f"and did not resume the stream within {window:g} s (ZEMCP_RESUME_WINDOW)")
+                )
+            )
+        )
+
+        def job() -> None:
+            response = None
+            try:
+                response = self.server.execute(work, call)
+            finally:
+                if call.cancelled:
+                    response = None  # never answer a cancelled request, whatever ended it
+                session.finish(call)
+                sink.finish(response)
+
+        try:
+            self.server.start(job, sink)
+        except Busy:
+            session.finish(call)
+            raise
+        return sink
+
+    def cancel(self, session: Session, params: dict[str, Any]) -> None:
+        """``notifications/cancelled``: abort the named running request of ``session``."""
+        # Invalid or unknown ids are ignored, as basic/utilities/cancellation allows.
+        request_id, reason = params.get("requestId"), params.get("reason")
+        if not jsonrpc.valid_id(request_id):
+            return
+        call = session.call(request_id)
+        if call is not None:
+            self.server.abort(call, RequestCancelled(reason if isinstance(reason, str) else None))
+
+    def _set_log_level(self, session: Session, request: jsonrpc.Request) -> dict[str, Any]:
+        level = request.params.get("level")
+        if level not in LOG_LEVELS:
+            raise ProtocolError(
+                INVALID_PARAMS, f"Invalid params: level must be one of {', '.join(LOG_LEVELS)}, got {level!r}"
+            )
+        session.log_level = level
+        return {}
+
+
+def check_protocol_header(value: str | None) -> None:
+    """Check a handshake-era ``MCP-Protocol-Version`` request header (absent is accepted).
+
+    Raises:
+        ProtocolError: the value is not a handshake version this server supports.
+    """
+    if value is not None and value in versions.MODERN:
+        raise ProtocolError(
+            INVALID_REQUEST,
+            f"Bad Request: MCP-Protocol-Version {value!r} has no sessions: send the request without "
+            f"Mcp-Session-Id and with its params._meta envelope (io.modelcontextprotocol/protocolVersion, "
+            f"io.modelcontextprotocol/clientCapabilities)",
+        )
+    if value is not None and value not in versions.HANDSHAKE:
+        raise ProtocolError(
+            INVALID_REQUEST,
+            f"Bad Request: unsupported MCP-Protocol-Version {value!r} for a session; sessions support "
+            f"{', '.join(versions.HANDSHAKE)} (initialize negotiates one)",
+        )

@@ -1,0 +1,142 @@
+"""zemcp's gunicorn configuration: gthread workers sized from the ZEMCP_* settings.
+
+Every value comes from ``zemcp.Settings`` (environment variables ``ZEMCP_*``, documented in
+docs/configuration.md), so the server's thread budget and gunicorn's thread count cannot
+drift apart. gunicorn reads it as a configuration module (``gunicorn -c
+python:zemcp.http.gunicorn_conf app:app``); the repository's gunicorn.conf.py and ``zemcp run``
+use it too. Importing it makes a ``ZEMCP_REQUEST_STATE_KEY`` when none is set: import it in
+the master, before workers fork.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from typing import TYPE_CHECKING
+
+import zemcp
+from zemcp.eras.modern.request_state import new_key
+from zemcp.core.server import shutdown_all
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from gunicorn.arbiter import Arbiter
+    from gunicorn.workers.base import Worker
+
+# The master reads this file before it forks: a key made here is shared by every worker of
+# this instance, so any worker can open the 2026-07-28 requestState another one sealed.
+# Several instances (hosts) need ZEMCP_REQUEST_STATE_KEY set alike; see docs/deploy.md.
+if not os.environ.get("ZEMCP_REQUEST_STATE_KEY", "").strip():
+    os.environ["ZEMCP_REQUEST_STATE_KEY"] = new_key()
+
+_settings = zemcp.Settings.from_env()
+
+#: The gunicorn settings and hooks this module defines (what a config file star-imports).
+__all__ = [
+    "bind",
+    "worker_class",
+    "workers",
+    "threads",
+    "worker_connections",
+    "limit_request_field_size",
+    "timeout",
+    "graceful_timeout",
+    "keepalive",
+    "max_requests",
+    "control_socket_disable",
+    "accesslog",
+    "errorlog",
+    "loglevel",
+    "when_ready",
+    "post_fork",
+    "post_worker_init",
+]
+
+bind = [_settings.bind]
+# gthread, with limits on connections that send nothing or half a request head.
+worker_class = "zemcp.http.worker.ThreadWorker"
+# Handshake-era sessions and their pending elicitations live in the process that created
+# them: one worker, unless a proxy routes every request of a session to its owner.
+# 2026-07-28 requests are stateless and may be served by any worker.
+workers = _settings.workers
+threads = _settings.threads
+# Every busy thread's connection, and 1000 idle kept-alive ones on top: below that, a worker
+# whose threads all hold pending elicitations would stop accepting the answers' connections.
+worker_connections = _settings.threads + 1000
+# OAuth access tokens of identity providers that list groups or roles grow past gunicorn's
+# 8190-byte default for one header; the whole head stays capped at 64 KiB by the worker.
+limit_request_field_size = 32768
+# For gthread this is only a liveness heartbeat, not a request timeout, so long
+# elicitations are safe with the default.
+timeout = 30
+graceful_timeout = 30
+keepalive = 5
+# Restarting a worker drops its sessions; never recycle workers by request count.
+max_requests = 0
+# gunicorn's control socket has one default path per user; several instances would collide.
+control_socket_disable = True
+# Off unless ZEMCP_ACCESS_LOG names a target ("-" for stdout): a line per request is work on
+# every request that nobody may read.
+accesslog = _settings.access_log or None
+errorlog = "-"
+loglevel = "info"
+
+
+def when_ready(server: Arbiter) -> None:
+    """Warn at start-up when several workers share this instance's socket."""
+    if server.cfg.workers > 1 and server.log is not None:
+        server.log.warning(
+            "zemcp: %d workers share one listening socket. 2026-07-28 clients are served by any "
+            "worker, but a handshake-era session (initialize, Mcp-Session-Id) lives in one process, "
+            "and its requests reaching another give 404s and lost elicitation answers. For "
+            "handshake-era clients run one worker per instance behind a proxy that routes by "
+            "Mcp-Session-Id; see docs/deploy.md",
+            server.cfg.workers,
+        )
+
+
+def post_fork(server: Arbiter, worker: Worker) -> None:
+    """Make the app's thread budget follow the gunicorn thread count actually in use."""
+    os.environ["ZEMCP_THREADS"] = str(worker.cfg.threads)
+
+
+def post_worker_init(worker: Worker) -> None:
+    """Send zemcp's log records to gunicorn's error log, and end the sessions on a stop (graceful
+    or quick).
+
+    gunicorn's graceful stop waits up to ``graceful_timeout`` for open responses, and a
+    pending elicitation keeps one open; meanwhile new connections to this instance hang.
+    Ending the sessions when the worker is told to stop lets those streams finish at once.
+    """
+    error_log = worker.log.error_log
+    zemcp_log = logging.getLogger("zemcp")
+    zemcp_log.setLevel(error_log.level)
+    zemcp_log.propagate = False
+    for handler in error_log.handlers:
+        zemcp_log.addHandler(handler)
+
+    stop = worker.handle_exit
+    quit_now = worker.handle_quit
+
+    def end_sessions() -> None:
+        # Every zemcp Server of the worker, also one mounted inside a Flask or Django app.
+        ended = shutdown_all()
+        if ended:
+            worker.log.info("zemcp: ended %d session(s) for the stop", ended)
+
+    def handle_exit(sig: int, frame: FrameType | None) -> None:
+        stop(sig, frame)
+        end_sessions()
+
+    def handle_quit(sig: int, frame: FrameType | None) -> None:
+        # A quick stop (SIGINT, SIGQUIT) exits the process, which first waits for its threads:
+        # wake the handlers waiting for answers, or it would wait until it is killed.
+        end_sessions()
+        quit_now(sig, frame)
+
+    signal.signal(signal.SIGTERM, handle_exit)
+    signal.siginterrupt(signal.SIGTERM, False)
+    for quick in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(quick, handle_quit)

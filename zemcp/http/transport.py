@@ -1,0 +1,326 @@
+"""The Streamable HTTP transport as a WSGI application (MCP basic/transports), for both eras.
+
+One endpoint (``/mcp`` by default): POST carries one JSON-RPC message, GET reads a
+handshake-era session's SSE stream (resuming one with ``Last-Event-ID``), DELETE ends a
+session, everything else gets 405. This layer checks what every request must
+pass (Origin, Host, path, method, Content-Type, Accept, body size and pace, JSON-RPC
+syntax), then decides the protocol era once, by MCP 2026-07-28 basic/versioning's dual-era
+rule (:func:`zemcp.eras.modern.era.selects`), and hands the message to that era's module:
+:mod:`zemcp.eras.modern.era` (stateless 2026-07-28) or :mod:`zemcp.eras.handshake.era` (``initialize`` and
+sessions). The ``docs/transport.md`` table lists every status code.
+
+The in-place upgrade (:func:`zemcp.replies.responses.reply`): a request is answered
+``application/json`` when its handler returns without sending anything first; when the
+handler sends a message first, the response becomes ``text/event-stream``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from werkzeug.exceptions import ClientDisconnected, HTTPException
+from werkzeug.wrappers import Request, Response
+
+from zemcp import logsafe
+from zemcp.http import cors
+from zemcp.protocol import jsonrpc
+from zemcp.eras.modern import era as modern
+from zemcp.auth import Challenge, Principal, VerifierUnavailable
+from zemcp.config import Settings, is_loopback_host
+from zemcp.eras.handshake.era import SESSION_HEADER, HandshakeEra
+from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
+from zemcp.eras.modern.era import ModernEra
+from zemcp.replies.responses import WSGIResponse, challenge_response, error_response, json_response
+from zemcp.core.server import Server
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse
+
+log = logging.getLogger("zemcp.transport")
+
+ALLOW = "GET, POST, DELETE, OPTIONS"
+#: [seconds] how long a cache may keep the Protected Resource Metadata document.
+METADATA_MAX_AGE = 300
+#: [seconds] the Retry-After of a 503 when the authorization server cannot be asked.
+AUTH_RETRY_AFTER = 5
+#: Distinct ``Accept`` or ``Host`` values whose verdict is remembered (one or two in practice).
+VERDICT_CACHE_SIZE = 64
+
+
+class McpApp:
+    """WSGI application serving one :class:`Server` over Streamable HTTP.
+
+    Mount it as the whole app (gunicorn ``wsgi:app``) or under a prefix of an existing WSGI
+    stack (for example werkzeug's ``DispatcherMiddleware`` with ``endpoint="/"``).
+
+    Args:
+        server: the MCP server core.
+        endpoint: URL path of the endpoint; ``server.settings.endpoint`` when omitted.
+    """
+
+    def __init__(self, server: Server, endpoint: str | None = None):
+        self.server = server
+        self.settings: Settings = server.settings
+        self.endpoint = (endpoint or self.settings.endpoint).rstrip("/")
+        # Decided once: parsing the bind address on every request would be wasted work.
+        self._check_host = self.settings.bind_is_loopback
+        self.handshake = HandshakeEra(server)
+        self.modern = ModernEra(server)
+        self._threading_checked = False
+        # Clients send the same Host and Accept on every request: each distinct value is judged once.
+        self._accept_cache: dict[str, bool] = {}
+        self._host_cache: dict[str, bool] = {}
+        self._origin_cache: dict[str, bool] = {}
+        self.auth = server.auth
+        self._warn_if_exposed()
+
+    def _warn_if_exposed(self) -> None:
+        bind = self.settings.bind
+        if bind.startswith("unix:") or self.settings.bind_is_loopback:
+            return
+        if self.auth is None:
+            log.warning(
+                "AUTHORIZATION IS OFF and this server binds to %s, which is not a loopback address: anyone who "
+                "reaches it can call every tool. Turn authorization on (ZEMCP_AUTH=jwt or introspection, "
+                "docs/security.md) or bind to 127.0.0.1",
+                bind,
+            )
+        elif not self.settings.auth_resource and self.auth.resource == self.settings.auth_resource_url:
+            log.warning(
+                "ZEMCP_AUTH_RESOURCE is not set: tokens must be issued for %s; set it to the URL clients use "
+                "(https://host/mcp behind TLS or a proxy)",
+                self.auth.resource,
+            )
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        """The WSGI entry point (PEP 3333): answer one HTTP request."""
+        if not self._threading_checked:
+            self._threading_checked = True
+            if not environ.get("wsgi.multithread"):
+                log.warning(
+                    "this WSGI server serves one request at a time per process (wsgi.multithread is false): "
+                    "a handshake-era elicitation, sampling or roots request could never receive its answer, so "
+                    "it fails at once with CannotWait. Serve zemcp with gunicorn's gthread worker "
+                    "(gunicorn -c gunicorn.conf.py); 2026-07-28 clients and plain calls work either way"
+                )
+        origin = environ.get("HTTP_ORIGIN")
+        if origin is not None and _remembered(self._origin_cache, origin, self._origin_allowed):
+            # Every response to an allowed page, streams included, says the page may read it.
+            start_response = cors.with_response_headers(start_response, origin)
+        try:
+            response = self.dispatch(Request(environ))
+        except HTTPException as exc:  # werkzeug's own refusals (bad headers and the like)
+            response = error_response(exc.code or 400, INVALID_REQUEST, f"{exc.name}: {exc.description}")
+        return response(environ, start_response)
+
+    def dispatch(self, request: Request) -> WSGIResponse:
+        """Answer one HTTP request; the checks run in the order of ``docs/transport.md``."""
+        refusal = self._check_origin_and_host(request)
+        if refusal is not None:
+            return refusal
+        path = request.path.rstrip("/")
+        if self.auth is not None and self.auth.metadata_path in (
+            path,
+            (request.script_root + request.path).rstrip("/"),
+        ):
+            return self._metadata(request)
+        if path != self.endpoint:
+            return error_response(
+                404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {request.script_root + self.endpoint or '/'}"
+            )
+        if request.method == "OPTIONS":
+            return self._preflight(request)
+        principal = None
+        if self.auth is not None:
+            try:
+                principal = self.auth.authenticate(request.headers.get("Authorization"))
+            except Challenge as exc:
+                return challenge_response(exc)
+            except VerifierUnavailable as exc:
+                return error_response(
+                    503,
+                    jsonrpc.INTERNAL_ERROR,
+                    f"Service Unavailable: {exc}; try again later",
+                    headers={"Retry-After": str(AUTH_RETRY_AFTER)},
+                )
+        if request.method == "POST":
+            return self._post(request, principal)
+        has_session = request.headers.get(SESSION_HEADER) is not None
+        if request.method == "DELETE" and has_session:
+            return self.handshake.delete(request, principal)
+        if request.method == "GET" and has_session:
+            return self.handshake.get(request, principal)
+        if request.method == "GET":
+            why = (
+                "GET reads a session's SSE stream and needs its Mcp-Session-Id header (2026-07-28 clients "
+                "use subscriptions/listen)"
+            )
+        elif request.method == "DELETE":
+            why = "DELETE ends a session and needs its Mcp-Session-Id header (2026-07-28 requests have no sessions)"
+        else:
+            why = f"{request.method} is not supported"
+        return error_response(
+            405,
+            INVALID_REQUEST,
+            f"Method Not Allowed: {why}; use POST (and GET or DELETE with a session)",
+            headers={"Allow": ALLOW},
+        )
+
+    def _preflight(self, request: Request) -> Response:
+        """``OPTIONS``: a browser's CORS preflight (from an allowed Origin, checked before), else the methods."""
+        origin = request.headers.get("Origin")
+        if origin is None or "Access-Control-Request-Method" not in request.headers:
+            return Response(status=204, headers={"Allow": ALLOW})
+        return Response(
+            status=204, headers=cors.preflight_headers(origin, request.headers.get("Access-Control-Request-Headers"))
+        )
+
+    def _metadata(self, request: Request) -> Response:
+        """The Protected Resource Metadata document (RFC 9728), served without a token."""
+        if request.method == "OPTIONS":
+            return self._preflight(request)
+        if request.method not in ("GET", "HEAD"):
+            return error_response(
+                405,
+                INVALID_REQUEST,
+                "Method Not Allowed: the resource metadata is read with GET",
+                headers={"Allow": "GET, HEAD, OPTIONS"},
+            )
+        assert self.auth is not None  # dispatch serves the metadata only with authorization on
+        return json_response(
+            200,
+            self.auth.metadata(self.server.declared_scopes()),
+            headers={"Cache-Control": f"public, max-age={METADATA_MAX_AGE}"},
+        )
+
+    def _check_origin_and_host(self, request: Request) -> Response | None:
+        origin = request.headers.get("Origin")
+        if origin is not None and not _remembered(self._origin_cache, origin, self._origin_allowed):
+            log.warning("refused Origin %s", logsafe.clip(origin))
+            return error_response(
+                403, INVALID_REQUEST, f"Forbidden: Origin {origin!r} is not allowed; add it to ZEMCP_ALLOWED_ORIGINS"
+            )
+        host = request.environ.get("HTTP_HOST")
+        if host is not None and self._check_host and not _remembered(self._host_cache, host, _is_loopback_name):
+            log.warning("refused Host %s on a loopback bind", logsafe.clip(host))
+            return error_response(
+                403,
+                INVALID_REQUEST,
+                f"Forbidden: Host {host!r} is not a loopback name; this server is bound to loopback",
+            )
+        return None
+
+    def _accepts_both(self, request: Request) -> bool:
+        """True when ``Accept`` accepts both application/json and text/event-stream (werkzeug's rules)."""
+        value = request.environ.get("HTTP_ACCEPT")
+        if not value:
+            return False
+        return _remembered(
+            self._accept_cache,
+            value,
+            lambda _: bool(
+                request.accept_mimetypes["application/json"] and request.accept_mimetypes["text/event-stream"]
+            ),
+        )
+
+    def _origin_allowed(self, origin: str) -> bool:
+        normalized = origin.rstrip("/").lower()
+        if normalized in self.settings.allowed_origins:
+            return True
+        parts = urlsplit(normalized)
+        return parts.scheme in ("http", "https") and parts.hostname is not None and is_loopback_host(parts.hostname)
+
+    def _post(self, request: Request, principal: Principal | None) -> WSGIResponse:
+        if request.mimetype != "application/json":
+            got = repr(request.mimetype) if request.mimetype else "none"
+            return error_response(
+                415, INVALID_REQUEST, f"Unsupported Media Type: Content-Type must be application/json, got {got}"
+            )
+        if not self._accepts_both(request):
+            return error_response(
+                406,
+                INVALID_REQUEST,
+                "Not Acceptable: the Accept header must list both application/json and text/event-stream",
+            )
+        try:
+            body = self._read_body(request)
+        except TimeoutError:
+            client = request.environ.get("gunicorn.socket")
+            if client is not None:
+                # Stop reading from the stalled client, so gunicorn does not wait to drain
+                # the rest of its body before freeing this thread.
+                with contextlib.suppress(OSError):
+                    client.shutdown(socket.SHUT_RD)
+            return error_response(
+                408,
+                INVALID_REQUEST,
+                f"Request Timeout: the body stalled for over {self.settings.body_timeout:g} s (ZEMCP_BODY_TIMEOUT)",
+            )
+        if body is None:
+            return error_response(
+                413,
+                INVALID_REQUEST,
+                f"Payload Too Large: the body exceeds {self.settings.max_body_bytes} bytes (ZEMCP_MAX_BODY_BYTES)",
+            )
+        try:
+            message = jsonrpc.parse(body)
+        except ProtocolError as exc:
+            return json_response(400, exc.to_message())
+        # The era is decided here, once; each era's module does the rest.
+        era = self.modern if modern.selects(message, request.headers) else self.handshake
+        return era.post(request, message, principal)
+
+    def _read_body(self, request: Request) -> bytes | None:
+        """The whole body, or None when it is over the limit (chunked bodies included).
+
+        Raises:
+            TimeoutError: under gunicorn, the client sent nothing for ``body_timeout`` seconds.
+        """
+        limit = self.settings.max_body_bytes
+        length = request.content_length
+        if length is not None and length > limit:
+            return None
+        # A client that stalls mid-body would hold this thread for good; bound each wait.
+        client = request.environ.get("gunicorn.socket")
+        if client is not None:
+            client.settimeout(self.settings.body_timeout)
+        try:
+            if length is not None:
+                # The common case: one read of the declared length (PEP 3333), no stream wrapper.
+                body: bytes = request.environ["wsgi.input"].read(length)
+                if len(body) < length:
+                    raise ClientDisconnected()
+                return body
+            stream = request.stream
+            chunks: list[bytes] = []
+            total = 0
+            while True:
+                chunk = stream.read(min(65536, limit + 1 - total))
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+                total += len(chunk)
+                if total > limit:
+                    return None
+        finally:
+            if client is not None:
+                client.settimeout(None)
+
+
+def _is_loopback_name(host: str) -> bool:
+    return is_loopback_host(urlsplit("//" + host).hostname or "")
+
+
+def _remembered(cache: dict[str, bool], value: str, judge: Callable[[str], bool]) -> bool:
+    """``judge(value)``, remembered in ``cache`` for up to :data:`VERDICT_CACHE_SIZE` distinct values."""
+    known = cache.get(value)
+    if known is None:
+        known = judge(value)
+        if len(cache) < VERDICT_CACHE_SIZE:
+            cache[value] = known
+    return known

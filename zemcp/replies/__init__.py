@@ -1,0 +1,1 @@
+"""What goes back to the client: reply sinks, JSON bodies and event streams."""
