@@ -10,7 +10,7 @@ round with an ``InputRequiredResult`` and replayed on the retry (zemcp/eras/mode
 """
 
 import zemcp
-from zemcp.cli.commands import CommandRegistry, add_builtin_commands, add_execute_tool
+from zemcp.commands import CommandRegistry, add_builtin_commands, add_execute_tool
 
 
 def create_app(settings: zemcp.Settings | None = None) -> zemcp.McpApp:

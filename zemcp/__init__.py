@@ -7,8 +7,7 @@ endpoint: the stateless 2026-07-28 revision and the handshake versions 2024-11-0
 ``ctx.elicit(...)``, with the same code in both eras.
 """
 
-__version__ = "0.1.0"
-
+from zemcp import moved
 from zemcp.config import Settings
 from zemcp.core.context import (
     Ask,
@@ -24,6 +23,9 @@ from zemcp.core.context import (
     Sample,
     URLElicitationRequired,
 )
+from zemcp.core.server import Server
+from zemcp.core.tools import ToolError
+from zemcp.http.transport import McpApp
 from zemcp.protocol.elicitation import (
     ClientDisconnected,
     ElicitAborted,
@@ -39,9 +41,7 @@ from zemcp.protocol.elicitation import (
     SessionEnded,
 )
 from zemcp.protocol.headers import McpHeader
-from zemcp.core.server import Server
-from zemcp.core.tools import ToolError
-from zemcp.http.transport import McpApp
+from zemcp.version import __version__
 
 __all__ = [
     "__version__",
@@ -75,3 +75,5 @@ __all__ = [
     "SessionEnded",
     "ClientDisconnected",
 ]
+
+moved.install()

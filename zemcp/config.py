@@ -18,10 +18,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from zemcp.state.eventlogs import StreamLimits
-
 ENV_PREFIX = "ZEMCP_"
 _INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """The knobs of resumable streams (``Settings`` fields of the same meaning).
+
+    Attributes:
+        retry: [seconds] the SSE ``retry`` sent to clients: how long to wait before reconnecting.
+        window: [seconds] how long a stream without a connection waits for its client, and how
+            long a finished stream stays resumable.
+        max_events: events one stream's replay buffer holds at most.
+        max_bytes: [bytes] the most one stream's replay buffer holds (its last event is always kept).
+        poll_interval: [seconds] a connection of a stream is ended (SSE polling) after this long; 0 never.
+    """
+
+    retry: float = 1.0
+    window: float = 60.0
+    max_events: int = 256
+    max_bytes: int = 1024 * 1024
+    poll_interval: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -255,7 +273,7 @@ class Settings:
 
     @property
     def stream_limits(self) -> StreamLimits:
-        """The knobs of resumable streams (:class:`zemcp.state.eventlogs.StreamLimits`)."""
+        """The knobs of resumable streams (:class:`StreamLimits`)."""
         return StreamLimits(
             retry=self.stream_retry,
             window=self.resume_window,

@@ -95,7 +95,7 @@ def test_run_serves_a_file_with_the_gthread_worker_and_its_thread_budget(serve):
         assert post(url, answer, headers).status_code == 202
         final = next(json.loads(line[6:]) for line in lines if line.startswith(b"data: "))
         assert final["result"]["content"][0]["text"] == "Hello, Ada!"
-    assert "Using worker: zemcp.http.worker.ThreadWorker" in log.read_text()
+    assert "Using worker: zemcp.worker.ThreadWorker" in log.read_text()
     url, _ = serve("wsgi:app", "--threads", "8")
     headers = session(url)
     r = post(

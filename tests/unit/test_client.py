@@ -13,7 +13,6 @@ from click.testing import CliRunner
 from requests.adapters import HTTPAdapter
 
 from zemcp import __version__
-from zemcp.cli.mcptest import main
 from zemcp.cli.client import (
     AnswerQueue,
     CallTool,
@@ -29,6 +28,7 @@ from zemcp.cli.client import (
     parse_directive,
     parse_duration,
 )
+from zemcp.cli.mcptest import main
 
 # -- SSE parser ------------------------------------------------------------------------
 

@@ -5,9 +5,9 @@ import logging
 import pytest
 
 from zemcp.core.completions import MAX_VALUES, CompletionRegistry
-from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from zemcp.core.prompts import PromptRegistry, make_prompt
 from zemcp.core.resources import ResourceRegistry
+from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 
 LANGUAGES = ["python", "perl", "php", "rust"]
 

@@ -6,9 +6,10 @@ from types import SimpleNamespace
 import pytest
 
 from zemcp.protocol import jsonrpc
-from zemcp.state.correlation import CapacityError, CorrelationTable
-from zemcp.state.sessions import Session
 from zemcp.replies.sinks import ReplySink
+from zemcp.state.correlation import CorrelationTable
+from zemcp.state.interfaces import CapacityError
+from zemcp.state.sessions import Session
 
 
 def session():
@@ -85,8 +86,8 @@ def test_abandon_matches_only_unresolved_entries():
     call_a, call_b = waiter(), waiter()
     pa, pb = table.register(s, call_a), table.register(s, call_b)
     reason = RuntimeError("gone")
-    assert table.abandon(lambda p: p.call is call_a, reason) == 1
+    assert table.end_call(call_a, reason) == 1
     with pytest.raises(RuntimeError, match="gone"):
         table.wait(pa, 1)
     assert table.resolve(s.id, accept(pb.id))
-    assert table.abandon(lambda p: True, reason) == 0, "resolved and abandoned entries are not ended again"
+    assert table.end_session(s.id, reason) == 0, "resolved and abandoned entries are not ended again"

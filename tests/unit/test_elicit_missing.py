@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 import pytest
 
 import zemcp
-from zemcp.core import schemas
 from zemcp.cli.commands import CommandRegistry, add_builtin_commands, add_execute_tool
+from zemcp.core import schemas
 from zemcp.core.tools import Tool
 
 

@@ -4,9 +4,9 @@ import threading
 
 import pytest
 
-from zemcp.protocol import jsonrpc
 from zemcp.core.context import Context
-from zemcp.state.correlation import CorrelationTable
+from zemcp.eras.handshake.call import Call
+from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import (
     ClientDisconnected,
     ElicitCancelled,
@@ -21,8 +21,9 @@ from zemcp.protocol.elicitation import (
     check_requested_schema,
     interpret_answer,
 )
-from zemcp.state.sessions import Call, Session
 from zemcp.replies.sinks import ReplySink
+from zemcp.state.correlation import CorrelationTable
+from zemcp.state.sessions import Session
 
 GOOD = [
     {"type": "object", "properties": {"name": {"type": "string"}}},
@@ -225,7 +226,7 @@ def test_abandon_wakes_the_waiter_with_the_reason(reason):
     call = new_call({"elicitation": {}}, table)
     thread, box = run_elicit(call)
     first_frame(call.sink)
-    assert table.abandon(lambda p: p.call is call, reason) == 1
+    assert table.end_call(call, reason) == 1
     thread.join(5)
     assert box["error"] is reason
     assert table.count() == 0

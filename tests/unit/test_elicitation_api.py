@@ -9,13 +9,14 @@ import time
 import pytest
 
 import zemcp
-from zemcp.protocol import jsonrpc
-from zemcp.state import sessions as session_module
 from zemcp.core.context import Context
-from zemcp.state.correlation import CorrelationTable
+from zemcp.eras.handshake.call import Call
+from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import ElicitMalformed, ElicitTimeout, interpret_answer
-from zemcp.state.sessions import Call, Session
 from zemcp.replies.sinks import ReplySink
+from zemcp.state import sessions as session_module
+from zemcp.state.correlation import CorrelationTable
+from zemcp.state.sessions import Session
 
 ASK = {"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array"}}, "required": ["name"]}
 FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}

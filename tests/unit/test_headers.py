@@ -8,6 +8,7 @@ from werkzeug.datastructures import EnvironHeaders, Headers
 
 import zemcp
 from zemcp.core import schemas
+from zemcp.core.tools import Tool
 from zemcp.protocol.headers import (
     HEADER_MISMATCH,
     HeaderError,
@@ -20,7 +21,6 @@ from zemcp.protocol.headers import (
     param_headers,
     standard_headers,
 )
-from zemcp.core.tools import Tool
 
 V = "2026-07-28"
 

@@ -2,11 +2,11 @@
 
 import pytest
 
+from zemcp.eras.modern.mrtr import InputRequired, ReplayMismatch, Round, check_responses, parse_state, question_digest
 from zemcp.protocol.capabilities import ClientView
 from zemcp.protocol.elicitation import ClientDisconnected
 from zemcp.protocol.inputs import InputRequest
 from zemcp.protocol.jsonrpc import ProtocolError
-from zemcp.eras.modern.mrtr import InputRequired, ReplayMismatch, Round, check_responses, parse_state, question_digest
 from zemcp.replies.sinks import ReplySink
 
 CLIENT = ClientView("2026-07-28", {}, {"elicitation": {}})

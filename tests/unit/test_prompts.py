@@ -7,9 +7,9 @@ from typing import Annotated, Optional
 
 import pytest
 
+from zemcp.core.prompts import PromptArgument, PromptRegistry, make_prompt, to_messages
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from zemcp.protocol.pagination import encode_cursor
-from zemcp.core.prompts import PromptArgument, PromptRegistry, make_prompt, to_messages
 
 
 def review(

@@ -6,9 +6,9 @@ import logging
 import pytest
 
 from zemcp.core import resources
+from zemcp.core.resources import RESOURCE_NOT_FOUND, ResourceNotFound, ResourceRegistry, UriTemplate
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from zemcp.protocol.pagination import encode_cursor
-from zemcp.core.resources import RESOURCE_NOT_FOUND, ResourceNotFound, ResourceRegistry, UriTemplate
 
 
 @pytest.fixture

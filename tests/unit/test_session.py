@@ -2,16 +2,10 @@
 
 import pytest
 
-from zemcp.state.sessions import (
-    Call,
-    Session,
-    SessionLimitReached,
-    SessionNotFound,
-    SessionRegistry,
-    SessionRequired,
-    fingerprint,
-)
+from zemcp.eras.handshake.call import Call
 from zemcp.replies.sinks import ReplySink
+from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired
+from zemcp.state.sessions import Session, SessionRegistry, fingerprint
 
 
 def registry(max_sessions=10, ttl=60, ended=None):

@@ -3,7 +3,8 @@
 import threading
 import time
 
-from zemcp.replies.sinks import KEEPALIVE, ReplySink
+from zemcp.replies.sinks import ReplySink
+from zemcp.state.interfaces import KEEPALIVE
 
 
 def test_finish_without_sending_is_plain_json():

@@ -5,19 +5,9 @@ import time
 
 import pytest
 
-from zemcp.replies.sinks import KEEPALIVE
-from zemcp.state.eventlogs import (
-    REQUEST,
-    STANDALONE,
-    BadEventId,
-    EventLog,
-    ReplayBudget,
-    SessionStreams,
-    StreamGone,
-    StreamLimits,
-    StreamNotFound,
-    parse_event_id,
-)
+from zemcp.config import StreamLimits
+from zemcp.state.eventlogs import EventLog, ReplayBudget, SessionStreams, parse_event_id
+from zemcp.state.interfaces import KEEPALIVE, REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound
 
 
 def payloads(items):

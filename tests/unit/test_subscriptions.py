@@ -2,8 +2,11 @@
 
 import pytest
 
-from zemcp.state.eventlogs import STANDALONE, EventLog, StreamLimits
-from zemcp.state.subscriptions import ListenLimitReached, SubscriptionHub
+from zemcp.config import StreamLimits
+from zemcp.replies.sinks import ReplySink
+from zemcp.state.eventlogs import EventLog
+from zemcp.state.interfaces import STANDALONE, ListenLimitReached
+from zemcp.state.subscriptions import SubscriptionHub
 
 ALL = {
     "toolsListChanged": True,
@@ -42,8 +45,10 @@ def test_a_bad_filter_is_refused(requested):
 def test_notifications_reach_only_the_streams_that_asked():
     """list_changed and resource_updated go to matching streams, tagged with their subscription id."""
     hub = SubscriptionHub(4)
-    tools = hub.open(7, {"toolsListChanged": True}, frozenset({"notifications/tools/list_changed"}), frozenset())
-    res = hub.open("s", {}, frozenset(), frozenset({"a://1"}))
+    tools = hub.open(
+        7, {"toolsListChanged": True}, frozenset({"notifications/tools/list_changed"}), frozenset(), ReplySink()
+    )
+    res = hub.open("s", {}, frozenset(), frozenset({"a://1"}), ReplySink())
     assert hub.list_changed("toolsListChanged") == 1
     assert hub.resource_updated("a://1") == 1 and hub.resource_updated("a://2") == 0
     ack, change = frames(tools, 2)
@@ -61,18 +66,18 @@ def test_notifications_reach_only_the_streams_that_asked():
 def test_the_cap_counts_open_streams():
     """Beyond max_streams open fails; closing a stream frees its slot."""
     hub = SubscriptionHub(1)
-    sink = hub.open(1, {}, frozenset(), frozenset())
+    sink = hub.open(1, {}, frozenset(), frozenset(), ReplySink())
     with pytest.raises(ListenLimitReached, match="ZEMCP_MAX_LISTEN_STREAMS"):
-        hub.open(2, {}, frozenset(), frozenset())
+        hub.open(2, {}, frozenset(), frozenset(), ReplySink())
     sink.close()
     assert hub.count() == 0
-    hub.open(3, {}, frozenset(), frozenset())
+    hub.open(3, {}, frozenset(), frozenset(), ReplySink())
 
 
 def test_close_all_answers_each_listen_request():
     """A server-side end finishes each stream with a result for its request id."""
     hub = SubscriptionHub(2)
-    sink = hub.open(9, {}, frozenset(), frozenset())
+    sink = hub.open(9, {}, frozenset(), frozenset(), ReplySink())
     assert hub.close_all({"resultType": "complete"}) == 1
     assert list(sink.frames(0.01))[-1] == {
         "jsonrpc": "2.0",

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from zemcp import __version__
+from zemcp.version import __version__
 
 CLIENT_NAME = "zemcp-test"
 DEFAULT_PROTOCOL_VERSION = "2025-06-18"

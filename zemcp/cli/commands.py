@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from zemcp.core.context import Context
-from zemcp.state.sessions import fingerprint
 from zemcp.core.tools import ToolError
+from zemcp.state.sessions import fingerprint
 
 if TYPE_CHECKING:
-    from zemcp.protocol.capabilities import ClientView
     from zemcp.core.server import Server
+    from zemcp.protocol.capabilities import ClientView
     from zemcp.state.sessions import Session
 
 _WORD = re.compile(r"\S+")

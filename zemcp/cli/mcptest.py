@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from zemcp import __version__
+from zemcp.version import __version__
 
 try:
     from zemcp.cli.client import DEFAULT_PROTOCOL_VERSION, ClientError, McpTestClient

@@ -22,15 +22,14 @@ import sys
 import threading
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from zemcp.protocol import jsonrpc
-from zemcp.protocol import versions
-from zemcp.eras.handshake.era import HandshakeEra
-from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
-from zemcp.eras.modern.era import META_VERSION, UNSUPPORTED_VERSION, ModernEra, retire_codes
 from zemcp.core.server import Busy, Server
-from zemcp.state.sessions import Session, SessionLimitReached, SessionNotFound
-from zemcp.replies.sinks import KEEPALIVE, ReplySink
-from zemcp.state.subscriptions import ListenLimitReached
+from zemcp.eras.handshake.era import HandshakeEra
+from zemcp.eras.modern.era import META_VERSION, UNSUPPORTED_VERSION, ModernEra, retire_codes
+from zemcp.protocol import jsonrpc, versions
+from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
+from zemcp.replies.sinks import ReplySink
+from zemcp.state.interfaces import KEEPALIVE, ListenLimitReached, SessionLimitReached, SessionNotFound
+from zemcp.state.sessions import Session
 
 if TYPE_CHECKING:
     from zemcp.replies.responses import DirectSink

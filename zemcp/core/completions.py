@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from zemcp.core.context import HANDLER_ERRORS
-from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from zemcp.core.prompts import PromptRegistry
 from zemcp.core.resources import ResourceRegistry
+from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 
 log = logging.getLogger("zemcp.completions")
 

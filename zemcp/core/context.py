@@ -15,18 +15,16 @@ import math
 import secrets
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from zemcp.protocol import elicitation
-from zemcp.protocol import jsonrpc
-from zemcp.protocol import versions
+from zemcp.protocol import elicitation, jsonrpc, versions
 from zemcp.protocol.capabilities import LOG_LEVELS
-from zemcp.state.correlation import CapacityError
 from zemcp.protocol.elicitation import ElicitAborted, ElicitError
 from zemcp.protocol.inputs import InputRequest
+from zemcp.state.interfaces import CapacityError
 
 if TYPE_CHECKING:
     from zemcp.auth import Principal
+    from zemcp.core.exchange import Exchange
     from zemcp.protocol.capabilities import ClientView
-    from zemcp.protocol.inputs import Exchange
     from zemcp.state.sessions import Session
 
 T = TypeVar("T")

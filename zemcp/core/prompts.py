@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from zemcp import logsafe
-from zemcp.protocol import pagination
 from zemcp.core import schemas
-from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 from zemcp.core.context import HANDLER_ERRORS, ClientRequestError
+from zemcp.protocol import pagination
+from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 from zemcp.protocol.elicitation import ElicitAborted, ElicitError
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 

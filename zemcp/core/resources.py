@@ -21,10 +21,10 @@ from typing import Any
 from urllib.parse import unquote
 
 from zemcp import logsafe
-from zemcp.protocol import pagination
 from zemcp.core import schemas
-from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 from zemcp.core.context import HANDLER_ERRORS, ClientRequestError
+from zemcp.protocol import pagination
+from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 from zemcp.protocol.elicitation import ElicitAborted, ElicitError
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 

@@ -27,28 +27,25 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
-from zemcp import __version__, logsafe
-from zemcp.protocol import jsonrpc
-from zemcp.protocol import versions
+from zemcp import logsafe
 from zemcp.auth import Authorization, InsufficientScope, Principal
+from zemcp.config import Settings
+from zemcp.core.completions import CompletionRegistry
+from zemcp.core.context import CallFinished, Context, URLElicitationRequired
+from zemcp.core.exchange import Exchange, RoundEnded
+from zemcp.core.prompts import PromptRegistry, make_prompt
+from zemcp.core.resources import Resource, ResourceRegistry
+from zemcp.core.tools import Tool, ToolRegistry, error_result
+from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import ClientView
-from zemcp.core.completions import CompletionRegistry
-from zemcp.config import Settings
-from zemcp.core.context import CallFinished, Context, URLElicitationRequired
-from zemcp.state.correlation import CorrelationTable
 from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled, SessionEnded
-from zemcp.protocol.inputs import Exchange
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
-from zemcp.eras.modern.mrtr import RoundEnded
 from zemcp.protocol.pagination import PAGE_SIZE, list_result
-from zemcp.core.prompts import PromptRegistry, make_prompt
-from zemcp.eras.modern.request_state import RequestStateSealer, new_key
-from zemcp.core.resources import Resource, ResourceRegistry
-from zemcp.state.sessions import Session, SessionRegistry, fingerprint
-from zemcp.state.eventlogs import REQUEST, STANDALONE, ReplayBudget
-from zemcp.state.subscriptions import ListenLimitReached, SubscriptionHub
-from zemcp.core.tools import Tool, ToolRegistry, error_result
+from zemcp.state import open_state
+from zemcp.state.interfaces import REQUEST, STANDALONE, ListenLimitReached
+from zemcp.state.sessions import Session, fingerprint
+from zemcp.version import __version__
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _T = TypeVar("_T")
@@ -149,21 +146,11 @@ class Server:
         self.resources = ResourceRegistry()
         self.prompts = PromptRegistry()
         self.completions = CompletionRegistry(self.prompts, self.resources)
-        self.pending = CorrelationTable(self.settings.pending_budget, self.settings.session_pending_budget)
-        self.replay_budget = ReplayBudget(self.settings.max_replay_bytes)
-        self.sessions = SessionRegistry(
-            self.settings.max_sessions,
-            self.settings.session_ttl,
-            self._session_ended,
-            self.settings.instance,
-            self.settings.stream_limits,
-            self.replay_budget,
-        )
-        # Without configured keys, only this process can open the states it seals.
-        self.request_states = RequestStateSealer(
-            self.settings.request_state_key or (new_key(),), self.settings.elicitation_timeout, name
-        )
-        self.subscriptions = SubscriptionHub(self.settings.listen_budget)
+        self.state = open_state(self.settings, self._session_ended)
+        self.sessions = self.state.sessions
+        self.pending = self.state.pending
+        self.replay_budget = self.state.replay_budget
+        self.subscriptions = self.state.fanout
         self._admission = threading.Lock()
         self._running = 0
         # Connections that read a session's stream by GET (each holds a gunicorn thread):
@@ -500,13 +487,13 @@ class Server:
         self.resources.forget_session(session.id)
         self.subscriptions.drop_session(session.id)
         session.streams.close()
-        n = self.pending.abandon(lambda p: p.session_id == session.id, reason)
+        n = self.pending.end_session(session.id, reason)
         log.info("session %s ended (%s); %d pending server-to-client request(s) ended", fingerprint(session.id), why, n)
 
     def abort(self, call: Any, reason: ElicitAborted) -> None:
         """End a running request's waits (its handler raises ``reason`` at its next ``ctx`` use)."""
         if call.abort(reason):
-            self.pending.abandon(lambda p: p.call is call, reason)
+            self.pending.end_call(call, reason)
 
     # -- the era-agnostic methods --------------------------------------------------------
 

@@ -25,12 +25,10 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
 from zemcp import logsafe
-from zemcp.protocol import elicitation
-from zemcp.protocol import headers
 from zemcp.core import schemas
-from zemcp.protocol import versions
-from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 from zemcp.core.context import HANDLER_ERRORS, ClientRequestError, Context, URLElicitationRequired
+from zemcp.protocol import elicitation, headers, versions
+from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 
 log = logging.getLogger("zemcp.tools")
 

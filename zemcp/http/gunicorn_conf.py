@@ -3,7 +3,7 @@
 Every value comes from ``zemcp.Settings`` (environment variables ``ZEMCP_*``, documented in
 docs/configuration.md), so the server's thread budget and gunicorn's thread count cannot
 drift apart. gunicorn reads it as a configuration module (``gunicorn -c
-python:zemcp.http.gunicorn_conf app:app``); the repository's gunicorn.conf.py and ``zemcp run``
+python:zemcp.gunicorn_conf app:app``); the repository's gunicorn.conf.py and ``zemcp run``
 use it too. Importing it makes a ``ZEMCP_REQUEST_STATE_KEY`` when none is set: import it in
 the master, before workers fork.
 """
@@ -15,9 +15,9 @@ import os
 import signal
 from typing import TYPE_CHECKING
 
-import zemcp
-from zemcp.eras.modern.request_state import new_key
+from zemcp.config import Settings
 from zemcp.core.server import shutdown_all
+from zemcp.eras.modern.request_state import new_key
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 if not os.environ.get("ZEMCP_REQUEST_STATE_KEY", "").strip():
     os.environ["ZEMCP_REQUEST_STATE_KEY"] = new_key()
 
-_settings = zemcp.Settings.from_env()
+_settings = Settings.from_env()
 
 #: The gunicorn settings and hooks this module defines (what a config file star-imports).
 __all__ = [
@@ -56,7 +56,7 @@ __all__ = [
 
 bind = [_settings.bind]
 # gthread, with limits on connections that send nothing or half a request head.
-worker_class = "zemcp.http.worker.ThreadWorker"
+worker_class = "zemcp.worker.ThreadWorker"
 # Handshake-era sessions and their pending elicitations live in the process that created
 # them: one worker, unless a proxy routes every request of a session to its owner.
 # 2026-07-28 requests are stateless and may be served by any worker.

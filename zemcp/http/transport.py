@@ -27,16 +27,16 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
-from zemcp.http import cors
-from zemcp.protocol import jsonrpc
-from zemcp.eras.modern import era as modern
 from zemcp.auth import Challenge, Principal, VerifierUnavailable
 from zemcp.config import Settings, is_loopback_host
-from zemcp.eras.handshake.era import SESSION_HEADER, HandshakeEra
-from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
-from zemcp.eras.modern.era import ModernEra
-from zemcp.replies.responses import WSGIResponse, challenge_response, error_response, json_response
 from zemcp.core.server import Server
+from zemcp.eras.handshake.era import SESSION_HEADER, HandshakeEra
+from zemcp.eras.modern import era as modern
+from zemcp.eras.modern.era import ModernEra
+from zemcp.http import cors
+from zemcp.protocol import jsonrpc
+from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
+from zemcp.replies.responses import WSGIResponse, challenge_response, error_response, json_response
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse

@@ -19,7 +19,7 @@ behind them. This worker changes exactly two things, through gunicorn's own clas
   stops every other connection of the worker for up to 2 s per closing connection whose
   client keeps its side open.
 
-Use it as gunicorn's ``worker_class = "zemcp.http.worker.ThreadWorker"`` (the repository's
+Use it as gunicorn's ``worker_class = "zemcp.worker.ThreadWorker"`` (the repository's
 gunicorn.conf.py does); ``ZEMCP_HEAD_TIMEOUT`` sets the limit.
 """
 

@@ -22,14 +22,15 @@ from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wrappers import Response
 
 from zemcp.protocol import jsonrpc
-from zemcp.replies.sinks import KEEPALIVE, CloseCallbacks, ReplySink
+from zemcp.replies.sinks import CloseCallbacks, ReplySink
 from zemcp.state.eventlogs import retry_field
+from zemcp.state.interfaces import KEEPALIVE
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse
 
     from zemcp.auth import Challenge
-    from zemcp.state.eventlogs import EventLog, SessionStreams
+    from zemcp.state.interfaces import EventLog, StreamLogs
 
 log = logging.getLogger("zemcp.transport")
 
@@ -141,7 +142,7 @@ class _Stream:
 
 
 class LogStream:
-    """The body of a connection that reads a resumable stream (:class:`zemcp.state.eventlogs.EventLog`):
+    """The body of a connection that reads a resumable stream (:class:`zemcp.state.interfaces.EventLog`):
     ``first`` (a priming event or a ``retry`` field), the events after ``after``, then the
     live ones with keep-alive comments between them. It ends with the stream, when another
     connection takes the stream over, when the client left, or after the stream's
@@ -232,14 +233,14 @@ class LogStream:
 
 class ResumableReplySink(ReplySink):
     """A :class:`zemcp.replies.sinks.ReplySink` whose stream is resumable (handshake era, a handler on
-    zemcp's pool): its events go to an :class:`zemcp.state.eventlogs.EventLog` of the session, which
+    zemcp's pool): its events go to an :class:`zemcp.state.interfaces.EventLog` of the session, which
     the request's response reads (:class:`LogStream`) and a resuming GET can read after it.
 
     Args:
         streams: the session's streams.
     """
 
-    def __init__(self, streams: SessionStreams):
+    def __init__(self, streams: StreamLogs):
         super().__init__()
         self.streams = streams
         self.log: EventLog | None = None
@@ -357,7 +358,7 @@ class DirectSink(CloseCallbacks):
     then costs one thread, not two, and a plain call needs no hand-over between threads.
 
     With ``streams`` (a handshake-era session's) the stream is resumable: it starts with a
-    priming event, every event has an id and is kept in an :class:`zemcp.state.eventlogs.EventLog`,
+    priming event, every event has an id and is kept in an :class:`zemcp.state.interfaces.EventLog`,
     and a client that went away is waited for (``StreamLimits.window``) while the handler
     runs on; its events reach the GET that resumes the stream. :meth:`end_stream` ends the
     connection on purpose (SSE polling) while the handler goes on.
@@ -380,7 +381,7 @@ class DirectSink(CloseCallbacks):
         self,
         environ: dict[str, Any],
         keepalive: float,
-        streams: SessionStreams | None = None,
+        streams: StreamLogs | None = None,
         send_timeout: float | None = None,
     ):
         super().__init__()
@@ -653,7 +654,7 @@ WSGIResponse: TypeAlias = "Response | _DirectResponse"
 def new_sink(
     environ: dict[str, Any],
     keepalive: float,
-    streams: SessionStreams | None = None,
+    streams: StreamLogs | None = None,
     send_timeout: float | None = None,
 ) -> DirectSink | ReplySink:
     """The sink for a request whose handler may talk to the client.

@@ -17,8 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-#: Yielded by :meth:`ReplySink.frames` when nothing happened for one keep-alive interval.
-KEEPALIVE = object()
+from zemcp.state.interfaces import KEEPALIVE
 
 
 class CloseCallbacks:

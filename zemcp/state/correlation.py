@@ -5,6 +5,8 @@ separate POST. This process-local table matches that answer to the waiting handl
 (session id, request id). A waiter blocks on a ``threading.Condition`` that shares the
 table's lock, so resolving one entry wakes only its own thread. Entries of another session
 can never be reached: the key includes the session of the answering POST.
+
+This is the in-process implementation of :class:`zemcp.state.interfaces.WaitingCalls`.
 """
 
 from __future__ import annotations
@@ -17,17 +19,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from zemcp.protocol import jsonrpc
+from zemcp.state.interfaces import CapacityError
 
 if TYPE_CHECKING:
-    from zemcp.state.sessions import Call, Session
+    from zemcp.state.interfaces import Identified, RunningCall
 
 
 #: [seconds] how often a waiting handler lets its reply sink tick (keep-alives, a client gone).
 TICK = 1.0
-
-
-class CapacityError(Exception):
-    """A cap on pending requests is reached; the message names the cap and its value."""
 
 
 class Pending:
@@ -41,7 +40,7 @@ class Pending:
 
     __slots__ = ("id", "session_id", "call", "_cond", "_outcome")
 
-    def __init__(self, id: str, session_id: str, call: Call, lock: threading.Lock):
+    def __init__(self, id: str, session_id: str, call: RunningCall, lock: threading.Lock):
         self.id = id
         self.session_id = session_id
         self.call = call
@@ -64,7 +63,7 @@ class CorrelationTable:
         self._entries: dict[tuple[str, str], Pending] = {}
         self._per_session: Counter[str] = Counter()
 
-    def register(self, session: Session, call: Call) -> Pending:
+    def register(self, session: Identified, call: RunningCall) -> Pending:
         """Reserve a slot and an id for a new request of ``call``.
 
         Raises:
@@ -99,6 +98,22 @@ class CorrelationTable:
             pending._outcome = answer
             pending._cond.notify()
             return True
+
+    def end_session(self, session_id: str, reason: BaseException) -> int:
+        """End every unresolved wait of the session ``session_id``; each waiter raises ``reason``.
+
+        Returns:
+            how many waits were ended.
+        """
+        return self.abandon(lambda pending: pending.session_id == session_id, reason)
+
+    def end_call(self, call: RunningCall, reason: BaseException) -> int:
+        """End every unresolved wait of ``call``; each waiter raises ``reason``.
+
+        Returns:
+            how many waits were ended.
+        """
+        return self.abandon(lambda pending: pending.call is call, reason)
 
     def abandon(self, match: Callable[[Pending], bool], reason: BaseException) -> int:
         """End every unresolved wait for which ``match`` is true; each waiter raises ``reason``.
@@ -148,11 +163,13 @@ class CorrelationTable:
         assert outcome is not None  # the wait ended on an outcome
         return outcome
 
-    def ask(self, call: Call, method: str, params: dict[str, Any], timeout: float) -> jsonrpc.Response:
+    def ask(self, call: RunningCall, method: str, params: dict[str, Any], timeout: float) -> jsonrpc.Response:
         """One request: :meth:`ask_all` with a single ``(method, params)``; returns its response."""
         return self.ask_all(call, [(method, params)], timeout)[0]
 
-    def ask_all(self, call: Call, requests: list[tuple[str, dict[str, Any]]], timeout: float) -> list[jsonrpc.Response]:
+    def ask_all(
+        self, call: RunningCall, requests: list[tuple[str, dict[str, Any]]], timeout: float
+    ) -> list[jsonrpc.Response]:
         """Send requests to the client on ``call``'s stream, all at once, and wait for every response.
 
         When the wait ends without every response (timeout, cancelled call, ended session),

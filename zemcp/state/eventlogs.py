@@ -13,6 +13,9 @@ cancelled, as a disconnect used to be at once); a finished stream is kept that l
 for a client that lost the connection just before the response, within a process-wide
 byte budget. The 2026-07-28 era has no resumption and does not use this module. Pure
 threading, no HTTP.
+
+This is the in-process implementation of :class:`zemcp.state.interfaces.StreamLogs`
+(:class:`SessionStreams`) and :class:`zemcp.state.interfaces.EventLog`.
 """
 
 from __future__ import annotations
@@ -23,48 +26,14 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import partial
 
-from zemcp.replies.sinks import KEEPALIVE
+from zemcp.config import StreamLimits
+from zemcp.state import interfaces
+from zemcp.state.interfaces import KEEPALIVE, REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound
 
-#: Stream kinds: the upgraded response of a request, and a session's standalone GET stream.
-REQUEST, STANDALONE = "request", "standalone"
 #: An event id: the stream id (URL-safe base64), ``-``, the event's number (ASCII digits, from 1).
 _EVENT_ID = re.compile(r"([A-Za-z0-9_-]{1,64})-([1-9][0-9]{0,17})")
-
-
-@dataclass(frozen=True)
-class StreamLimits:
-    """The knobs of resumable streams (``Settings`` fields of the same meaning).
-
-    Attributes:
-        retry: [seconds] the SSE ``retry`` sent to clients: how long to wait before reconnecting.
-        window: [seconds] how long a stream without a connection waits for its client, and how
-            long a finished stream stays resumable.
-        max_events: events one stream's replay buffer holds at most.
-        max_bytes: [bytes] the most one stream's replay buffer holds (its last event is always kept).
-        poll_interval: [seconds] a connection of a stream is ended (SSE polling) after this long; 0 never.
-    """
-
-    retry: float = 1.0
-    window: float = 60.0
-    max_events: int = 256
-    max_bytes: int = 1024 * 1024
-    poll_interval: float = 0.0
-
-
-class BadEventId(ValueError):
-    """A ``Last-Event-ID`` that is not an event id of this server (HTTP 400)."""
-
-
-class StreamNotFound(LookupError):
-    """No stream of the session has that event id: it never existed here, belongs to another
-    session, or was forgotten after its window (HTTP 404)."""
-
-
-class StreamGone(LookupError):
-    """The events after that id were dropped from the stream's replay buffer (HTTP 410)."""
 
 
 def parse_event_id(value: str) -> tuple[str, int]:
@@ -251,7 +220,7 @@ class EventLog:
         Args:
             token: from :meth:`attach`.
             after: the number of the last event the client has (0: from the start).
-            tick: [seconds] yield :data:`zemcp.replies.sinks.KEEPALIVE` after this long without events.
+            tick: [seconds] yield :data:`zemcp.state.interfaces.KEEPALIVE` after this long without events.
         Yields:
             SSE bytes, or KEEPALIVE; ends after the last event of a finished stream, when
             another connection took the stream, when events the client did not get were
@@ -334,12 +303,12 @@ class ReplayBudget:
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._kept: OrderedDict[EventLog, SessionStreams] = OrderedDict()
+        self._kept: OrderedDict[interfaces.EventLog, SessionStreams] = OrderedDict()
         self._bytes = 0
 
-    def keep(self, log: EventLog, owner: SessionStreams) -> None:
+    def keep(self, log: interfaces.EventLog, owner: SessionStreams) -> None:
         """Count a finished stream; forget the oldest finished streams beyond the budget."""
-        evicted: list[tuple[EventLog, SessionStreams]] = []
+        evicted: list[tuple[interfaces.EventLog, SessionStreams]] = []
         with self._lock:
             if log in self._kept:
                 return
@@ -354,7 +323,7 @@ class ReplayBudget:
         for old, old_owner in evicted:
             old_owner.forget(old)
 
-    def release(self, log: EventLog) -> None:
+    def release(self, log: interfaces.EventLog) -> None:
         """Stop counting a stream that was forgotten."""
         with self._lock:
             if self._kept.pop(log, None) is not None:
@@ -378,11 +347,11 @@ class SessionStreams:
         self.limits = limits
         self._budget = budget
         self._lock = threading.Lock()
-        self._logs: dict[str, EventLog] = {}
+        self._logs: dict[str, interfaces.EventLog] = {}
         self._closed = False
-        self.standalone: EventLog | None = None
+        self.standalone: interfaces.EventLog | None = None
 
-    def open(self, kind: str = REQUEST) -> EventLog:
+    def open(self, kind: str = REQUEST) -> interfaces.EventLog:
         """A new stream of the session (the standalone one replaces any earlier)."""
         self.prune()
         log = EventLog(kind, self.limits)
@@ -394,14 +363,14 @@ class SessionStreams:
                     self._logs.pop(old.id, None)
         return log
 
-    def ended(self, log: EventLog) -> None:
+    def ended(self, log: interfaces.EventLog) -> None:
         """A request's stream finished: keep it ``window`` seconds within the process budget."""
         with self._lock:
             known = not self._closed and self._logs.get(log.id) is log
         if known:
             self._budget.keep(log, self)
 
-    def find(self, event_id: str) -> tuple[EventLog, int]:
+    def find(self, event_id: str) -> tuple[interfaces.EventLog, int]:
         """The stream an event id names, and the event's number.
 
         Raises:
@@ -421,7 +390,7 @@ class SessionStreams:
         log.check(after)
         return log, after
 
-    def prune(self, now: float | None = None) -> list[EventLog]:
+    def prune(self, now: float | None = None) -> list[interfaces.EventLog]:
         """Forget the streams whose window has passed; returns them."""
         now = time.monotonic() if now is None else now
         with self._lock:
@@ -430,7 +399,7 @@ class SessionStreams:
             self.forget(log)
         return gone
 
-    def forget(self, log: EventLog) -> None:
+    def forget(self, log: interfaces.EventLog) -> None:
         """Drop one stream (resuming it then gets 404)."""
         with self._lock:
             if self._logs.get(log.id) is log:
@@ -439,7 +408,7 @@ class SessionStreams:
                 self.standalone = None
         self._budget.release(log)
 
-    def close(self) -> list[EventLog]:
+    def close(self) -> list[interfaces.EventLog]:
         """The session ended: end its standalone stream and forget every stream; returns them.
 
         A request's stream is ended by its handler, which the session's end wakes: a

@@ -5,6 +5,9 @@ later request. It lives in the process that created it. It ends on DELETE, or af
 ``session_ttl`` seconds without traffic unless it has a request running (a pending
 elicitation keeps it alive). Ending a session wakes every handler of it that waits for an
 elicitation answer. Pure Python: no HTTP here.
+
+:class:`Session` is the record every :class:`zemcp.state.interfaces.SessionStore` keeps;
+:class:`SessionRegistry` is the in-process store.
 """
 
 from __future__ import annotations
@@ -15,22 +18,21 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from zemcp import logsafe
+from zemcp.config import StreamLimits
 from zemcp.protocol.capabilities import ClientView
-from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled
 from zemcp.protocol.jsonrpc import RequestId
-from zemcp.replies.sinks import ReplySink
-from zemcp.state.eventlogs import ReplayBudget, SessionStreams, StreamLimits
+from zemcp.state.eventlogs import ReplayBudget, SessionStreams
+from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired
 
 if TYPE_CHECKING:
-    from zemcp.protocol import jsonrpc
-    from zemcp.state.correlation import CorrelationTable
-    from zemcp.protocol.inputs import InputRequest
-    from zemcp.replies.responses import DirectSink
+    from zemcp.state.interfaces import RunningCall, StreamLogs
 
 log = logging.getLogger("zemcp.session")
+
+_C = TypeVar("_C", bound="RunningCall")
 
 #: [seconds] how long a server-to-client request of a session waits for the client's
 #: ``notifications/initialized`` before it is sent anyway (see :meth:`Session.wait_initialized`).
@@ -42,27 +44,11 @@ def fingerprint(session_id: str) -> str:
     return hashlib.sha256(session_id.encode()).hexdigest()[:12]
 
 
-class SessionError(Exception):
-    """Base of the session lookup failures; the transport maps each to an HTTP status."""
-
-
-class SessionRequired(SessionError):
-    """A request other than ``initialize`` came without ``Mcp-Session-Id`` (HTTP 400)."""
-
-
 #: The answer for a session id that names no live session of this process (or, with
 #: authorization on, one of another principal: the two must not be told apart).
 UNKNOWN_SESSION = (
     "Session not found: it ended, expired or was never created here; send initialize again without Mcp-Session-Id"
 )
-
-
-class SessionNotFound(SessionError):
-    """The ``Mcp-Session-Id`` names no live session of this process (HTTP 404)."""
-
-
-class SessionLimitReached(SessionError):
-    """``initialize`` found ``max_sessions`` live sessions (HTTP 429 with ``Retry-After``)."""
 
 
 class Session(ClientView):
@@ -88,17 +74,17 @@ class Session(ClientView):
         capabilities: dict[str, Any],
         instance: str = "local",
         principal: str | None = None,
-        streams: SessionStreams | None = None,
+        streams: StreamLogs | None = None,
     ):
         # log_level: the lowest notifications/message level sent, until logging/setLevel.
         super().__init__(protocol_version, client_info, capabilities, log_level="info")
         self.principal = principal
-        self.streams = streams if streams is not None else SessionStreams(StreamLimits(), ReplayBudget(0))
+        self.streams: StreamLogs = streams if streams is not None else SessionStreams(StreamLimits(), ReplayBudget(0))
         self.id = f"{instance}.{secrets.token_urlsafe(24)}"
         self.created = time.time()
         self._lock = threading.Lock()
         self._last_seen = time.monotonic()
-        self._calls: dict[RequestId, Call] = {}
+        self._calls: dict[RequestId, RunningCall] = {}
         self.ended: str | None = None
         #: Connections that read a resumed request stream of this session and hold a thread.
         self.resumed = 0
@@ -175,7 +161,7 @@ class Session(ClientView):
             self.touch()
         return now - self._last_seen
 
-    def begin(self, call: Call) -> Call:
+    def begin(self, call: _C) -> _C:
         """Register a running request of this session; returns it.
 
         Raises:
@@ -198,125 +184,22 @@ class Session(ClientView):
         with self._lock:
             self.ended = why
 
-    def finish(self, call: Call) -> None:
+    def finish(self, call: RunningCall) -> None:
         """Forget a request whose handler returned."""
         with self._lock:
             if self._calls.get(call.request_id) is call:
                 del self._calls[call.request_id]
         self.touch()
 
-    def call(self, request_id: Any) -> Call | None:
+    def call(self, request_id: Any) -> RunningCall | None:
         """The running request with this id, if any."""
         with self._lock:
             return self._calls.get(request_id)
 
-    def calls(self) -> list[Call]:
+    def calls(self) -> list[RunningCall]:
         """The running requests."""
         with self._lock:
             return list(self._calls.values())
-
-
-class Call:
-    """A handshake-era client request whose handler is running: its
-    :class:`zemcp.protocol.inputs.Exchange`, which pushes input requests on the request's stream.
-
-    Args:
-        session: the session it belongs to.
-        request_id: its JSON-RPC id.
-        sink: where its output goes.
-        progress_token: the request's ``_meta.progressToken``, or None.
-        table: the process's correlation table, where the handler waits for answers.
-        timeout: [seconds] the longest wait for the answers to one :meth:`ask`.
-        can_wait: False under a WSGI server that is not multithreaded: the answer, a request
-            of its own, could not be served while this one waits.
-
-    Attributes:
-        session, request_id, sink, progress_token, timeout, can_wait: as given; ``client`` is the session.
-        aborted: why it can no longer be answered, or None.
-    """
-
-    def __init__(
-        self,
-        session: Session,
-        request_id: RequestId,
-        sink: ReplySink | DirectSink,
-        progress_token: RequestId | None = None,
-        table: CorrelationTable | None = None,
-        timeout: float = 600.0,
-        can_wait: bool = True,
-    ):
-        self._lock = threading.Lock()
-        self.session = session
-        self.client = session
-        self.request_id = request_id
-        self.sink = sink
-        self.progress_token = progress_token
-        self.aborted: ElicitAborted | None = None
-        self._table = table
-        self.timeout = timeout
-        self.can_wait = can_wait
-
-    def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
-        """Send ``requests`` on this call's stream and wait for every answer (see
-        :meth:`zemcp.state.correlation.CorrelationTable.ask_all`).
-
-        Nothing is sent before the client's ``notifications/initialized``, for up to
-        :data:`INITIALIZED_GRACE` (:meth:`Session.wait_initialized`); that wait counts in
-        ``timeout``.
-
-        Args:
-            requests: the questions.
-            timeout: [seconds] the longest wait for all the answers, at most
-                :attr:`timeout` (which None means).
-        Raises:
-            as :meth:`zemcp.state.correlation.CorrelationTable.ask_all`.
-        """
-        if self._table is None:
-            raise RuntimeError("this call was made without a correlation table and cannot ask the client")
-        limit = self.timeout if timeout is None else min(timeout, self.timeout)
-        start = time.monotonic()
-        self.session.wait_initialized(min(INITIALIZED_GRACE, limit))
-        remaining = max(0.0, limit - (time.monotonic() - start))
-        return self._table.ask_all(self, [(r.method, r.params) for r in requests], remaining)
-
-    def notify(self, message: dict[str, Any]) -> None:
-        """Queue a notification on the call's stream (raises the abort reason once aborted)."""
-        self.raise_if_aborted()
-        self.sink.send(message)
-
-    def end_stream(self) -> None:
-        """End the client's connection to this request's stream on purpose (SSE polling); the
-        client resumes it with ``Last-Event-ID``. Nothing happens where streams are not
-        resumable (stdio)."""
-        end = getattr(self.sink, "end_stream", None)
-        if end is not None:
-            end()
-
-    def note_missing(self, required: dict[str, Any]) -> None:
-        """Nothing to do: the handshake era has no error for a missing capability; the handler
-        gets ``ElicitUnsupported`` or ``CapabilityMissing`` and decides."""
-
-    def abort(self, reason: ElicitAborted) -> bool:
-        """Mark the request as one that can no longer be answered (first reason wins).
-
-        Returns:
-            True if this call set the reason.
-        """
-        with self._lock:
-            if self.aborted is None:
-                self.aborted = reason
-                return True
-            return False
-
-    @property
-    def cancelled(self) -> bool:
-        """True when the client sent ``notifications/cancelled`` for this request."""
-        return isinstance(self.aborted, RequestCancelled)
-
-    def raise_if_aborted(self) -> None:
-        """Raise the abort reason, if any (checked before a new elicitation is sent)."""
-        if self.aborted is not None:
-            raise self.aborted
 
 
 class SessionRegistry:

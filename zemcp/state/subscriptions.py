@@ -20,6 +20,8 @@ change and ``notifications/resources/updated`` for the URIs the session subscrib
 (``Settings.standalone_budget``): it holds a thread only while a connection reads it, and is
 registered here from its first GET until it ends or its client stays away past the
 resumption window. Pure threading, no HTTP.
+
+This is the in-process implementation of :class:`zemcp.state.interfaces.FanOut`.
 """
 
 from __future__ import annotations
@@ -30,10 +32,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from zemcp.protocol import jsonrpc
-from zemcp.replies.sinks import ReplySink
+from zemcp.state.interfaces import ListenLimitReached
 
 if TYPE_CHECKING:
-    from zemcp.state.eventlogs import EventLog
+    from zemcp.state.interfaces import Channel, EventLog
 
 log = logging.getLogger("zemcp.subscriptions")
 
@@ -48,10 +50,6 @@ LIST_CHANGED = {
 MAX_URIS_PER_STREAM = 256
 
 
-class ListenLimitReached(Exception):
-    """``max_listen_streams`` streams are open in this process; the message names the cap."""
-
-
 class Listener:
     """One open ``subscriptions/listen`` stream.
 
@@ -62,9 +60,7 @@ class Listener:
         sink: where its notifications go.
     """
 
-    def __init__(
-        self, subscription_id: jsonrpc.RequestId, kinds: frozenset[str], uris: frozenset[str], sink: ReplySink
-    ):
+    def __init__(self, subscription_id: jsonrpc.RequestId, kinds: frozenset[str], uris: frozenset[str], sink: Channel):
         self.subscription_id = subscription_id
         self.kinds = kinds
         self.uris = uris
@@ -179,13 +175,14 @@ class SubscriptionHub:
         acknowledged: dict[str, Any],
         kinds: frozenset[str],
         uris: frozenset[str],
-    ) -> ReplySink:
-        """Open a stream: its sink already holds the acknowledgement.
+        sink: Channel,
+    ) -> Channel:
+        """Listen on ``sink`` (a new reply sink of the listen request), which is given the
+        acknowledgement first; returns it.
 
         Raises:
             ListenLimitReached: the cap is reached.
         """
-        sink = ReplySink()
         listener = Listener(subscription_id, kinds, uris, sink)
         self._add(listener)
         sink.on_close(lambda: self._drop(listener))

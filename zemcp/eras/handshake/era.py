@@ -20,9 +20,10 @@ from typing import Any
 from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
-from zemcp.protocol import jsonrpc
-from zemcp.protocol import versions
 from zemcp.auth import InsufficientScope, Principal
+from zemcp.core.server import Busy, Server, Work
+from zemcp.eras.handshake.call import Call
+from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.capabilities import LOG_LEVELS, check_size
 from zemcp.protocol.elicitation import ClientDisconnected, RequestCancelled
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
@@ -37,19 +38,20 @@ from zemcp.replies.responses import (
     new_sink,
     reply,
 )
-from zemcp.core.server import Busy, Server, Work
-from zemcp.state.sessions import (
-    UNKNOWN_SESSION,
-    Call,
-    Session,
+from zemcp.replies.sinks import ReplySink
+from zemcp.state.eventlogs import retry_field
+from zemcp.state.interfaces import (
+    REQUEST,
+    STANDALONE,
+    BadEventId,
+    ListenLimitReached,
     SessionLimitReached,
     SessionNotFound,
     SessionRequired,
-    fingerprint,
+    StreamGone,
+    StreamNotFound,
 )
-from zemcp.replies.sinks import ReplySink
-from zemcp.state.eventlogs import REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound, retry_field
-from zemcp.state.subscriptions import ListenLimitReached
+from zemcp.state.sessions import UNKNOWN_SESSION, Session, fingerprint
 
 log = logging.getLogger("zemcp.handshake")
 

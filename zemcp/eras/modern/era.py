@@ -25,22 +25,25 @@ worker or instance with the same key can serve any round.
 from __future__ import annotations
 
 import logging
+import threading
+import weakref
 from typing import Any, cast
 
 from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
-from zemcp.protocol import headers as mcp_headers
-from zemcp.protocol import jsonrpc
-from zemcp.eras.modern import mrtr
-from zemcp.protocol import versions
 from zemcp.auth import InsufficientScope, Principal
+from zemcp.core.exchange import RoundEnded
+from zemcp.core.resources import RESOURCE_NOT_FOUND
+from zemcp.core.server import Busy, Server, Work
+from zemcp.core.tools import error_result
+from zemcp.eras.modern import mrtr
+from zemcp.eras.modern.request_state import RequestStateError, RequestStateSealer, StateTooLarge, new_key
+from zemcp.protocol import headers as mcp_headers, jsonrpc, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import LOG_LEVELS, ClientView
 from zemcp.protocol.elicitation import ClientDisconnected
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
-from zemcp.eras.modern.request_state import RequestStateError, StateTooLarge
-from zemcp.core.resources import RESOURCE_NOT_FOUND
 from zemcp.replies.responses import (
     DirectSink,
     WSGIResponse,
@@ -50,10 +53,8 @@ from zemcp.replies.responses import (
     new_sink,
     reply,
 )
-from zemcp.core.server import Busy, Server, Work
 from zemcp.replies.sinks import ReplySink
-from zemcp.state.subscriptions import ListenLimitReached
-from zemcp.core.tools import error_result
+from zemcp.state.interfaces import ListenLimitReached
 
 log = logging.getLogger("zemcp.modern")
 
@@ -83,6 +84,26 @@ LISTEN_RETRY_AFTER = 30
 CACHEABLE = frozenset(
     {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover"}
 )
+
+
+# One sealer per server, whichever of its apps serves a round.
+_SEALERS: weakref.WeakKeyDictionary[Server, RequestStateSealer] = weakref.WeakKeyDictionary()
+_SEALERS_LOCK = threading.Lock()
+
+
+def sealer_of(server: Server) -> RequestStateSealer:
+    """The ``requestState`` sealer of ``server``: keyed by ``request_state_key``, or without
+    one by a key of the server's own, so that only this server (this process) can open the
+    states it seals."""
+    with _SEALERS_LOCK:
+        sealer = _SEALERS.get(server)
+        if sealer is None:
+            settings = server.settings
+            sealer = RequestStateSealer(
+                settings.request_state_key or (new_key(),), settings.elicitation_timeout, server.name
+            )
+            _SEALERS[server] = sealer
+        return sealer
 
 
 def selects(message: jsonrpc.Message, headers: Any) -> bool:
@@ -129,6 +150,8 @@ class ModernEra:
     def __init__(self, server: Server):
         self.server = server
         self.settings = server.settings
+        #: Seals and opens the ``requestState`` of multi-round-trip requests.
+        self.request_states = sealer_of(server)
 
     def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> WSGIResponse:
         """Answer one POSTed message (already parsed) of the stateless era.
@@ -272,7 +295,9 @@ class ModernEra:
         except ValueError as exc:
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
         # A listen stream holds a thread for as long as it is open: it counts in the call budget.
-        return self.server.open_stream(lambda: self.server.subscriptions.open(request.id, acknowledged, kinds, uris))
+        sink = ReplySink()
+        self.server.open_stream(lambda: self.server.subscriptions.open(request.id, acknowledged, kinds, uris, sink))
+        return sink
 
     # -- multi-round-trip requests -----------------------------------------------------
 
@@ -285,7 +310,7 @@ class ModernEra:
         state = None
         if token is not None:
             try:
-                state = self.server.request_states.open(
+                state = self.request_states.open(
                     token, method=work.method, target=work.target, arguments=work.arguments, principal=_key(work)
                 )
             except RequestStateError as exc:
@@ -326,7 +351,7 @@ class ModernEra:
             try:
                 try:
                     response = self.server.execute(work, round_)
-                except mrtr.RoundEnded:
+                except RoundEnded:
                     pass
                 response = self._finish(work, request, round_, response)
             except BaseException:
@@ -347,7 +372,7 @@ class ModernEra:
         if isinstance(round_.ended, mrtr.InputRequired):
             body, state = round_.input_required()
             try:
-                body["requestState"] = self.server.request_states.seal(
+                body["requestState"] = self.request_states.seal(
                     state, method=work.method, target=work.target, arguments=work.arguments, principal=_key(work)
                 )
             except StateTooLarge as exc:

@@ -28,6 +28,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
+from zemcp.core.exchange import RoundEnded
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.capabilities import ClientView
 from zemcp.protocol.elicitation import ElicitAborted
@@ -43,12 +44,6 @@ log = logging.getLogger("zemcp.mrtr")
 #: Version of the plain state layout; a state of another version is refused.
 STATE_VERSION = 1
 _SHORT = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
-
-
-class RoundEnded(BaseException):
-    """The round ends before the handler returns. Not an ``Exception``, so a handler's
-    ``except Exception`` lets it through; the :class:`Round` also remembers it, so a handler
-    that swallows it anyway still gets the round's proper answer."""
 
 
 class InputRequired(RoundEnded):

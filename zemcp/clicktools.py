@@ -1,0 +1,9 @@
+"""Click command-line interfaces served as MCP tools, or as text commands behind one tool.
+
+A stable path of the public API (``from zemcp.clicktools import add_click_tools``); the code
+is :mod:`zemcp.cli.clicktools`.
+"""
+
+from zemcp.cli.clicktools import ClickResult, add_click_commands, add_click_tools, command_schema, invoke
+
+__all__ = ["ClickResult", "add_click_commands", "add_click_tools", "command_schema", "invoke"]

@@ -1,0 +1,89 @@
+"""The exchange: how a running handler talks to the client, whatever the era.
+
+A handler's :class:`zemcp.Context` talks through the request's :class:`Exchange`, the only
+era-specific piece a handler touches: :class:`zemcp.eras.handshake.call.Call` pushes each
+question on the request's stream and waits for the answer (2024-11-05 to 2025-11-25);
+:class:`zemcp.eras.modern.mrtr.Round` answers from what earlier rounds recorded and ends the
+round at the first question without an answer (2026-07-28, SEP-2322), by raising a
+:class:`RoundEnded`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from zemcp.protocol import jsonrpc
+    from zemcp.protocol.capabilities import ClientView
+    from zemcp.protocol.inputs import InputRequest
+    from zemcp.state.sessions import Session
+
+
+class RoundEnded(BaseException):
+    """The round ends before the handler returns (2026-07-28 multi-round-trip requests).
+
+    Not an ``Exception``, so a handler's ``except Exception`` lets it through;
+    :meth:`zemcp.core.server.Server.execute` lets it through to the era, which answers with
+    what the round gathered. The era's exchange also remembers it, so a handler that
+    swallows it anyway still gets the round's proper answer.
+    """
+
+
+class Exchange(Protocol):
+    """How one client request talks to the client while its handler runs.
+
+    Attributes:
+        client: what the request declared (version, capabilities, log level).
+        session: the handshake-era session, or None in the stateless era.
+        request_id: the JSON-RPC id of the request.
+        progress_token: its ``_meta.progressToken``, or None.
+        timeout: [seconds] (handshake) the longest wait for the answers to one :meth:`ask`.
+        can_wait: False when :meth:`ask` would wait for an answer that cannot arrive (a
+            handshake-era request under a WSGI server that is not multithreaded).
+    """
+
+    timeout: float
+    can_wait: bool
+
+    @property
+    def client(self) -> ClientView: ...
+
+    @property
+    def session(self) -> Session | None: ...
+
+    request_id: jsonrpc.RequestId
+    progress_token: jsonrpc.RequestId | None
+
+    def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
+        """The client's answers to ``requests``, in order.
+
+        Args:
+            requests: the questions.
+            timeout: [seconds] (handshake) the longest wait for all the answers, at most
+                :attr:`timeout`, which None means; a stateless round never waits and ignores it.
+
+        Raises:
+            zemcp.state.correlation.CapacityError: (handshake) a pending cap is reached; nothing was sent.
+            TimeoutError: (handshake) not every answer arrived within the elicitation timeout.
+            zemcp.eras.modern.mrtr.InputRequired: (stateless) the round ends here to ask the client.
+            zemcp.ElicitAborted: the request can no longer be answered.
+        """
+
+    def notify(self, message: dict[str, Any]) -> None:
+        """Send a notification related to the request on its stream.
+
+        Raises:
+            zemcp.ElicitAborted: the request can no longer be answered.
+        """
+
+    def raise_if_aborted(self) -> None:
+        """Raise the abort reason once the request can no longer be answered."""
+
+    def end_stream(self) -> None:
+        """End the client's connection to the request's stream now; the client reconnects
+        with ``Last-Event-ID`` and the stream goes on there (handshake era over HTTP; nothing
+        elsewhere)."""
+
+    def note_missing(self, required: dict[str, Any]) -> None:
+        """Record that the handler needed ``required`` (a ``ClientCapabilities`` object) and
+        the client had not declared it (a 2026-07-28 request that then fails answers -32021)."""

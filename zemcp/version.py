@@ -1,0 +1,3 @@
+"""The version of zemcp (``serverInfo.version`` of the reference server, ``zemcp --version``)."""
+
+__version__ = "0.1.0"
