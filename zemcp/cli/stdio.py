@@ -22,7 +22,8 @@ import sys
 import threading
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from zemcp.core.server import Busy, Server
+from zemcp.core.admission import Busy
+from zemcp.core.server import Server
 from zemcp.eras.handshake.era import HandshakeEra
 from zemcp.eras.modern.era import META_VERSION, UNSUPPORTED_VERSION, ModernEra, retire_codes
 from zemcp.protocol import jsonrpc, versions

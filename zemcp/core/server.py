@@ -6,7 +6,9 @@ lives beside it: :mod:`zemcp.eras.handshake.era` (``initialize``, sessions, serv
 pushed on the stream; 2024-11-05 to 2025-11-25) and :mod:`zemcp.eras.modern.era` (the stateless
 2026-07-28 envelope and multi-round-trip requests). Both call :meth:`Server.prepare` for a
 method's work and :meth:`Server.execute` to run a handler with a :class:`zemcp.Context` on
-the request's :class:`zemcp.protocol.inputs.Exchange`.
+the request's :class:`zemcp.core.exchange.Exchange`. What a server offers is registered
+through the decorators it inherits from :class:`zemcp.core.registrar.Registrar`; the call
+budget it admits requests to is its :class:`zemcp.core.admission.Admission`.
 
 Handlers that may talk to the client run on the request's own thread under gunicorn
 (:class:`zemcp.replies.responses.DirectSink`), and elsewhere on a bounded thread pool created once
@@ -19,23 +21,21 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import threading
 import time
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar, overload
+from typing import Any
 
 from zemcp import logsafe
-from zemcp.auth import Authorization, InsufficientScope, Principal
+from zemcp.auth import Authorization, Principal
 from zemcp.config import Settings
-from zemcp.core.completions import CompletionRegistry
+from zemcp.core.admission import Admission
 from zemcp.core.context import CallFinished, Context, URLElicitationRequired
 from zemcp.core.exchange import Exchange, RoundEnded
-from zemcp.core.prompts import PromptRegistry, make_prompt
-from zemcp.core.resources import Resource, ResourceRegistry
-from zemcp.core.tools import Tool, ToolRegistry, error_result
+from zemcp.core.registrar import Registrar
+from zemcp.core.resources import Resource
+from zemcp.core.tools import error_result
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import ClientView
@@ -43,12 +43,8 @@ from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled, SessionE
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from zemcp.protocol.pagination import PAGE_SIZE, list_result
 from zemcp.state import open_state
-from zemcp.state.interfaces import REQUEST, STANDALONE, ListenLimitReached
 from zemcp.state.sessions import Session, fingerprint
 from zemcp.version import __version__
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-_T = TypeVar("_T")
 
 log = logging.getLogger("zemcp.server")
 
@@ -65,26 +61,6 @@ def shutdown_all() -> int:
         how many sessions ended.
     """
     return sum(server.shutdown() for server in list(_SERVERS))
-
-
-#: [seconds] ``Retry-After`` of a call refused because the call budget is taken.
-BUSY_RETRY_AFTER = 2
-
-
-class Busy(Exception):
-    """The threads for running calls and streams are all taken (HTTP 503 with ``Retry-After``).
-
-    Attributes:
-        retry_after: [seconds] when to try again.
-    """
-
-    def __init__(self, held: int, budget: int):
-        super().__init__(
-            f"Service Unavailable: {held} running calls and streams hold this process's {budget} threads for them "
-            f"(ZEMCP_THREADS minus the reserve kept for answers, cancellations and pings); retry in "
-            f"{BUSY_RETRY_AFTER} s, or raise ZEMCP_THREADS"
-        )
-        self.retry_after = BUSY_RETRY_AFTER
 
 
 @dataclass(frozen=True)
@@ -113,7 +89,7 @@ class Work:
         return self.method == "tools/call"
 
 
-class Server:
+class Server(Registrar):
     """An MCP server: tools, resources, prompts, sessions and the pending elicitations of one process.
 
     Args:
@@ -140,25 +116,12 @@ class Server:
         self.instructions = instructions
         self.settings = settings if settings is not None else Settings.from_env()
         self.auth = auth if auth is not None else Authorization.from_settings(self.settings, name)
-        # (kind, name or URI) -> scopes a principal needs to see and use it; kinds: tool, prompt, resource.
-        self._scopes: dict[tuple[str, str], tuple[str, ...]] = {}
-        self.tools = ToolRegistry()
-        self.resources = ResourceRegistry()
-        self.prompts = PromptRegistry()
-        self.completions = CompletionRegistry(self.prompts, self.resources)
         self.state = open_state(self.settings, self._session_ended)
+        super().__init__(self.state.fanout)
         self.sessions = self.state.sessions
         self.pending = self.state.pending
         self.replay_budget = self.state.replay_budget
-        self.subscriptions = self.state.fanout
-        self._admission = threading.Lock()
-        self._running = 0
-        # Connections that read a session's stream by GET (each holds a gunicorn thread):
-        # resumed request streams, and standalone streams.
-        self._resuming = 0
-        self._standalone = 0
-        # One worker per gunicorn thread: each thread waits on at most one handler.
-        self._pool = ThreadPoolExecutor(max_workers=self.settings.threads, thread_name_prefix="zemcp-handler")
+        self.admission = Admission(self.settings, self.subscriptions)
         self.started = time.time()
         _SERVERS.add(self)
         self._methods: dict[str, Callable[[ClientView, jsonrpc.Request, Principal | None], dict[str, Any] | Work]] = {
@@ -171,273 +134,6 @@ class Server:
             "prompts/get": self._prompts_get,
             "completion/complete": self._completion_complete,
         }
-
-    @overload
-    def tool(self, name: _F, /) -> _F: ...
-
-    @overload
-    def tool(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        structured_output: bool = False,
-        annotations: dict[str, Any] | None = None,
-        ttl_ms: int = 0,
-        cache_scope: str = "private",
-        scopes: tuple[str, ...] | list[str] = (),
-        elicit_missing: bool | list[str] | tuple[str, ...] = False,
-        elicit_message: str | None = None,
-    ) -> Callable[[_F], _F]: ...
-
-    def tool(
-        self,
-        name: str | _F | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        structured_output: bool = False,
-        annotations: dict[str, Any] | None = None,
-        ttl_ms: int = 0,
-        cache_scope: str = "private",
-        scopes: tuple[str, ...] | list[str] = (),
-        elicit_missing: bool | list[str] | tuple[str, ...] = False,
-        elicit_message: str | None = None,
-    ) -> _F | Callable[[_F], _F]:
-        """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
-
-        The input schema comes from the function's typed parameters (see
-        :class:`zemcp.core.tools.Tool` and docs/authoring.md).
-
-        Args:
-            name: the tool name; the function's name when omitted.
-            title: optional display name.
-            description: shown to the model; the docstring's first paragraph when omitted.
-            input_schema: JSON Schema of the arguments, used verbatim; derived from the
-                signature when omitted.
-            output_schema: JSON Schema of the structured result; the return value is then
-                the ``structuredContent``.
-            structured_output: derive the output schema from the return annotation.
-            annotations: ToolAnnotations (``title``, ``readOnlyHint``, ``destructiveHint``,
-                ``idempotentHint``, ``openWorldHint``).
-            ttl_ms, cache_scope: this tool's part of the ``tools/list`` caching hint
-                (2026-07-28, see :mod:`zemcp.protocol.caching`): [milliseconds] and ``"public"`` or
-                ``"private"``.
-            scopes: OAuth scopes a caller needs, with authorization on, to see the tool in
-                ``tools/list`` and to call it (403 ``insufficient_scope`` otherwise).
-            elicit_missing: when a call lacks arguments, ask the user for all of them in one
-                form elicitation before the handler runs, in either era (docs/elicitation.md,
-                "Asking for missing arguments"): True for the required arguments a form can
-                ask for (string, number, integer, boolean), or a list of argument names,
-                asked for whenever they are absent or blank, required or not. Without the
-                client's elicitation capability such a call ends with the ``isError`` text
-                ``Error: missing required argument: <names>``.
-            elicit_message: the question shown with that form (``"<title or name> needs:
-                <fields>"`` when omitted).
-        Returns:
-            the decorator, which returns the function unchanged (bare use: the function).
-        Raises:
-            ValueError: a bad or taken name, a schema that is not an object schema, bad
-                annotations or ``x-mcp-header`` marks, a bad caching hint, an
-                ``elicit_missing`` that names an unknown argument or one a form cannot ask
-                for (or, as True, finds none), a blank ``elicit_message``.
-            TypeError: a parameter or return type that cannot be expressed as JSON Schema.
-        """
-        cache = CacheHint(ttl_ms, cache_scope)
-
-        needed = _scopes(scopes)
-
-        def register(func: _F) -> _F:
-            tool = self.tools.add(
-                Tool(
-                    name if isinstance(name, str) else None,
-                    func,
-                    description,
-                    input_schema,
-                    title,
-                    output_schema=output_schema,
-                    structured_output=structured_output,
-                    annotations=annotations,
-                    cache=cache,
-                    elicit_missing=elicit_missing,
-                    elicit_message=elicit_message,
-                )
-            )
-            self._scopes[("tool", tool.name)] = needed
-            self.notify_list_changed("tools")
-            return func
-
-        # Bare @server.tool passes the function itself as the first argument.
-        return register(name) if callable(name) else register
-
-    def resource(
-        self,
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = "text/plain",
-        size: int | None = None,
-        ttl_ms: int = 0,
-        cache_scope: str = "private",
-        scopes: tuple[str, ...] | list[str] = (),
-    ) -> Callable[[_F], _F]:
-        """Decorator registering a function as a resource, or as a resource template.
-
-        A ``uri`` with ``{name}`` expressions (RFC 6570 level 1) registers a template: the
-        function is called with the variables of the URI read as keyword arguments. Otherwise
-        it is called without arguments. It returns ``str`` (text), ``bytes`` (blob) or a list
-        of those and of content dicts (MCP server/resources).
-
-        Args:
-            uri: the resource's URI, or a URI template.
-            name: the function's name when omitted.
-            title: optional display name.
-            description: the docstring's first paragraph when omitted.
-            mime_type: MIME type of the contents; None leaves it out.
-            size: optional size [bytes] of a static resource.
-            ttl_ms, cache_scope: the caching hint of reading it, and its part of the list's
-                (2026-07-28, see :mod:`zemcp.protocol.caching`).
-            scopes: OAuth scopes a caller needs, with authorization on, to see it listed and
-                to read it.
-        Returns:
-            the decorator, which returns the function unchanged.
-        Raises:
-            ValueError: the URI is taken or malformed, the function's parameters do not
-                fit the template's variables, or a bad caching hint.
-        """
-        cache = CacheHint(ttl_ms, cache_scope)
-
-        needed = _scopes(scopes)
-
-        def register(func: _F) -> _F:
-            self.resources.register(
-                func, uri, name=name, title=title, description=description, mime_type=mime_type, size=size, cache=cache
-            )
-            self._scopes[("resource", uri)] = needed
-            self.notify_list_changed("resources")
-            return func
-
-        return register
-
-    @overload
-    def prompt(self, name: _F, /) -> _F: ...
-
-    @overload
-    def prompt(
-        self,
-        name: str | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        ttl_ms: int = 0,
-        cache_scope: str = "private",
-        scopes: tuple[str, ...] | list[str] = (),
-    ) -> Callable[[_F], _F]: ...
-
-    def prompt(
-        self,
-        name: str | _F | None = None,
-        *,
-        title: str | None = None,
-        description: str | None = None,
-        ttl_ms: int = 0,
-        cache_scope: str = "private",
-        scopes: tuple[str, ...] | list[str] = (),
-    ) -> _F | Callable[[_F], _F]:
-        """Decorator registering a function as a prompt; usable bare (``@server.prompt``) too.
-
-        The function's parameters are the prompt's arguments (strings; required when they
-        have no default; described by ``Annotated[str, "..."]`` or the docstring's ``Args:``).
-        It returns ``str`` (one user message) or a list of strings and ``{"role", "content"}``
-        dicts (MCP server/prompts).
-
-        Args:
-            name: the prompt name; the function's name when omitted.
-            title: optional display name.
-            description: the docstring's first paragraph when omitted.
-            ttl_ms, cache_scope: this prompt's part of the ``prompts/list`` caching hint
-                (2026-07-28, see :mod:`zemcp.protocol.caching`).
-            scopes: OAuth scopes a caller needs, with authorization on, to see it listed and
-                to get it.
-        Returns:
-            the decorator, which returns the function unchanged (used bare: the function).
-        Raises:
-            ValueError: a taken name, a parameter that cannot be a prompt argument, or a bad
-                caching hint.
-        """
-        cache = CacheHint(ttl_ms, cache_scope)
-
-        needed = _scopes(scopes)
-
-        def register(func: _F) -> _F:
-            prompt = self.prompts.add(
-                make_prompt(
-                    func, name=None if callable(name) else name, title=title, description=description, cache=cache
-                )
-            )
-            self._scopes[("prompt", prompt.name)] = needed
-            self.notify_list_changed("prompts")
-            return func
-
-        return register(name) if callable(name) else register
-
-    def completion(self, *, prompt: str | None = None, resource: str | None = None) -> Callable[[_F], _F]:
-        """Decorator registering a completion provider for a prompt's or a template's arguments.
-
-        The provider is called as ``provider(argument, value, context)`` with the argument's
-        name, the partial value and the other arguments already given, and returns the
-        suggested values (MCP server/utilities/completion).
-
-        Args:
-            prompt: the prompt name it completes arguments of.
-            resource: the URI template it completes variables of.
-        Returns:
-            the decorator, which returns the function unchanged.
-        Raises:
-            ValueError: not exactly one of ``prompt`` and ``resource``, or that ref already
-                has a provider.
-        """
-
-        def register(func: _F) -> _F:
-            self.completions.add(func, prompt=prompt, resource=resource)
-            return func
-
-        return register
-
-    # -- change notifications ------------------------------------------------------------
-
-    def notify_list_changed(self, kind: str) -> int:
-        """Tell the clients listening for it that the ``kind`` list changed (``tools``,
-        ``prompts`` or ``resources``): ``notifications/<kind>/list_changed`` on every
-        2026-07-28 ``subscriptions/listen`` stream of this process that asked for it, and on
-        the standalone GET stream of every handshake-era session of this process.
-        Registering through the decorators calls it; call it yourself when what a list shows
-        changed another way.
-
-        Returns:
-            how many streams were told.
-        Raises:
-            ValueError: ``kind`` is not one of the three.
-        """
-        flags = {"tools": "toolsListChanged", "prompts": "promptsListChanged", "resources": "resourcesListChanged"}
-        if kind not in flags:
-            raise ValueError(f"kind must be 'tools', 'prompts' or 'resources', got {kind!r}")
-        return self.subscriptions.list_changed(flags[kind])
-
-    def notify_resource_updated(self, uri: str) -> int:
-        """Tell the clients subscribed to ``uri`` that the resource changed
-        (``notifications/resources/updated`` on the ``subscriptions/listen`` streams of this
-        process whose ``resourceSubscriptions`` name it, and on the standalone GET stream of
-        every session of this process that subscribed to it with ``resources/subscribe``);
-        returns how many streams were told."""
-        return self.subscriptions.resource_updated(uri)
 
     # -- capabilities and sessions -----------------------------------------------------
 
@@ -523,28 +219,6 @@ class Server:
             outcome = dataclasses.replace(outcome, auth=principal)
         return outcome
 
-    def declared_scopes(self) -> list[str]:
-        """Every scope a registration needs, in registration order (for ``scopes_supported``)."""
-        return list(dict.fromkeys(scope for needed in self._scopes.values() for scope in needed))
-
-    def _may_use(self, principal: Principal | None, kind: str, key: str) -> bool:
-        """True when ``principal`` (None: authorization off) has the scopes ``kind`` ``key`` was
-        registered with; the server-wide scopes were checked with the token."""
-        return principal is None or not principal.missing(self._scopes.get((kind, key), ()))
-
-    def _allow(self, principal: Principal | None, kind: str, key: str, what: str) -> None:
-        """Raise :class:`InsufficientScope` unless ``principal`` may use ``kind`` ``key``."""
-        if not self._may_use(principal, kind, key):
-            raise InsufficientScope(list(self._scopes[(kind, key)]), what)
-
-    def _visible(
-        self, result: dict[str, Any], field: str, kind: str, key: str, principal: Principal | None
-    ) -> dict[str, Any]:
-        """``result`` with the ``field`` items ``principal`` may not use left out (by their ``key``)."""
-        if principal is None or not self._scopes:
-            return result
-        return {**result, field: [item for item in result[field] if self._may_use(principal, kind, item[key])]}
-
     def cache_hint(self, request: jsonrpc.Request) -> CacheHint:
         """The caching hint of a cacheable request's result (MCP 2026-07-28 server/utilities/caching).
 
@@ -564,86 +238,6 @@ class Server:
             except ProtocolError:
                 return NO_CACHE
         return NO_CACHE
-
-    def _check_room(self) -> None:
-        """Raise :class:`Busy` when running calls and open streams hold the whole call budget."""
-        held = self._running + self.subscriptions.count() + self._resuming + self._standalone
-        if held >= self.settings.call_budget:
-            raise Busy(held, self.settings.call_budget)
-
-    def open_stream(self, opener: Callable[[], _T]) -> _T:
-        """Open a stream that holds a thread while it is open (``opener()``, which returns it)
-        if the call budget has room; checked and opened together, so that concurrent opens
-        cannot pass the budget.
-
-        Raises:
-            Busy: the call budget is taken; nothing is opened.
-        """
-        with self._admission:
-            self._check_room()
-            return opener()
-
-    def hold_thread(self, kind: str = REQUEST, force: bool = False) -> Callable[[], None]:
-        """Count a connection that reads a session's stream by GET in the call budget (it holds
-        a thread while it reads); returns the function that gives the place back (call it once).
-
-        Args:
-            kind: ``"request"`` (it resumes a request's stream) or ``"standalone"`` (it reads
-                the session's standalone stream, capped by ``standalone_budget``).
-            force: count it without checking (it takes over from a connection that holds a
-                place and is giving it back).
-        Raises:
-            Busy: the call budget is taken.
-            ListenLimitReached: (standalone) ``standalone_budget`` standalone streams are open.
-        """
-        standalone = kind == STANDALONE
-        with self._admission:
-            if not force and standalone and self._standalone >= self.settings.standalone_budget:
-                raise ListenLimitReached(
-                    f"this process already has its maximum of {self.settings.standalone_budget} standalone GET "
-                    f"streams open (ZEMCP_MAX_STANDALONE_STREAMS); requests still get their own streams; retry later"
-                )
-            if not force:
-                self._check_room()
-            if standalone:
-                self._standalone += 1
-            else:
-                self._resuming += 1
-
-        def release() -> None:
-            with self._admission:
-                if standalone:
-                    self._standalone -= 1
-                else:
-                    self._resuming -= 1
-
-        return release
-
-    def start(self, job: Callable[[], None], sink: Any) -> None:
-        """Run ``job`` for a request whose output goes to ``sink``, counted in the call budget until it returns.
-
-        With a :class:`zemcp.replies.responses.DirectSink` the job is left on the sink, for the
-        request's own thread to run; otherwise it runs on the handler pool. ``job`` must answer
-        its request whatever happens.
-
-        Raises:
-            Busy: the call budget is taken (``Settings.call_budget``); ``job`` does not run.
-        """
-        with self._admission:
-            self._check_room()
-            self._running += 1
-
-        def counted() -> None:
-            try:
-                job()
-            finally:
-                with self._admission:
-                    self._running -= 1
-
-        if getattr(sink, "direct", False):
-            sink.job = counted
-        else:
-            self._pool.submit(counted)
 
     def execute(self, work: Work, exchange: Exchange) -> dict[str, Any] | None:
         """Run ``work``'s handler with a Context on ``exchange``; never raises what the handler raised.
@@ -816,26 +410,15 @@ class Server:
             "threads": self.settings.threads,
             "thread_reserve": self.settings.thread_reserve,
             "pending_budget": self.settings.pending_budget,
-            "running": self._running,
+            "running": self.admission.running,
             "call_budget": self.settings.call_budget,
             "listen_streams": self.subscriptions.count(),
             "listen_budget": self.settings.listen_budget,
-            "resuming_streams": self._resuming,
-            "standalone_streams": self._standalone,
+            "resuming_streams": self.admission.resuming,
+            "standalone_streams": self.admission.standalone,
             "standalone_budget": self.settings.standalone_budget,
             "replay_bytes": self.replay_budget.held,
         }
-
-
-def _scopes(scopes: Any) -> tuple[str, ...]:
-    """Registration ``scopes=`` as a tuple of scope tokens.
-
-    Raises:
-        ValueError: not a list or tuple of non-empty strings without spaces.
-    """
-    if not isinstance(scopes, (list, tuple)) or not all(isinstance(s, str) and s and " " not in s for s in scopes):
-        raise ValueError(f"scopes must be a list of scope names (non-empty strings without spaces), got {scopes!r}")
-    return tuple(scopes)
 
 
 def _for_version(result: dict[str, Any], key: str, client: ClientView) -> dict[str, Any]:

@@ -21,7 +21,8 @@ from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
 from zemcp.auth import InsufficientScope, Principal
-from zemcp.core.server import Busy, Server, Work
+from zemcp.core.admission import Busy
+from zemcp.core.server import Server, Work
 from zemcp.eras.handshake.call import Call
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.capabilities import LOG_LEVELS, check_size
@@ -261,7 +262,7 @@ class HandshakeEra:
         A ``takeover`` (the connection it replaces holds a place, which it gives back as it
         stops) always gets one."""
         try:
-            return self.server.hold_thread(kind, force=takeover)
+            return self.server.admission.hold_thread(kind, force=takeover)
         except ListenLimitReached as exc:
             return error_response(
                 429, INVALID_REQUEST, f"Too Many Requests: {exc}", headers={"Retry-After": str(RETRY_AFTER)}
@@ -456,7 +457,7 @@ class HandshakeEra:
                 sink.finish(response)
 
         try:
-            self.server.start(job, sink)
+            self.server.admission.start(job, sink)
         except Busy:
             session.finish(call)
             raise

@@ -33,9 +33,10 @@ from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
 from zemcp.auth import InsufficientScope, Principal
+from zemcp.core.admission import Busy
 from zemcp.core.exchange import RoundEnded
 from zemcp.core.resources import RESOURCE_NOT_FOUND
-from zemcp.core.server import Busy, Server, Work
+from zemcp.core.server import Server, Work
 from zemcp.core.tools import error_result
 from zemcp.eras.modern import mrtr
 from zemcp.eras.modern.request_state import RequestStateError, RequestStateSealer, StateTooLarge, new_key
@@ -296,7 +297,9 @@ class ModernEra:
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
         # A listen stream holds a thread for as long as it is open: it counts in the call budget.
         sink = ReplySink()
-        self.server.open_stream(lambda: self.server.subscriptions.open(request.id, acknowledged, kinds, uris, sink))
+        self.server.admission.open_stream(
+            lambda: self.server.subscriptions.open(request.id, acknowledged, kinds, uris, sink)
+        )
         return sink
 
     # -- multi-round-trip requests -----------------------------------------------------
@@ -362,7 +365,7 @@ class ModernEra:
             finally:
                 sink.finish(response)
 
-        self.server.start(job, sink)
+        self.server.admission.start(job, sink)
         return sink
 
     def _finish(

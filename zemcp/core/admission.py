@@ -1,0 +1,144 @@
+"""Admission to the threads of the call budget: running calls and the streams that hold a thread.
+
+Under gunicorn's gthread worker every request holds a thread while it runs, and a running
+call, a listen stream, a resumed stream and a standalone GET stream hold one for as long as
+they last. They share the call budget (``Settings.call_budget``: the threads less the
+reserve kept for answers, cancellations and pings), so that an answer, a cancel or a ping is
+always served; beyond it a request is refused with :class:`Busy` (HTTP 503 with
+``Retry-After``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from zemcp.config import Settings
+from zemcp.state.interfaces import REQUEST, STANDALONE, FanOut, ListenLimitReached
+
+_T = TypeVar("_T")
+
+BUSY_RETRY_AFTER = 2
+
+
+class Busy(Exception):
+    """The threads for running calls and streams are all taken (HTTP 503 with ``Retry-After``).
+
+    Attributes:
+        retry_after: [seconds] when to try again.
+    """
+
+    def __init__(self, held: int, budget: int):
+        super().__init__(
+            f"Service Unavailable: {held} running calls and streams hold this process's {budget} threads for them "
+            f"(ZEMCP_THREADS minus the reserve kept for answers, cancellations and pings); retry in "
+            f"{BUSY_RETRY_AFTER} s, or raise ZEMCP_THREADS"
+        )
+        self.retry_after = BUSY_RETRY_AFTER
+
+
+class Admission:
+    """The call budget of one server, and the handler pool of servers that run no handler on the request's thread.
+
+    Args:
+        settings: ``call_budget``, ``standalone_budget`` and ``threads`` (the pool's size).
+        fanout: its open listen streams count in the budget.
+
+    Attributes:
+        running: calls whose handler is running.
+        resuming: connections that read a session's request stream by GET.
+        standalone: connections that read a session's standalone GET stream.
+    """
+
+    def __init__(self, settings: Settings, fanout: FanOut):
+        self._settings = settings
+        self._fanout = fanout
+        self._lock = threading.Lock()
+        self.running = 0
+        # Connections that read a session's stream by GET (each holds a gunicorn thread).
+        self.resuming = 0
+        self.standalone = 0
+        # One worker per gunicorn thread: each thread waits on at most one handler.
+        self._pool = ThreadPoolExecutor(max_workers=settings.threads, thread_name_prefix="zemcp-handler")
+
+    def check_room(self) -> None:
+        """Raise :class:`Busy` when running calls and open streams hold the whole call budget (call it under the admission lock)."""
+        held = self.running + self._fanout.count() + self.resuming + self.standalone
+        if held >= self._settings.call_budget:
+            raise Busy(held, self._settings.call_budget)
+
+    def open_stream(self, opener: Callable[[], _T]) -> _T:
+        """Open a stream that holds a thread while it is open (``opener()``, which returns it)
+        if the call budget has room; checked and opened together, so that concurrent opens
+        cannot pass the budget.
+
+        Raises:
+            Busy: the call budget is taken; nothing is opened.
+        """
+        with self._lock:
+            self.check_room()
+            return opener()
+
+    def hold_thread(self, kind: str = REQUEST, force: bool = False) -> Callable[[], None]:
+        """Count a connection that reads a session's stream by GET in the call budget (it holds
+        a thread while it reads); returns the function that gives the place back (call it once).
+
+        Args:
+            kind: ``"request"`` (it resumes a request's stream) or ``"standalone"`` (it reads
+                the session's standalone stream, capped by ``standalone_budget``).
+            force: count it without checking (it takes over from a connection that holds a
+                place and is giving it back).
+        Raises:
+            Busy: the call budget is taken.
+            ListenLimitReached: (standalone) ``standalone_budget`` standalone streams are open.
+        """
+        standalone = kind == STANDALONE
+        with self._lock:
+            if not force and standalone and self.standalone >= self._settings.standalone_budget:
+                raise ListenLimitReached(
+                    f"this process already has its maximum of {self._settings.standalone_budget} standalone GET "
+                    f"streams open (ZEMCP_MAX_STANDALONE_STREAMS); requests still get their own streams; retry later"
+                )
+            if not force:
+                self.check_room()
+            if standalone:
+                self.standalone += 1
+            else:
+                self.resuming += 1
+
+        def release() -> None:
+            with self._lock:
+                if standalone:
+                    self.standalone -= 1
+                else:
+                    self.resuming -= 1
+
+        return release
+
+    def start(self, job: Callable[[], None], sink: Any) -> None:
+        """Run ``job`` for a request whose output goes to ``sink``, counted in the call budget until it returns.
+
+        With a :class:`zemcp.replies.responses.DirectSink` the job is left on the sink, for the
+        request's own thread to run; otherwise it runs on the handler pool. ``job`` must answer
+        its request whatever happens.
+
+        Raises:
+            Busy: the call budget is taken (``Settings.call_budget``); ``job`` does not run.
+        """
+        with self._lock:
+            self.check_room()
+            self.running += 1
+
+        def counted() -> None:
+            try:
+                job()
+            finally:
+                with self._lock:
+                    self.running -= 1
+
+        if getattr(sink, "direct", False):
+            sink.job = counted
+        else:
+            self._pool.submit(counted)

@@ -1,0 +1,346 @@
+"""Registering what a server offers: tools, resources, prompts and completions, and who may use them.
+
+The decorators of :class:`Registrar` (``@server.tool``, ``@server.resource``,
+``@server.prompt``, ``@server.completion``) add to the registries of MCP server/tools,
+server/resources and server/prompts, record the OAuth scopes each registration needs, and
+announce the change to the clients listening for it (``notifications/*/list_changed``).
+:class:`zemcp.core.server.Server` is a :class:`Registrar`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+from zemcp.auth import InsufficientScope, Principal
+from zemcp.core.completions import CompletionRegistry
+from zemcp.core.prompts import PromptRegistry, make_prompt
+from zemcp.core.resources import ResourceRegistry
+from zemcp.core.tools import Tool, ToolRegistry
+from zemcp.protocol.caching import CacheHint
+from zemcp.state.interfaces import FanOut
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class Registrar:
+    """The registries of a server, their decorators, and the scopes each registration needs.
+
+    Args:
+        fanout: where change notifications go (the server's shared state).
+
+    Attributes:
+        tools, resources, prompts, completions: the registries.
+        subscriptions: ``fanout``.
+    """
+
+    def __init__(self, fanout: FanOut):
+        self.subscriptions = fanout
+        # (kind, name or URI) -> scopes a principal needs to see and use it; kinds: tool, prompt, resource.
+        self._scopes: dict[tuple[str, str], tuple[str, ...]] = {}
+        self.tools = ToolRegistry()
+        self.resources = ResourceRegistry()
+        self.prompts = PromptRegistry()
+        self.completions = CompletionRegistry(self.prompts, self.resources)
+
+    @overload
+    def tool(self, name: _F, /) -> _F: ...
+
+    @overload
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool = False,
+        annotations: dict[str, Any] | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+        elicit_missing: bool | list[str] | tuple[str, ...] = False,
+        elicit_message: str | None = None,
+    ) -> Callable[[_F], _F]: ...
+
+    def tool(
+        self,
+        name: str | _F | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        structured_output: bool = False,
+        annotations: dict[str, Any] | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+        elicit_missing: bool | list[str] | tuple[str, ...] = False,
+        elicit_message: str | None = None,
+    ) -> _F | Callable[[_F], _F]:
+        """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
+
+        The input schema comes from the function's typed parameters (see
+        :class:`zemcp.core.tools.Tool` and docs/authoring.md).
+
+        Args:
+            name: the tool name; the function's name when omitted.
+            title: optional display name.
+            description: shown to the model; the docstring's first paragraph when omitted.
+            input_schema: JSON Schema of the arguments, used verbatim; derived from the
+                signature when omitted.
+            output_schema: JSON Schema of the structured result; the return value is then
+                the ``structuredContent``.
+            structured_output: derive the output schema from the return annotation.
+            annotations: ToolAnnotations (``title``, ``readOnlyHint``, ``destructiveHint``,
+                ``idempotentHint``, ``openWorldHint``).
+            ttl_ms, cache_scope: this tool's part of the ``tools/list`` caching hint
+                (2026-07-28, see :mod:`zemcp.protocol.caching`): [milliseconds] and ``"public"`` or
+                ``"private"``.
+            scopes: OAuth scopes a caller needs, with authorization on, to see the tool in
+                ``tools/list`` and to call it (403 ``insufficient_scope`` otherwise).
+            elicit_missing: when a call lacks arguments, ask the user for all of them in one
+                form elicitation before the handler runs, in either era (docs/elicitation.md,
+                "Asking for missing arguments"): True for the required arguments a form can
+                ask for (string, number, integer, boolean), or a list of argument names,
+                asked for whenever they are absent or blank, required or not. Without the
+                client's elicitation capability such a call ends with the ``isError`` text
+                ``Error: missing required argument: <names>``.
+            elicit_message: the question shown with that form (``"<title or name> needs:
+                <fields>"`` when omitted).
+        Returns:
+            the decorator, which returns the function unchanged (bare use: the function).
+        Raises:
+            ValueError: a bad or taken name, a schema that is not an object schema, bad
+                annotations or ``x-mcp-header`` marks, a bad caching hint, an
+                ``elicit_missing`` that names an unknown argument or one a form cannot ask
+                for (or, as True, finds none), a blank ``elicit_message``.
+            TypeError: a parameter or return type that cannot be expressed as JSON Schema.
+        """
+        cache = CacheHint(ttl_ms, cache_scope)
+
+        needed = _scopes(scopes)
+
+        def register(func: _F) -> _F:
+            tool = self.tools.add(
+                Tool(
+                    name if isinstance(name, str) else None,
+                    func,
+                    description,
+                    input_schema,
+                    title,
+                    output_schema=output_schema,
+                    structured_output=structured_output,
+                    annotations=annotations,
+                    cache=cache,
+                    elicit_missing=elicit_missing,
+                    elicit_message=elicit_message,
+                )
+            )
+            self._scopes[("tool", tool.name)] = needed
+            self.notify_list_changed("tools")
+            return func
+
+        # Bare @server.tool passes the function itself as the first argument.
+        return register(name) if callable(name) else register
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = "text/plain",
+        size: int | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+    ) -> Callable[[_F], _F]:
+        """Decorator registering a function as a resource, or as a resource template.
+
+        A ``uri`` with ``{name}`` expressions (RFC 6570 level 1) registers a template: the
+        function is called with the variables of the URI read as keyword arguments. Otherwise
+        it is called without arguments. It returns ``str`` (text), ``bytes`` (blob) or a list
+        of those and of content dicts (MCP server/resources).
+
+        Args:
+            uri: the resource's URI, or a URI template.
+            name: the function's name when omitted.
+            title: optional display name.
+            description: the docstring's first paragraph when omitted.
+            mime_type: MIME type of the contents; None leaves it out.
+            size: optional size [bytes] of a static resource.
+            ttl_ms, cache_scope: the caching hint of reading it, and its part of the list's
+                (2026-07-28, see :mod:`zemcp.protocol.caching`).
+            scopes: OAuth scopes a caller needs, with authorization on, to see it listed and
+                to read it.
+        Returns:
+            the decorator, which returns the function unchanged.
+        Raises:
+            ValueError: the URI is taken or malformed, the function's parameters do not
+                fit the template's variables, or a bad caching hint.
+        """
+        cache = CacheHint(ttl_ms, cache_scope)
+
+        needed = _scopes(scopes)
+
+        def register(func: _F) -> _F:
+            self.resources.register(
+                func, uri, name=name, title=title, description=description, mime_type=mime_type, size=size, cache=cache
+            )
+            self._scopes[("resource", uri)] = needed
+            self.notify_list_changed("resources")
+            return func
+
+        return register
+
+    @overload
+    def prompt(self, name: _F, /) -> _F: ...
+
+    @overload
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+    ) -> Callable[[_F], _F]: ...
+
+    def prompt(
+        self,
+        name: str | _F | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        ttl_ms: int = 0,
+        cache_scope: str = "private",
+        scopes: tuple[str, ...] | list[str] = (),
+    ) -> _F | Callable[[_F], _F]:
+        """Decorator registering a function as a prompt; usable bare (``@server.prompt``) too.
+
+        The function's parameters are the prompt's arguments (strings; required when they
+        have no default; described by ``Annotated[str, "..."]`` or the docstring's ``Args:``).
+        It returns ``str`` (one user message) or a list of strings and ``{"role", "content"}``
+        dicts (MCP server/prompts).
+
+        Args:
+            name: the prompt name; the function's name when omitted.
+            title: optional display name.
+            description: the docstring's first paragraph when omitted.
+            ttl_ms, cache_scope: this prompt's part of the ``prompts/list`` caching hint
+                (2026-07-28, see :mod:`zemcp.protocol.caching`).
+            scopes: OAuth scopes a caller needs, with authorization on, to see it listed and
+                to get it.
+        Returns:
+            the decorator, which returns the function unchanged (used bare: the function).
+        Raises:
+            ValueError: a taken name, a parameter that cannot be a prompt argument, or a bad
+                caching hint.
+        """
+        cache = CacheHint(ttl_ms, cache_scope)
+
+        needed = _scopes(scopes)
+
+        def register(func: _F) -> _F:
+            prompt = self.prompts.add(
+                make_prompt(
+                    func, name=None if callable(name) else name, title=title, description=description, cache=cache
+                )
+            )
+            self._scopes[("prompt", prompt.name)] = needed
+            self.notify_list_changed("prompts")
+            return func
+
+        return register(name) if callable(name) else register
+
+    def completion(self, *, prompt: str | None = None, resource: str | None = None) -> Callable[[_F], _F]:
+        """Decorator registering a completion provider for a prompt's or a template's arguments.
+
+        The provider is called as ``provider(argument, value, context)`` with the argument's
+        name, the partial value and the other arguments already given, and returns the
+        suggested values (MCP server/utilities/completion).
+
+        Args:
+            prompt: the prompt name it completes arguments of.
+            resource: the URI template it completes variables of.
+        Returns:
+            the decorator, which returns the function unchanged.
+        Raises:
+            ValueError: not exactly one of ``prompt`` and ``resource``, or that ref already
+                has a provider.
+        """
+
+        def register(func: _F) -> _F:
+            self.completions.add(func, prompt=prompt, resource=resource)
+            return func
+
+        return register
+
+    # -- change notifications ------------------------------------------------------------
+
+    def notify_list_changed(self, kind: str) -> int:
+        """Tell the clients listening for it that the ``kind`` list changed (``tools``,
+        ``prompts`` or ``resources``): ``notifications/<kind>/list_changed`` on every
+        2026-07-28 ``subscriptions/listen`` stream of this process that asked for it, and on
+        the standalone GET stream of every handshake-era session of this process.
+        Registering through the decorators calls it; call it yourself when what a list shows
+        changed another way.
+
+        Returns:
+            how many streams were told.
+        Raises:
+            ValueError: ``kind`` is not one of the three.
+        """
+        flags = {"tools": "toolsListChanged", "prompts": "promptsListChanged", "resources": "resourcesListChanged"}
+        if kind not in flags:
+            raise ValueError(f"kind must be 'tools', 'prompts' or 'resources', got {kind!r}")
+        return self.subscriptions.list_changed(flags[kind])
+
+    def notify_resource_updated(self, uri: str) -> int:
+        """Tell the clients subscribed to ``uri`` that the resource changed
+        (``notifications/resources/updated`` on the ``subscriptions/listen`` streams of this
+        process whose ``resourceSubscriptions`` name it, and on the standalone GET stream of
+        every session of this process that subscribed to it with ``resources/subscribe``);
+        returns how many streams were told."""
+        return self.subscriptions.resource_updated(uri)
+
+    # -- scopes ---------------------------------------------------------------------------
+
+    def declared_scopes(self) -> list[str]:
+        """Every scope a registration needs, in registration order (for ``scopes_supported``)."""
+        return list(dict.fromkeys(scope for needed in self._scopes.values() for scope in needed))
+
+    def _may_use(self, principal: Principal | None, kind: str, key: str) -> bool:
+        """True when ``principal`` (None: authorization off) has the scopes ``kind`` ``key`` was
+        registered with; the server-wide scopes were checked with the token."""
+        return principal is None or not principal.missing(self._scopes.get((kind, key), ()))
+
+    def _allow(self, principal: Principal | None, kind: str, key: str, what: str) -> None:
+        """Raise :class:`InsufficientScope` unless ``principal`` may use ``kind`` ``key``."""
+        if not self._may_use(principal, kind, key):
+            raise InsufficientScope(list(self._scopes[(kind, key)]), what)
+
+    def _visible(
+        self, result: dict[str, Any], field: str, kind: str, key: str, principal: Principal | None
+    ) -> dict[str, Any]:
+        """``result`` with the ``field`` items ``principal`` may not use left out (by their ``key``)."""
+        if principal is None or not self._scopes:
+            return result
+        return {**result, field: [item for item in result[field] if self._may_use(principal, kind, item[key])]}
+
+
+def _scopes(scopes: Any) -> tuple[str, ...]:
+    """Registration ``scopes=`` as a tuple of scope tokens.
+
+    Raises:
+        ValueError: not a list or tuple of non-empty strings without spaces.
+    """
+    if not isinstance(scopes, (list, tuple)) or not all(isinstance(s, str) and s and " " not in s for s in scopes):
+        raise ValueError(f"scopes must be a list of scope names (non-empty strings without spaces), got {scopes!r}")
+    return tuple(scopes)
