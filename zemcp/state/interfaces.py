@@ -341,7 +341,8 @@ class StreamLogs(Protocol):
         """Drop one stream (resuming it then gets 404)."""
 
     def close(self) -> list[EventLog]:
-        """Finish and forget every stream (the session ended); returns them."""
+        """The session ended: end its standalone stream and forget every stream; returns them
+        (a request's stream is ended by its handler, which the session's end wakes)."""
 
     def __len__(self) -> int: ...
 

@@ -5,7 +5,7 @@ MCP 2024-11-05 to 2025-11-25 (basic/lifecycle, basic/transports "Session Managem
 every later request; ``ping``, ``logging/setLevel`` and resource subscriptions act on the
 session; a handler's questions for the client (elicitation, sampling, roots) go out as
 JSON-RPC requests on its request's SSE stream and its thread waits for the answers, which
-arrive as POSTed JSON-RPC responses (:class:`zemcp.state.sessions.Call`, the correlation table);
+arrive as POSTed JSON-RPC responses (:class:`zemcp.eras.handshake.call.Call`, the correlation table);
 ``notifications/cancelled`` and DELETE end waits. Sessions live in the process that created
 them. :class:`zemcp.http.transport.McpApp` hands this module every request that is not in the
 2026-07-28 envelope.
@@ -24,33 +24,25 @@ from zemcp.auth import InsufficientScope, Principal
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server, Work
 from zemcp.eras.handshake.call import Call
+from zemcp.eras.handshake.streams import Streams
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.capabilities import LOG_LEVELS, check_size
 from zemcp.protocol.elicitation import ClientDisconnected, RequestCancelled
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.replies.responses import (
     DirectSink,
-    LogStream,
     WSGIResponse,
     challenge_response,
     error_response,
-    event_stream,
     json_response,
     new_sink,
     reply,
 )
 from zemcp.replies.sinks import ReplySink
-from zemcp.state.eventlogs import retry_field
 from zemcp.state.interfaces import (
-    REQUEST,
-    STANDALONE,
-    BadEventId,
-    ListenLimitReached,
     SessionLimitReached,
     SessionNotFound,
     SessionRequired,
-    StreamGone,
-    StreamNotFound,
 )
 from zemcp.state.sessions import UNKNOWN_SESSION, Session, fingerprint
 
@@ -72,6 +64,8 @@ class HandshakeEra:
     def __init__(self, server: Server):
         self.server = server
         self.settings = server.settings
+        #: Serves the GETs that read a session's streams.
+        self.streams = Streams(server)
         self._session_methods: dict[str, Callable[[Session, jsonrpc.Request, Principal | None], dict[str, Any]]] = {
             "ping": lambda session, request, principal: {},
             "logging/setLevel": lambda session, request, principal: self._set_log_level(session, request),
@@ -170,105 +164,8 @@ class HandshakeEra:
             )
         last_event_id = request.headers.get("Last-Event-ID")
         if last_event_id is not None:
-            return self._resume(request, session, last_event_id)
-        return self._standalone(request, session)
-
-    def _resume(self, request: Request, session: Session, last_event_id: str) -> Response:
-        try:
-            stream, after = session.streams.find(last_event_id)
-        except BadEventId as exc:
-            return error_response(400, INVALID_REQUEST, str(exc))
-        except StreamNotFound as exc:
-            return error_response(404, INVALID_REQUEST, str(exc))
-        except StreamGone as exc:
-            return error_response(410, INVALID_REQUEST, str(exc))
-        # Taking the stream over from a GET that holds a place: that place passes to this one.
-        takeover = stream.reader_holds_place
-        release: Callable[[], None] | None = None
-        # One client must not take the call budget with resumed streams: beyond its share it polls.
-        if stream.kind != REQUEST or takeover or session.resumed < self.settings.session_pending_budget:
-            held = self._hold(stream.kind, takeover=takeover)
-            if isinstance(held, Response):
-                if stream.kind != REQUEST:
-                    return held
-            else:
-                release = session.count_resumed(held) if stream.kind == REQUEST else held
-        # Without a place (no room to hold a thread), deliver what the stream has now and let
-        # the client poll again after retry; its request's response comes on a later poll.
-        once = release is None
-        token = stream.attach(holds_place=not once)
-        log.info(
-            "session %s: %s stream resumed after event %d%s",
-            fingerprint(session.id),
-            stream.kind,
-            after,
-            " (a poll: no thread to hold)" if once else "",
-        )
-        body = LogStream(
-            stream,
-            token,
-            after,
-            retry_field(stream.limits),
-            request.environ,
-            self.settings.keepalive_interval,
-            release,
-            self.settings.body_timeout,
-            once,
-        )
-        return event_stream(body)
-
-    def _standalone(self, request: Request, session: Session) -> Response:
-        if self.settings.standalone_budget == 0:
-            return error_response(
-                405,
-                INVALID_REQUEST,
-                "Method Not Allowed: this server offers no standalone SSE stream (ZEMCP_MAX_STANDALONE_STREAMS=0); "
-                "messages for a request arrive on that request's POST response",
-                headers={"Allow": "POST, DELETE, OPTIONS"},
-            )
-        stream = session.streams.standalone
-        if stream is not None and stream.attached:
-            return error_response(
-                409,
-                INVALID_REQUEST,
-                "Conflict: this session's standalone stream is already open on another connection; close it, or "
-                "resume it with the Last-Event-ID of its last event",
-            )
-        release = self._hold(STANDALONE)
-        if isinstance(release, Response):
-            return release
-        if stream is None or stream.finished or stream.abandoned():
-            stream = session.streams.open(STANDALONE)
-            self.server.subscriptions.open_session(
-                session.id, stream, lambda uri: self.server.resources.subscribed(session.id, uri)
-            )
-        token = stream.attach(holds_place=True)
-        first = stream.prime()
-        body = LogStream(
-            stream,
-            token,
-            stream.position,
-            first,
-            request.environ,
-            self.settings.keepalive_interval,
-            release,
-            self.settings.body_timeout,
-        )
-        return event_stream(body)
-
-    def _hold(self, kind: str, takeover: bool = False) -> Callable[[], None] | Response:
-        """A place in the thread budget for a GET that reads a stream: the function that gives
-        it back, or the refusal (429 beyond the standalone cap, 503 when the budget is taken).
-        A ``takeover`` (the connection it replaces holds a place, which it gives back as it
-        stops) always gets one."""
-        try:
-            return self.server.admission.hold_thread(kind, force=takeover)
-        except ListenLimitReached as exc:
-            return error_response(
-                429, INVALID_REQUEST, f"Too Many Requests: {exc}", headers={"Retry-After": str(RETRY_AFTER)}
-            )
-        except Busy as exc:
-            return error_response(503, INTERNAL_ERROR, str(exc), headers={"Retry-After": str(exc.retry_after)})
+            return self.streams.resume(request, session, last_event_id)
+        return self.streams.standalone(request, session)
 
     def delete(self, request: Request, principal: Principal | None = None) -> Response:
         """End the session named by the request (DELETE): 204, or 404 when it is not live

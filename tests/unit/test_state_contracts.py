@@ -1,0 +1,472 @@
+"""The contract of the four shared-state seams (zemcp.state.interfaces), run against every
+implementation zemcp.state.open_state can choose (zemcp.state.BACKENDS).
+
+Each test reaches the state only through the interfaces: sessions (SessionStore), the
+server-to-client requests waiting for answers (WaitingCalls), a session's stream logs
+(StreamLogs and EventLog) and the fan-out of change notifications (FanOut). A new
+implementation joins BACKENDS and passes these tests as they are.
+"""
+
+import threading
+import time
+
+import pytest
+
+from zemcp.config import Settings
+from zemcp.protocol import jsonrpc
+from zemcp.protocol.elicitation import RequestCancelled, SessionEnded
+from zemcp.state import BACKENDS, open_state
+from zemcp.state.interfaces import (
+    KEEPALIVE,
+    REQUEST,
+    STANDALONE,
+    BadEventId,
+    CapacityError,
+    ListenLimitReached,
+    SessionLimitReached,
+    SessionNotFound,
+    SessionRequired,
+    StreamGone,
+    StreamNotFound,
+)
+
+SETTINGS = dict(
+    instance="contract",
+    max_sessions=3,
+    session_ttl=60.0,
+    max_pending=4,
+    max_pending_per_session=2,
+    max_listen_streams=2,
+    stream_buffer_events=4,
+    resume_window=5.0,
+)
+
+
+class Ended:
+    """The on_session_end callback: records (session id, why)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, session, why):
+        self.calls.append((session.id, why))
+
+
+class Opened:
+    """One backend's state, and what its sessions' ends announced."""
+
+    def __init__(self, backend):
+        self.ended = Ended()
+        built = open_state(Settings(**SETTINGS), self.ended, backend=backend)
+        self.sessions, self.pending, self.fanout = built.sessions, built.pending, built.fanout
+
+
+@pytest.fixture(params=BACKENDS)
+def state(request):
+    return Opened(request.param)
+
+
+class Outlet:
+    """A reply sink as the waiting-calls table sees it: records what is sent."""
+
+    tick_interval = 0.05
+
+    def __init__(self):
+        self.sent = []
+
+    def send(self, message):
+        self.sent.append(message)
+        return True
+
+    def tick(self):
+        pass
+
+
+class Channel(Outlet):
+    """A listen stream's sink: records notifications, the final response and close callbacks."""
+
+    def __init__(self):
+        super().__init__()
+        self.final = None
+        self._on_close = []
+
+    def finish(self, response):
+        self.final = response
+
+    def on_close(self, callback):
+        self._on_close.append(callback)
+
+    def close(self):
+        for callback in self._on_close:
+            callback()
+
+
+class RunningCall:
+    """A running request of a session, as the seams see it."""
+
+    def __init__(self, session, request_id=1):
+        self.session = session
+        self.request_id = request_id
+        self.sink = Outlet()
+        self.aborted = None
+
+    def abort(self, reason):
+        if self.aborted is None:
+            self.aborted = reason
+            return True
+        return False
+
+    def raise_if_aborted(self):
+        if self.aborted is not None:
+            raise self.aborted
+
+
+def new_session(state, principal=None):
+    return state.sessions.create("2025-11-25", {"name": "contract"}, {"elicitation": {}}, principal)
+
+
+def answer_when_sent(state, session, call, result, count=1):
+    """Answer the first ``count`` requests ``call`` sends, from another thread, as a client would."""
+
+    def answer():
+        deadline = time.monotonic() + 5
+        while len([m for m in call.sink.sent if "method" in m and "id" in m]) < count:
+            assert time.monotonic() < deadline, "the request was never sent"
+            time.sleep(0.01)
+        for message in [m for m in call.sink.sent if "id" in m][:count]:
+            assert state.pending.resolve(session.id, jsonrpc.Response(message["id"], result, None))
+
+    thread = threading.Thread(target=answer)
+    thread.start()
+    return thread
+
+
+# -- SessionStore ----------------------------------------------------------------------------
+
+
+def test_a_created_session_is_found_by_its_id(state):
+    session = new_session(state, principal="alice")
+    assert session.id.startswith("contract.") and session.protocol_version == "2025-11-25"
+    found = state.sessions.get(session.id)
+    assert found.id == session.id and found.principal == "alice"
+    assert session.id in state.sessions and len(state.sessions) == 1
+
+
+def test_session_ids_are_unguessable_and_distinct(state):
+    ids = {new_session(state).id for _ in range(3)}
+    assert len(ids) == 3 and all(len(i.partition(".")[2]) >= 32 for i in ids)
+
+
+def test_a_missing_or_unknown_session_id_is_refused(state):
+    with pytest.raises(SessionRequired, match="Mcp-Session-Id header is required"):
+        state.sessions.get(None)
+    with pytest.raises(SessionNotFound, match="send initialize again"):
+        state.sessions.get("contract.unknown")
+
+
+def test_the_session_cap_refuses_initialize(state):
+    for _ in range(3):
+        new_session(state)
+    with pytest.raises(SessionLimitReached, match="maximum of 3 sessions"):
+        new_session(state)
+
+
+def test_an_ended_session_is_gone_and_its_end_is_announced_once(state):
+    session = new_session(state)
+    assert state.sessions.end(session.id, "deleted by the client")
+    assert state.ended.calls == [(session.id, "deleted by the client")]
+    assert not state.sessions.end(session.id, "again")
+    with pytest.raises(SessionNotFound):
+        state.sessions.get(session.id)
+    assert session.id not in state.sessions and len(state.sessions) == 0
+
+
+def test_sweeping_ends_idle_sessions_but_not_busy_ones(state):
+    idle, busy = new_session(state), new_session(state)
+    busy.begin(RunningCall(busy))
+    later = time.monotonic() + SETTINGS["session_ttl"] + 1
+    assert state.sessions.sweep(later) == 1
+    assert state.ended.calls == [(idle.id, "expired")]
+    assert busy.id in state.sessions
+
+
+def test_sessions_are_listed_oldest_first(state):
+    made = [new_session(state) for _ in range(3)]
+    assert [s.id for s in state.sessions.sessions()] == [s.id for s in made]
+
+
+# -- WaitingCalls ------------------------------------------------------------------------------
+
+
+def test_an_answer_reaches_the_waiting_call(state):
+    session = new_session(state)
+    call = RunningCall(session)
+    result = {"action": "accept", "content": {"name": "Ada"}}
+    thread = answer_when_sent(state, session, call, result)
+    (answer,) = state.pending.ask_all(call, [("elicitation/create", {"message": "Name?"})], timeout=5)
+    thread.join()
+    assert answer.result == result
+    (sent,) = call.sink.sent
+    assert sent["method"] == "elicitation/create" and sent["params"] == {"message": "Name?"}
+    assert state.pending.count() == 0 and state.pending.count(session.id) == 0
+
+
+def test_several_questions_wait_together_and_answer_in_order(state):
+    session = new_session(state)
+    call = RunningCall(session)
+    thread = answer_when_sent(state, session, call, {"roots": []}, count=2)
+    answers = state.pending.ask_all(call, [("roots/list", {}), ("roots/list", {})], timeout=5)
+    thread.join()
+    assert [a.result for a in answers] == [{"roots": []}, {"roots": []}]
+    assert len({m["id"] for m in call.sink.sent}) == 2
+
+
+def test_an_answer_from_another_session_does_not_reach_the_call(state):
+    session, other = new_session(state), new_session(state)
+    call = RunningCall(session)
+    seen = []
+
+    def answer_as_other():
+        while not call.sink.sent:
+            time.sleep(0.01)
+        seen.append(state.pending.resolve(other.id, jsonrpc.Response(call.sink.sent[0]["id"], {}, None)))
+        seen.append(state.pending.resolve(session.id, jsonrpc.Response("zemcp-unknown", {}, None)))
+
+    thread = threading.Thread(target=answer_as_other)
+    thread.start()
+    with pytest.raises(TimeoutError):
+        state.pending.ask_all(call, [("elicitation/create", {})], timeout=0.5)
+    thread.join()
+    assert seen == [False, False]
+    cancelled = call.sink.sent[-1]
+    assert cancelled["method"] == "notifications/cancelled"
+    assert cancelled["params"]["requestId"] == call.sink.sent[0]["id"]
+    assert state.pending.count() == 0
+
+
+def test_the_per_session_cap_sends_nothing(state):
+    session = new_session(state)
+    call = RunningCall(session)
+    with pytest.raises(CapacityError, match="per-session cap"):
+        state.pending.ask_all(call, [("roots/list", {})] * 3, timeout=1)
+    assert call.sink.sent == [] and state.pending.count() == 0
+
+
+def test_the_process_cap_sends_nothing(state):
+    sessions = [new_session(state) for _ in range(3)]
+    woke = []
+
+    def wait(call):
+        try:
+            state.pending.ask_all(call, [("roots/list", {})] * 2, timeout=5)
+        except SessionEnded:
+            woke.append(call.session.id)
+
+    threads = [threading.Thread(target=wait, args=(RunningCall(s),)) for s in sessions[:2]]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while state.pending.count() < 4:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    third = RunningCall(sessions[2])
+    with pytest.raises(CapacityError, match="process cap"):
+        state.pending.ask_all(third, [("roots/list", {})], timeout=1)
+    assert third.sink.sent == []
+    for s in sessions[:2]:
+        assert state.pending.end_session(s.id, SessionEnded("over")) == 2
+    for thread in threads:
+        thread.join(5)
+    assert sorted(woke) == sorted(s.id for s in sessions[:2])
+
+
+def test_ending_a_session_wakes_its_waits_with_the_reason(state):
+    session = new_session(state)
+    call = RunningCall(session)
+    woke = []
+
+    def wait():
+        try:
+            state.pending.ask_all(call, [("elicitation/create", {})], timeout=5)
+        except SessionEnded as exc:
+            woke.append(str(exc))
+
+    thread = threading.Thread(target=wait)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while state.pending.count(session.id) == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert state.pending.end_session(session.id, SessionEnded("deleted by the client")) == 1
+    thread.join(5)
+    assert woke and "deleted by the client" in woke[0]
+    assert state.pending.count() == 0
+
+
+def test_ending_a_call_wakes_only_that_call(state):
+    session = new_session(state)
+    first, second = RunningCall(session, 1), RunningCall(session, 2)
+    outcomes = {}
+
+    def wait(call):
+        try:
+            outcomes[call.request_id] = state.pending.ask_all(call, [("roots/list", {})], timeout=5)[0].result
+        except RequestCancelled:
+            outcomes[call.request_id] = "cancelled"
+
+    threads = [threading.Thread(target=wait, args=(c,)) for c in (first, second)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while state.pending.count(session.id) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert state.pending.end_call(first, RequestCancelled("the client cancelled")) == 1
+    threads[0].join(5)
+    assert outcomes == {1: "cancelled"}
+    assert state.pending.resolve(session.id, jsonrpc.Response(second.sink.sent[0]["id"], {"roots": []}, None))
+    threads[1].join(5)
+    assert outcomes == {1: "cancelled", 2: {"roots": []}}
+
+
+def test_a_call_aborted_before_it_asks_sends_nothing(state):
+    session = new_session(state)
+    call = RunningCall(session)
+    call.abort(RequestCancelled("the client cancelled"))
+    with pytest.raises(RequestCancelled):
+        state.pending.ask_all(call, [("roots/list", {})], timeout=1)
+    assert call.sink.sent == [] and state.pending.count() == 0
+
+
+# -- StreamLogs and EventLog -------------------------------------------------------------------
+
+
+def test_a_stream_replays_what_follows_an_event_id(state):
+    streams = new_session(state).streams
+    log = streams.open(REQUEST)
+    assert log.kind == REQUEST
+    log.prime()
+    log.append(b'{"n":1}')
+    second = log.append(b'{"n":2}')
+    assert second.startswith(f"id: {log.id}-3\n".encode())
+    found, number = streams.find(f"{log.id}-2")
+    assert found is log and number == 2
+    log.finish(b'{"n":3}')
+    token = log.attach(holds_place=True)
+    assert log.reads(token) and log.attached and log.reader_holds_place
+    replayed = [item for item in log.read(token, number, 0.05) if item is not KEEPALIVE]
+    assert replayed == [second, f"id: {log.id}-4\nevent: message\n".encode() + b'data: {"n":3}\n\n']
+    assert log.finished
+
+
+def test_a_bad_or_unknown_event_id_is_refused(state):
+    streams = new_session(state).streams
+    streams.open(REQUEST)
+    with pytest.raises(BadEventId, match="is not an event id of this server"):
+        streams.find("not an id")
+    with pytest.raises(StreamNotFound):
+        streams.find("abcdefgh-1")
+
+
+def test_resuming_from_before_the_replay_buffer_is_gone(state):
+    log = new_session(state).streams.open(REQUEST)
+    for n in range(SETTINGS["stream_buffer_events"] + 2):
+        log.append(b'{"n":%d}' % n)
+    with pytest.raises(StreamGone):
+        log.check(1)
+    log.check(log.position - 1)
+
+
+def test_a_new_standalone_stream_replaces_the_earlier_one(state):
+    streams = new_session(state).streams
+    first = streams.open(STANDALONE)
+    second = streams.open(STANDALONE)
+    assert streams.standalone is second and first is not second
+
+
+def test_closing_a_sessions_streams_ends_the_standalone_one_and_forgets_them_all(state):
+    streams = new_session(state).streams
+    log, standalone = streams.open(REQUEST), streams.open(STANDALONE)
+    log.append(b"{}")
+    closed = streams.close()
+    assert log in closed and standalone in closed
+    assert standalone.finished and not log.finished, "a request's stream is ended by its handler"
+    with pytest.raises(StreamNotFound):
+        streams.find(f"{log.id}-1")
+    assert len(streams) == 0 and streams.standalone is None
+
+
+def test_an_unread_stream_is_abandoned_after_its_window(state):
+    log = new_session(state).streams.open(REQUEST)
+    token = log.attach()
+    assert not log.abandoned()
+    log.detach(token)
+    assert not log.abandoned(time.monotonic())
+    assert log.abandoned(time.monotonic() + SETTINGS["resume_window"] + 1)
+
+
+# -- FanOut ------------------------------------------------------------------------------------
+
+
+def listen(state, request_id, flags, uris=()):
+    channel = Channel()
+    supported = {"toolsListChanged": True, "promptsListChanged": True, "resourceSubscriptions": True}
+    acknowledged, kinds, wanted = state.fanout.honoured({**flags, "resourceSubscriptions": list(uris)}, supported)
+    assert state.fanout.open(request_id, acknowledged, kinds, wanted, channel) is channel
+    return channel
+
+
+def test_a_listen_stream_is_acknowledged_then_hears_only_what_it_asked_for(state):
+    tools = listen(state, 1, {"toolsListChanged": True})
+    prompts = listen(state, 2, {"promptsListChanged": True})
+    assert tools.sent[0]["method"] == "notifications/subscriptions/acknowledged"
+    assert tools.sent[0]["params"]["notifications"] == {"toolsListChanged": True}
+    assert tools.sent[0]["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 1}
+    assert state.fanout.list_changed("toolsListChanged") == 1
+    assert [m["method"] for m in tools.sent[1:]] == ["notifications/tools/list_changed"]
+    assert len(prompts.sent) == 1
+    assert state.fanout.count() == 2
+
+
+def test_resource_updates_reach_listen_streams_and_subscribed_sessions(state):
+    channel = listen(state, "r", {}, uris=["file:///a"])
+    session = new_session(state)
+    log = session.streams.open(STANDALONE)
+    state.fanout.open_session(session.id, log, lambda uri: uri == "file:///a")
+    assert state.fanout.resource_updated("file:///a") == 2
+    assert state.fanout.resource_updated("file:///b") == 0
+    assert channel.sent[-1]["method"] == "notifications/resources/updated"
+    assert channel.sent[-1]["params"]["uri"] == "file:///a"
+    assert log.position == 1, "the standalone stream got the notification as an event"
+    state.fanout.drop_session(session.id)
+    assert state.fanout.resource_updated("file:///a") == 1
+
+
+def test_the_listen_cap_is_enforced_and_a_closed_stream_frees_its_place(state):
+    first = listen(state, 1, {})
+    listen(state, 2, {})
+    with pytest.raises(ListenLimitReached, match="maximum of 2"):
+        listen(state, 3, {})
+    first.close()
+    assert state.fanout.count() == 1
+    listen(state, 3, {})
+
+
+def test_closing_all_listen_streams_answers_each_request(state):
+    channels = [listen(state, n, {}) for n in (7, 8)]
+    assert state.fanout.close_all({"resultType": "complete"}) == 2
+    for n, channel in zip((7, 8), channels):
+        assert channel.final["id"] == n
+        assert channel.final["result"]["resultType"] == "complete"
+        assert channel.final["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == n
+    assert state.fanout.count() == 0
+
+
+def test_a_malformed_filter_is_refused(state):
+    with pytest.raises(ValueError, match="must be an object"):
+        state.fanout.honoured("tools", {})
+
+
+def test_an_unknown_backend_is_refused():
+    with pytest.raises(ValueError, match="unknown state backend 'nowhere'"):
+        open_state(Settings(**SETTINGS), Ended(), backend="nowhere")

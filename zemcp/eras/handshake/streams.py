@@ -1,0 +1,160 @@
+"""A session's SSE streams read by GET (MCP basic/transports, "Resumability and Redelivery"
+and "Listening for Messages from the Server").
+
+A GET with ``Last-Event-ID`` resumes a stream of the session: the events after that id are
+replayed, then the live ones follow on the new connection. A GET without it opens the
+session's standalone stream, which carries list changes and resource updates
+(:class:`zemcp.state.subscriptions.SessionListener`). Each such connection holds a thread
+while it reads, so it takes a place in the call budget; without one, a resumed request stream
+is delivered as a poll (what it has now, then ``retry``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from werkzeug.wrappers import Request, Response
+
+from zemcp.core.admission import Busy
+from zemcp.core.server import Server
+from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST
+from zemcp.replies.responses import LogStream, error_response, event_stream
+from zemcp.state.eventlogs import retry_field
+from zemcp.state.interfaces import (
+    REQUEST,
+    STANDALONE,
+    BadEventId,
+    ListenLimitReached,
+    StreamGone,
+    StreamNotFound,
+)
+from zemcp.state.sessions import Session, fingerprint
+
+log = logging.getLogger("zemcp.handshake")
+
+#: [seconds] ``Retry-After`` when the standalone-stream cap refused a GET.
+RETRY_AFTER = 30
+
+
+class Streams:
+    """The GET side of the sessions' streams of one server.
+
+    Args:
+        server: whose settings and call budget the streams use.
+    """
+
+    def __init__(self, server: Server):
+        self.server = server
+        self.settings = server.settings
+
+    def resume(self, request: Request, session: Session, last_event_id: str) -> Response:
+        """Resume the stream of ``session`` that ``last_event_id`` names: replay the events
+        after it, then the live ones, on this connection (the one that read it before stops).
+
+        Returns:
+            ``text/event-stream``; 400 for an id that is not an event id, 404 for one no stream
+            of the session has, 410 when the events after it were dropped, 429 or 503 when a
+            standalone stream finds no room.
+        """
+        try:
+            stream, after = session.streams.find(last_event_id)
+        except BadEventId as exc:
+            return error_response(400, INVALID_REQUEST, str(exc))
+        except StreamNotFound as exc:
+            return error_response(404, INVALID_REQUEST, str(exc))
+        except StreamGone as exc:
+            return error_response(410, INVALID_REQUEST, str(exc))
+        # Taking the stream over from a GET that holds a place: that place passes to this one.
+        takeover = stream.reader_holds_place
+        release: Callable[[], None] | None = None
+        # One client must not take the call budget with resumed streams: beyond its share it polls.
+        if stream.kind != REQUEST or takeover or session.resumed < self.settings.session_pending_budget:
+            held = self._hold(stream.kind, takeover=takeover)
+            if isinstance(held, Response):
+                if stream.kind != REQUEST:
+                    return held
+            else:
+                release = session.count_resumed(held) if stream.kind == REQUEST else held
+        # Without a place (no room to hold a thread), deliver what the stream has now and let
+        # the client poll again after retry; its request's response comes on a later poll.
+        once = release is None
+        token = stream.attach(holds_place=not once)
+        log.info(
+            "session %s: %s stream resumed after event %d%s",
+            fingerprint(session.id),
+            stream.kind,
+            after,
+            " (a poll: no thread to hold)" if once else "",
+        )
+        body = LogStream(
+            stream,
+            token,
+            after,
+            retry_field(stream.limits),
+            request.environ,
+            self.settings.keepalive_interval,
+            release,
+            self.settings.body_timeout,
+            once,
+        )
+        return event_stream(body)
+
+    def standalone(self, request: Request, session: Session) -> Response:
+        """Open (or reopen) the standalone stream of ``session``: list changes and resource updates.
+
+        Returns:
+            ``text/event-stream``; 405 when standalone streams are off, 409 when the stream is
+            read already, 429 or 503 when there is no room for another stream.
+        """
+        if self.settings.standalone_budget == 0:
+            return error_response(
+                405,
+                INVALID_REQUEST,
+                "Method Not Allowed: this server offers no standalone SSE stream (ZEMCP_MAX_STANDALONE_STREAMS=0); "
+                "messages for a request arrive on that request's POST response",
+                headers={"Allow": "POST, DELETE, OPTIONS"},
+            )
+        stream = session.streams.standalone
+        if stream is not None and stream.attached:
+            return error_response(
+                409,
+                INVALID_REQUEST,
+                "Conflict: this session's standalone stream is already open on another connection; close it, or "
+                "resume it with the Last-Event-ID of its last event",
+            )
+        release = self._hold(STANDALONE)
+        if isinstance(release, Response):
+            return release
+        if stream is None or stream.finished or stream.abandoned():
+            stream = session.streams.open(STANDALONE)
+            self.server.subscriptions.open_session(
+                session.id, stream, lambda uri: self.server.resources.subscribed(session.id, uri)
+            )
+        token = stream.attach(holds_place=True)
+        first = stream.prime()
+        body = LogStream(
+            stream,
+            token,
+            stream.position,
+            first,
+            request.environ,
+            self.settings.keepalive_interval,
+            release,
+            self.settings.body_timeout,
+        )
+        return event_stream(body)
+
+    def _hold(self, kind: str, takeover: bool = False) -> Callable[[], None] | Response:
+        """A place in the thread budget for a GET that reads a stream: the function that gives
+        it back, or the refusal (429 beyond the standalone cap, 503 when the budget is taken).
+        A ``takeover`` (the connection it replaces holds a place, which it gives back as it
+        stops) always gets one."""
+        try:
+            return self.server.admission.hold_thread(kind, force=takeover)
+        except ListenLimitReached as exc:
+            return error_response(
+                429, INVALID_REQUEST, f"Too Many Requests: {exc}", headers={"Retry-After": str(RETRY_AFTER)}
+            )
+        except Busy as exc:
+            return error_response(503, INTERNAL_ERROR, str(exc), headers={"Retry-After": str(exc.retry_after)})
