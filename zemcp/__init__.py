@@ -38,7 +38,7 @@ from zemcp.protocol.elicitation import (
     RequestCancelled,
     SessionEnded,
 )
-from zemcp.protocol.headers import McpHeader
+from zemcp.protocol.param_headers import McpHeader
 from zemcp.core.server import Server
 from zemcp.core.tools import ToolError
 from zemcp.http.transport import McpApp

@@ -1,4 +1,4 @@
-"""MCP 2026-07-28 Streamable HTTP request headers, SEP-2243 (zemcp.protocol.headers), and McpHeader in tool schemas."""
+"""MCP 2026-07-28 Streamable HTTP request headers, SEP-2243 (zemcp.protocol.headers, param_headers, header_values), and McpHeader in tool schemas."""
 
 from dataclasses import dataclass
 from typing import Annotated, Literal
@@ -8,18 +8,9 @@ from werkzeug.datastructures import EnvironHeaders, Headers
 
 import zemcp
 from zemcp.core import schemas
-from zemcp.protocol.headers import (
-    HEADER_MISMATCH,
-    HeaderError,
-    McpHeader,
-    check_params,
-    check_standard,
-    decode_value,
-    encode_value,
-    header_annotations,
-    param_headers,
-    standard_headers,
-)
+from zemcp.protocol.header_values import HEADER_MISMATCH, HeaderError, decode_value, encode_value
+from zemcp.protocol.headers import check_standard, standard_headers
+from zemcp.protocol.param_headers import McpHeader, check_params, header_annotations, param_headers
 from zemcp.core.tools import Tool
 
 V = "2026-07-28"

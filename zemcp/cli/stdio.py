@@ -33,7 +33,7 @@ from zemcp.replies.sinks import KEEPALIVE, ReplySink
 from zemcp.state.subscriptions import ListenLimitReached
 
 if TYPE_CHECKING:
-    from zemcp.replies.responses import DirectSink
+    from zemcp.replies.direct import DirectSink
 
 log = logging.getLogger("zemcp.stdio")
 

@@ -9,7 +9,7 @@ method's work and :meth:`Server.execute` to run a handler with a :class:`zemcp.C
 the request's :class:`zemcp.protocol.inputs.Exchange`.
 
 Handlers that may talk to the client run on the request's own thread under gunicorn
-(:class:`zemcp.replies.responses.DirectSink`), and elsewhere on a bounded thread pool created once
+(:class:`zemcp.replies.direct.DirectSink`), and elsewhere on a bounded thread pool created once
 per process, so that the HTTP thread can tell "plain JSON answer" from "the handler is
 streaming" (see :mod:`zemcp.replies.sinks`).
 """
@@ -635,7 +635,7 @@ class Server:
     def start(self, job: Callable[[], None], sink: Any) -> None:
         """Run ``job`` for a request whose output goes to ``sink``, counted in the call budget until it returns.
 
-        With a :class:`zemcp.replies.responses.DirectSink` the job is left on the sink, for the
+        With a :class:`zemcp.replies.direct.DirectSink` the job is left on the sink, for the
         request's own thread to run; otherwise it runs on the handler pool. ``job`` must answer
         its request whatever happens.
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from zemcp.protocol import jsonrpc
     from zemcp.state.correlation import CorrelationTable
     from zemcp.protocol.inputs import InputRequest
-    from zemcp.replies.responses import DirectSink
+    from zemcp.replies.direct import DirectSink
 
 log = logging.getLogger("zemcp.session")
 

@@ -26,9 +26,8 @@ from zemcp.auth import InsufficientScope, Principal
 from zemcp.protocol.capabilities import LOG_LEVELS, check_size
 from zemcp.protocol.elicitation import ClientDisconnected, RequestCancelled
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
+from zemcp.replies.direct import DirectSink
 from zemcp.replies.responses import (
-    DirectSink,
-    LogStream,
     WSGIResponse,
     challenge_response,
     error_response,
@@ -37,6 +36,7 @@ from zemcp.replies.responses import (
     new_sink,
     reply,
 )
+from zemcp.replies.streams import LogStream
 from zemcp.core.server import Busy, Server, Work
 from zemcp.state.sessions import (
     UNKNOWN_SESSION,

@@ -30,6 +30,7 @@ from typing import Any, cast
 from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
+from zemcp.protocol import header_values, param_headers
 from zemcp.protocol import headers as mcp_headers
 from zemcp.protocol import jsonrpc
 from zemcp.eras.modern import mrtr
@@ -41,8 +42,8 @@ from zemcp.protocol.elicitation import ClientDisconnected
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.eras.modern.request_state import RequestStateError, StateTooLarge
 from zemcp.core.resources import RESOURCE_NOT_FOUND
+from zemcp.replies.direct import DirectSink
 from zemcp.replies.responses import (
-    DirectSink,
     WSGIResponse,
     challenge_response,
     error_response,
@@ -72,7 +73,7 @@ STATUS: dict[object, int] = {
     -32700: 400,
     INVALID_REQUEST: 400,
     INVALID_PARAMS: 400,
-    mcp_headers.HEADER_MISMATCH: 400,
+    header_values.HEADER_MISMATCH: 400,
     MISSING_CAPABILITY: 400,
     UNSUPPORTED_VERSION: 400,
     METHOD_NOT_FOUND: 404,
@@ -176,8 +177,8 @@ class ModernEra:
         client = envelope(message)
         try:
             mcp_headers.check_standard(request.headers, message.method, message.params, client.protocol_version)
-        except mcp_headers.HeaderError as exc:
-            raise ProtocolError(mcp_headers.HEADER_MISMATCH, exc.message) from None
+        except header_values.HeaderError as exc:
+            raise ProtocolError(header_values.HEADER_MISMATCH, exc.message) from None
         _check_version(client)
         if message.method == "tools/call":
             self._check_param_headers(request, message)
@@ -220,9 +221,9 @@ class ModernEra:
         if tool is None or not tool.header_annotations:
             return
         try:
-            mcp_headers.check_params(request.headers, tool.header_annotations, message.params.get("arguments") or {})
-        except mcp_headers.HeaderError as exc:
-            raise ProtocolError(mcp_headers.HEADER_MISMATCH, exc.message) from None
+            param_headers.check_params(request.headers, tool.header_annotations, message.params.get("arguments") or {})
+        except header_values.HeaderError as exc:
+            raise ProtocolError(header_values.HEADER_MISMATCH, exc.message) from None
 
     def discover(self) -> dict[str, Any]:
         """The ``server/discover`` result (MCP 2026-07-28 server/discover), before decoration."""
