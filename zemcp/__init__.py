@@ -40,7 +40,7 @@ from zemcp.protocol.elicitation import (
     RequestCancelled,
     SessionEnded,
 )
-from zemcp.protocol.headers import McpHeader
+from zemcp.protocol.param_headers import McpHeader
 from zemcp.version import __version__
 
 __all__ = [

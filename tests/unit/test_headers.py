@@ -9,18 +9,9 @@ from werkzeug.datastructures import EnvironHeaders, Headers
 import zemcp
 from zemcp.core import schemas
 from zemcp.core.tools import Tool
-from zemcp.protocol.headers import (
-    HEADER_MISMATCH,
-    HeaderError,
-    McpHeader,
-    check_params,
-    check_standard,
-    decode_value,
-    encode_value,
-    header_annotations,
-    param_headers,
-    standard_headers,
-)
+from zemcp.protocol.header_values import HEADER_MISMATCH, HeaderError, decode_value, encode_value
+from zemcp.protocol.headers import check_standard, standard_headers
+from zemcp.protocol.param_headers import McpHeader, check_params, header_annotations, param_headers
 
 V = "2026-07-28"
 

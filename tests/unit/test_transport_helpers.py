@@ -5,7 +5,7 @@ import socket
 
 import pytest
 
-from zemcp.replies.responses import _peer_closed
+from zemcp.replies.streams import peer_closed
 
 
 @pytest.fixture
@@ -27,10 +27,10 @@ def test_peer_closed_sees_a_live_and_a_closed_peer_above_fd_1024(high_fd_pair):
     """A live peer is not mistaken for a closed one, even on a high descriptor; a closed one is seen."""
     ours, theirs = high_fd_pair
     assert ours.fileno() >= 1024
-    assert _peer_closed(ours) is False
+    assert peer_closed(ours) is False
     theirs.sendall(b"x")
-    assert _peer_closed(ours) is False, "pending bytes are not a close"
+    assert peer_closed(ours) is False, "pending bytes are not a close"
     theirs.close()
     ours.recv(1)
-    assert _peer_closed(ours) is True
+    assert peer_closed(ours) is True
     ours.close()

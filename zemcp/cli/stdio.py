@@ -33,7 +33,7 @@ from zemcp.state.interfaces import KEEPALIVE, ListenLimitReached, SessionLimitRe
 from zemcp.state.sessions import Session
 
 if TYPE_CHECKING:
-    from zemcp.replies.responses import DirectSink
+    from zemcp.replies.direct import DirectSink
 
 log = logging.getLogger("zemcp.stdio")
 

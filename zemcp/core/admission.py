@@ -120,7 +120,7 @@ class Admission:
     def start(self, job: Callable[[], None], sink: Any) -> None:
         """Run ``job`` for a request whose output goes to ``sink``, counted in the call budget until it returns.
 
-        With a :class:`zemcp.replies.responses.DirectSink` the job is left on the sink, for the
+        With a :class:`zemcp.replies.direct.DirectSink` the job is left on the sink, for the
         request's own thread to run; otherwise it runs on the handler pool. ``job`` must answer
         its request whatever happens.
 

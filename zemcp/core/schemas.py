@@ -22,7 +22,7 @@ Type mapping (Python -> JSON Schema):
 ``Annotated[X, "text"]`` sets the ``description``; ``Annotated[X, {...}]`` merges the dict's
 keywords into the schema (``{"minimum": 0}``, ``{"title": "Count"}``);
 ``Annotated[X, McpHeader("Region")]`` adds ``"x-mcp-header": "Region"`` (see
-:mod:`zemcp.protocol.headers`). Without them, the description comes from the Google-style ``Args:``
+:mod:`zemcp.protocol.param_headers`). Without them, the description comes from the Google-style ``Args:``
 section of a function's docstring or the ``Attributes:`` section of a class's. Pure Python:
 no HTTP here.
 """
@@ -41,7 +41,7 @@ from typing import Any, Literal, NotRequired, Required, Union, cast
 
 # zemcp.core.context imports this module only inside Context.elicit, so this import is not circular.
 from zemcp.core.context import Context
-from zemcp.protocol.headers import X_MCP_HEADER, McpHeader
+from zemcp.protocol.param_headers import X_MCP_HEADER, McpHeader
 
 _SUPPORTED = (
     "int, float, str, bool, Literal[...], an Enum, X | None, list[X], tuple[...], dict[str, X], "

@@ -11,7 +11,7 @@ through the decorators it inherits from :class:`zemcp.core.registrar.Registrar`;
 budget it admits requests to is its :class:`zemcp.core.admission.Admission`.
 
 Handlers that may talk to the client run on the request's own thread under gunicorn
-(:class:`zemcp.replies.responses.DirectSink`), and elsewhere on a bounded thread pool created once
+(:class:`zemcp.replies.direct.DirectSink`), and elsewhere on a bounded thread pool created once
 per process, so that the HTTP thread can tell "plain JSON answer" from "the handler is
 streaming" (see :mod:`zemcp.replies.sinks`).
 """

@@ -27,7 +27,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from zemcp import logsafe
 from zemcp.core import schemas
 from zemcp.core.context import HANDLER_ERRORS, ClientRequestError, Context, URLElicitationRequired
-from zemcp.protocol import elicitation, headers, versions
+from zemcp.protocol import elicitation, param_headers, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 
 log = logging.getLogger("zemcp.tools")
@@ -76,7 +76,7 @@ class Tool:
     Raises:
         ValueError: a bad name, a schema that is not an object schema, both
             ``output_schema`` and ``structured_output``, unknown annotation keys, or an
-            invalid ``x-mcp-header`` in the input schema (see :func:`zemcp.protocol.headers.header_annotations`),
+            invalid ``x-mcp-header`` in the input schema (see :func:`zemcp.protocol.param_headers.header_annotations`),
             an ``elicit_missing`` list naming an argument the schema does not have or a form
             cannot ask for, ``elicit_missing=True`` without a required argument a form can
             ask for, or an ``elicit_message`` that is not a non-empty string.
@@ -90,7 +90,7 @@ class Tool:
             given, with the derived name, description and schemas filled in.
         context_param: the name of the parameter that receives the Context, or None.
         header_annotations: ``{lower-cased token: property path}`` of the input schema's
-            ``x-mcp-header`` marks, for :func:`zemcp.protocol.headers.check_params`.
+            ``x-mcp-header`` marks, for :func:`zemcp.protocol.param_headers.check_params`.
         elicited: the names of the arguments asked for when missing, in schema order (empty
             without ``elicit_missing``).
         elicit_message: as given (None: a question naming the missing fields).
@@ -128,7 +128,7 @@ class Tool:
         # Derived schemas are checked too: Annotated metadata may have added keywords.
         _check_object_schema(self.name, "input_schema", self.input_schema)
         try:
-            self.header_annotations = headers.header_annotations(self.input_schema)
+            self.header_annotations = param_headers.header_annotations(self.input_schema)
         except ValueError as exc:
             raise ValueError(f"tool {self.name!r}: {exc}") from None
         self._validator = jsonschema.Draft202012Validator(self.input_schema)

@@ -20,7 +20,7 @@ from zemcp.state.sessions import INITIALIZED_GRACE, Session
 if TYPE_CHECKING:
     from zemcp.protocol import jsonrpc
     from zemcp.protocol.inputs import InputRequest
-    from zemcp.replies.responses import DirectSink
+    from zemcp.replies.direct import DirectSink
     from zemcp.replies.sinks import ReplySink
     from zemcp.state.interfaces import WaitingCalls
 

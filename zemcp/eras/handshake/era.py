@@ -29,15 +29,8 @@ from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.capabilities import LOG_LEVELS, check_size
 from zemcp.protocol.elicitation import ClientDisconnected, RequestCancelled
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
-from zemcp.replies.responses import (
-    DirectSink,
-    WSGIResponse,
-    challenge_response,
-    error_response,
-    json_response,
-    new_sink,
-    reply,
-)
+from zemcp.replies.direct import DirectSink
+from zemcp.replies.responses import WSGIResponse, challenge_response, error_response, json_response, new_sink, reply
 from zemcp.replies.sinks import ReplySink
 from zemcp.state.interfaces import (
     SessionLimitReached,

@@ -19,7 +19,8 @@ from werkzeug.wrappers import Request, Response
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST
-from zemcp.replies.responses import LogStream, error_response, event_stream
+from zemcp.replies.responses import error_response, event_stream
+from zemcp.replies.streams import LogStream
 from zemcp.state.eventlogs import retry_field
 from zemcp.state.interfaces import (
     REQUEST,

@@ -40,20 +40,13 @@ from zemcp.core.server import Server, Work
 from zemcp.core.tools import error_result
 from zemcp.eras.modern import mrtr
 from zemcp.eras.modern.request_state import RequestStateError, RequestStateSealer, StateTooLarge, new_key
-from zemcp.protocol import headers as mcp_headers, jsonrpc, versions
+from zemcp.protocol import header_values, headers as mcp_headers, jsonrpc, param_headers, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import LOG_LEVELS, ClientView
 from zemcp.protocol.elicitation import ClientDisconnected
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
-from zemcp.replies.responses import (
-    DirectSink,
-    WSGIResponse,
-    challenge_response,
-    error_response,
-    json_response,
-    new_sink,
-    reply,
-)
+from zemcp.replies.direct import DirectSink
+from zemcp.replies.responses import WSGIResponse, challenge_response, error_response, json_response, new_sink, reply
 from zemcp.replies.sinks import ReplySink
 from zemcp.state.interfaces import ListenLimitReached
 
@@ -74,7 +67,7 @@ STATUS: dict[object, int] = {
     -32700: 400,
     INVALID_REQUEST: 400,
     INVALID_PARAMS: 400,
-    mcp_headers.HEADER_MISMATCH: 400,
+    header_values.HEADER_MISMATCH: 400,
     MISSING_CAPABILITY: 400,
     UNSUPPORTED_VERSION: 400,
     METHOD_NOT_FOUND: 404,
@@ -200,8 +193,8 @@ class ModernEra:
         client = envelope(message)
         try:
             mcp_headers.check_standard(request.headers, message.method, message.params, client.protocol_version)
-        except mcp_headers.HeaderError as exc:
-            raise ProtocolError(mcp_headers.HEADER_MISMATCH, exc.message) from None
+        except header_values.HeaderError as exc:
+            raise ProtocolError(header_values.HEADER_MISMATCH, exc.message) from None
         _check_version(client)
         if message.method == "tools/call":
             self._check_param_headers(request, message)
@@ -244,9 +237,9 @@ class ModernEra:
         if tool is None or not tool.header_annotations:
             return
         try:
-            mcp_headers.check_params(request.headers, tool.header_annotations, message.params.get("arguments") or {})
-        except mcp_headers.HeaderError as exc:
-            raise ProtocolError(mcp_headers.HEADER_MISMATCH, exc.message) from None
+            param_headers.check_params(request.headers, tool.header_annotations, message.params.get("arguments") or {})
+        except header_values.HeaderError as exc:
+            raise ProtocolError(header_values.HEADER_MISMATCH, exc.message) from None
 
     def discover(self) -> dict[str, Any]:
         """The ``server/discover`` result (MCP 2026-07-28 server/discover), before decoration."""

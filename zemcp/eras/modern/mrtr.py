@@ -37,7 +37,7 @@ from zemcp.protocol.jsonrpc import INVALID_PARAMS, ProtocolError
 from zemcp.replies.sinks import ReplySink
 
 if TYPE_CHECKING:
-    from zemcp.replies.responses import DirectSink
+    from zemcp.replies.direct import DirectSink
 
 log = logging.getLogger("zemcp.mrtr")
 
