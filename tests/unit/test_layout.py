@@ -4,12 +4,15 @@ import-linter's (pyproject.toml, `tox -e lint`)."""
 
 import importlib
 import json
+import os
+import shutil
 import subprocess
 import sys
 import warnings
 from pathlib import Path
 
 import grimp
+import pytest
 
 import zemcp
 from zemcp import moved
@@ -32,7 +35,7 @@ def test_no_module_is_longer_than_the_bound():
 def test_the_import_graph_has_no_cycle():
     """No chain of imports leads from a module back to itself, counting every import
     (inside functions and under TYPE_CHECKING too) and the package roots."""
-    graph = grimp.build_graph("zemcp")
+    graph = grimp.build_graph("zemcp", cache_dir=None)
     cycles = set()
     for module in graph.modules:
         for imported in graph.find_modules_directly_imported_by(module):
@@ -99,3 +102,55 @@ def test_the_stable_paths_name_the_layered_code():
     assert conf.__all__ == gunicorn_conf.__all__
     assert all(getattr(conf, name) is getattr(gunicorn_conf, name) for name in conf.__all__)
     assert conf.worker_class == "zemcp.worker.ThreadWorker"
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """import-linter's contracts (pyproject.toml) over the package found under ``root``."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from importlinter.cli import lint_imports_command; lint_imports_command()",
+            "--config",
+            str(PACKAGE.parent / "pyproject.toml"),
+            "--no-cache",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+
+
+def test_the_layer_contracts_hold():
+    done = lint_imports(PACKAGE.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Contracts: 5 kept, 0 broken." in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        (
+            "protocol/jsonrpc.py",
+            "from zemcp.core import server as _server",
+            "Each layer imports only the layers below it",
+        ),
+        (
+            "eras/modern/mrtr.py",
+            "from zemcp.eras.handshake import call as _call",
+            "The two protocol eras are independent",
+        ),
+        ("core/tools.py", "from zemcp import commands as _commands", "never import the package's public facades"),
+        ("state/interfaces.py", "from zemcp.state import sessions as _sessions", "No import cycles"),
+    ],
+)
+def test_a_broken_contract_fails_the_lint(tmp_path, module, line, broken):
+    """The same check over a copy of the package with one import that breaks one contract."""
+    shutil.copytree(PACKAGE, tmp_path / "zemcp", ignore=shutil.ignore_patterns("__pycache__"))
+    target = tmp_path / "zemcp" / module
+    target.write_text(target.read_text() + f"\n{line}\n")
+    done = lint_imports(tmp_path)
+    assert done.returncode != 0
+    assert f"{broken}" in done.stdout and "BROKEN" in done.stdout, done.stdout
