@@ -24,7 +24,7 @@ from zemcp.protocol.elicitation import ElicitAborted, ElicitError
 from zemcp.protocol.inputs import InputRequest
 
 if TYPE_CHECKING:
-    from zemcp.auth import Principal
+    from zemcp.auth.principal import Principal
     from zemcp.protocol.capabilities import ClientView
     from zemcp.protocol.inputs import Exchange
     from zemcp.state.sessions import Session

@@ -30,7 +30,8 @@ from typing import Any, TypeVar, overload
 from zemcp import __version__, logsafe
 from zemcp.protocol import jsonrpc
 from zemcp.protocol import versions
-from zemcp.auth import Authorization, InsufficientScope, Principal
+from zemcp.auth.authorization import Authorization
+from zemcp.auth.principal import InsufficientScope, Principal
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import ClientView
 from zemcp.core.completions import CompletionRegistry

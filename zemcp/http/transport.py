@@ -30,7 +30,7 @@ from zemcp import logsafe
 from zemcp.http import cors
 from zemcp.protocol import jsonrpc
 from zemcp.eras.modern import era as modern
-from zemcp.auth import Challenge, Principal, VerifierUnavailable
+from zemcp.auth.principal import Challenge, Principal, VerifierUnavailable
 from zemcp.config import Settings, is_loopback_host
 from zemcp.eras.handshake.era import SESSION_HEADER, HandshakeEra
 from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError

@@ -28,7 +28,7 @@ from zemcp.state.eventlogs import retry_field
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse
 
-    from zemcp.auth import Challenge
+    from zemcp.auth.principal import Challenge
     from zemcp.state.eventlogs import EventLog, SessionStreams
 
 log = logging.getLogger("zemcp.transport")

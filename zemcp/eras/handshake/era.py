@@ -22,7 +22,7 @@ from werkzeug.wrappers import Request, Response
 from zemcp import logsafe
 from zemcp.protocol import jsonrpc
 from zemcp.protocol import versions
-from zemcp.auth import InsufficientScope, Principal
+from zemcp.auth.principal import InsufficientScope, Principal
 from zemcp.protocol.capabilities import LOG_LEVELS, check_size
 from zemcp.protocol.elicitation import ClientDisconnected, RequestCancelled
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError

@@ -34,7 +34,7 @@ from zemcp.protocol import headers as mcp_headers
 from zemcp.protocol import jsonrpc
 from zemcp.eras.modern import mrtr
 from zemcp.protocol import versions
-from zemcp.auth import InsufficientScope, Principal
+from zemcp.auth.principal import InsufficientScope, Principal
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import LOG_LEVELS, ClientView
 from zemcp.protocol.elicitation import ClientDisconnected
