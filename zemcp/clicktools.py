@@ -4,6 +4,8 @@ A stable path of the public API (``from zemcp.clicktools import add_click_tools`
 is :mod:`zemcp.cli.clicktools`.
 """
 
-from zemcp.cli.clicktools import ClickResult, add_click_commands, add_click_tools, command_schema, invoke
+from zemcp.cli.clickrun import ClickResult, invoke
+from zemcp.cli.clickschema import command_schema
+from zemcp.cli.clicktools import add_click_commands, add_click_tools
 
 __all__ = ["ClickResult", "add_click_commands", "add_click_tools", "command_schema", "invoke"]

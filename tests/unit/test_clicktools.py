@@ -1,5 +1,6 @@
-"""zemcp.cli.clicktools: input schemas from Click parameters, in-process invocation with captured
-output (also on several threads at once), tools and text commands built from a Click group."""
+"""Click CLIs as MCP tools: input schemas from Click parameters (zemcp.cli.clickschema),
+in-process invocation with captured output, also on several threads at once
+(zemcp.cli.clickrun), tools and text commands built from a Click group (zemcp.cli.clicktools)."""
 
 import enum
 import inspect
@@ -13,7 +14,9 @@ import click
 import pytest
 
 import zemcp
-from zemcp.cli.clicktools import add_click_commands, add_click_tools, command_schema, invoke
+from zemcp.cli.clickrun import invoke
+from zemcp.cli.clickschema import command_schema
+from zemcp.cli.clicktools import add_click_commands, add_click_tools
 from zemcp.cli.commands import CommandError, CommandRegistry
 
 #: [seconds] bound of every wait on another thread.

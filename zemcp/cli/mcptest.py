@@ -14,7 +14,8 @@ import click
 from zemcp.version import __version__
 
 try:
-    from zemcp.cli.client import DEFAULT_PROTOCOL_VERSION, ClientError, McpTestClient
+    from zemcp.cli.client import DEFAULT_PROTOCOL_VERSION, McpTestClient
+    from zemcp.cli.clienterrors import ClientError
 except ModuleNotFoundError as exc:  # the client extra is not installed
     if exc.name != "requests":
         raise

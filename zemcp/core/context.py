@@ -22,7 +22,7 @@ from zemcp.protocol.inputs import InputRequest
 from zemcp.state.interfaces import CapacityError
 
 if TYPE_CHECKING:
-    from zemcp.auth import Principal
+    from zemcp.auth.principal import Principal
     from zemcp.core.exchange import Exchange
     from zemcp.protocol.capabilities import ClientView
     from zemcp.state.sessions import Session

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-from zemcp.auth import InsufficientScope, Principal
+from zemcp.auth.principal import InsufficientScope, Principal
 from zemcp.core.completions import CompletionRegistry
 from zemcp.core.prompts import PromptRegistry, make_prompt
 from zemcp.core.resources import ResourceRegistry

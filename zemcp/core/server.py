@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from zemcp import logsafe
-from zemcp.auth import Authorization, Principal
+from zemcp.auth.authorization import Authorization
+from zemcp.auth.principal import Principal
 from zemcp.config import Settings
 from zemcp.core.admission import Admission
 from zemcp.core.context import CallFinished, Context, URLElicitationRequired

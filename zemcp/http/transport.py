@@ -27,7 +27,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException
 from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
-from zemcp.auth import Challenge, Principal, VerifierUnavailable
+from zemcp.auth.principal import Challenge, Principal, VerifierUnavailable
 from zemcp.config import Settings, is_loopback_host
 from zemcp.core.server import Server
 from zemcp.eras.handshake.era import SESSION_HEADER, HandshakeEra

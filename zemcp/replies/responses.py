@@ -22,7 +22,7 @@ from zemcp.replies.sinks import ReplySink
 from zemcp.replies.streams import SSE_HEADERS, LogStream, SinkStream
 
 if TYPE_CHECKING:
-    from zemcp.auth import Challenge
+    from zemcp.auth.principal import Challenge
     from zemcp.state.interfaces import StreamLogs
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
-from zemcp.auth import InsufficientScope, Principal
+from zemcp.auth.principal import InsufficientScope, Principal
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server, Work
 from zemcp.eras.handshake.call import Call

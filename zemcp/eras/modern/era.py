@@ -32,7 +32,7 @@ from typing import Any, cast
 from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
-from zemcp.auth import InsufficientScope, Principal
+from zemcp.auth.principal import InsufficientScope, Principal
 from zemcp.core.admission import Busy
 from zemcp.core.exchange import RoundEnded
 from zemcp.core.resources import RESOURCE_NOT_FOUND
