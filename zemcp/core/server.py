@@ -31,11 +31,13 @@ from zemcp import logsafe
 from zemcp.auth import Authorization, InsufficientScope, Principal
 from zemcp.config import Settings
 from zemcp.core.completions import CompletionRegistry
-from zemcp.core.context import CallFinished, Context, URLElicitationRequired
+from zemcp.core.context import Context
+from zemcp.core.errors import CallFinished, URLElicitationRequired
 from zemcp.core.exchange import Exchange, RoundEnded
 from zemcp.core.prompts import PromptRegistry, make_prompt
 from zemcp.core.resources import Resource, ResourceRegistry
-from zemcp.core.tools import Tool, ToolRegistry, error_result
+from zemcp.core.results import error_result
+from zemcp.core.tools import Tool, ToolRegistry
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import ClientView

@@ -35,8 +35,8 @@ from zemcp import logsafe
 from zemcp.auth import InsufficientScope, Principal
 from zemcp.core.exchange import RoundEnded
 from zemcp.core.resources import RESOURCE_NOT_FOUND
+from zemcp.core.results import error_result
 from zemcp.core.server import Busy, Server, Work
-from zemcp.core.tools import error_result
 from zemcp.eras.modern import mrtr
 from zemcp.eras.modern.request_state import RequestStateError, RequestStateSealer, StateTooLarge, new_key
 from zemcp.protocol import headers as mcp_headers, jsonrpc, versions
