@@ -9,20 +9,16 @@ endpoint: the stateless 2026-07-28 revision and the handshake versions 2024-11-0
 
 from zemcp import moved
 from zemcp.config import Settings
-from zemcp.core.context import (
-    Ask,
+from zemcp.core.context import Context
+from zemcp.core.errors import (
     CannotWait,
     CapabilityMissing,
     ClientErrorResponse,
     ClientRequestError,
     ClientTimeout,
-    Context,
-    Elicit,
-    ElicitURL,
-    ListRoots,
-    Sample,
     URLElicitationRequired,
 )
+from zemcp.core.questions import Ask, Elicit, ElicitURL, ListRoots, Sample
 from zemcp.core.server import Server
 from zemcp.core.tools import ToolError
 from zemcp.http.transport import McpApp

@@ -7,7 +7,7 @@ import pytest
 
 import zemcp
 from zemcp.cli.commands import CommandRegistry, add_builtin_commands, add_execute_tool
-from zemcp.core import schemas
+from zemcp.core import forms
 from zemcp.core.tools import Tool
 
 
@@ -78,8 +78,8 @@ from zemcp.core.tools import Tool
 )
 def test_form_field_keeps_what_the_subset_allows(prop, legacy, titled):
     """Form fields keep the subset's keywords; titled options follow the version (enumNames before 2025-11-25)."""
-    assert schemas.form_field(prop, titled_one_of=False) == legacy
-    assert schemas.form_field(prop, titled_one_of=True) == (legacy if titled is None else titled)
+    assert forms.form_field(prop, titled_one_of=False) == legacy
+    assert forms.form_field(prop, titled_one_of=True) == (legacy if titled is None else titled)
 
 
 @pytest.mark.parametrize(
@@ -99,8 +99,8 @@ def test_form_field_keeps_what_the_subset_allows(prop, legacy, titled):
 )
 def test_form_field_refuses_what_a_form_cannot_ask(prop):
     """Non-primitive properties (and selects a form cannot offer) have no form field."""
-    assert schemas.form_field(prop, titled_one_of=False) is None
-    assert schemas.form_field(prop, titled_one_of=True) is None
+    assert forms.form_field(prop, titled_one_of=False) is None
+    assert forms.form_field(prop, titled_one_of=True) is None
 
 
 def book(

@@ -1,4 +1,5 @@
-"""JSON Schemas from type hints and JSON back to Python values (zemcp.core.schemas)."""
+"""JSON Schemas from type hints and JSON back to Python values (zemcp.core.schemas, zemcp.core.type_schemas,
+zemcp.core.forms, zemcp.core.docstrings)."""
 
 import enum
 import typing
@@ -9,7 +10,7 @@ import jsonschema
 import pytest
 
 import zemcp
-from zemcp.core import schemas
+from zemcp.core import docstrings, forms, schemas, type_schemas
 from zemcp.protocol.elicitation import check_requested_schema
 
 
@@ -289,7 +290,7 @@ def test_docstring_summary(doc, summary):
     def handler(): ...
 
     handler.__doc__ = doc
-    assert schemas.docstring_summary(handler) == summary
+    assert docstrings.docstring_summary(handler) == summary
 
 
 # -- input schemas: refused declarations -----------------------------------------------------
@@ -390,7 +391,7 @@ def test_generated_schemas_are_valid_2020_12():
 )
 def test_to_python(annotation, value, expected):
     """Validated JSON becomes the declared Python value, recursively."""
-    result = schemas.to_python(annotation, value)
+    result = type_schemas.to_python(annotation, value)
     assert result == expected and type(result) is type(expected)
 
 
@@ -401,7 +402,7 @@ def test_to_python_typeddict_converts_values_but_stays_a_dict():
         color: Color
         at: Point
 
-    assert schemas.to_python(Pick, {"color": "red", "at": {"x": 2}}) == {"color": Color.RED, "at": Point(2)}
+    assert type_schemas.to_python(Pick, {"color": "red", "at": {"x": 2}}) == {"color": Color.RED, "at": Point(2)}
 
 
 @pytest.mark.parametrize(
@@ -415,17 +416,17 @@ def test_to_python_typeddict_converts_values_but_stays_a_dict():
 )
 def test_round_trip(annotation, value):
     """to_python(to_json(v)) gives v back, and to_json(v) matches the annotation's schema."""
-    data = schemas.to_json(value)
+    data = type_schemas.to_json(value)
     jsonschema.validate(data, schema_of(annotation))
-    assert schemas.to_python(annotation, data) == value
+    assert type_schemas.to_python(annotation, data) == value
 
 
 def test_to_json_refuses_values_without_json_form():
     """Objects JSON cannot carry, and non-str dict keys, raise TypeError saying what is allowed."""
     with pytest.raises(TypeError, match="a Opaque has no JSON form; use str, int"):
-        schemas.to_json([Opaque()])
+        type_schemas.to_json([Opaque()])
     with pytest.raises(TypeError, match="dict key 1 is not a str"):
-        schemas.to_json({1: "a"})
+        type_schemas.to_json({1: "a"})
 
 
 # -- output schemas ------------------------------------------------------------------------
@@ -512,7 +513,7 @@ class Answer(TypedDict, total=False):
 
 def test_elicitation_schema_from_dataclass():
     """Primitive fields map to the flat subset; X | None and defaults make a field optional."""
-    schema = schemas.elicitation_schema(Signup)
+    schema = forms.elicitation_schema(Signup)
     assert schema == {
         "type": "object",
         "properties": {
@@ -532,7 +533,7 @@ def test_elicitation_schema_from_dataclass():
 
 def test_elicitation_schema_from_typeddict():
     """A TypedDict's required keys are required unless the value may be None."""
-    schema = schemas.elicitation_schema(Answer)
+    schema = forms.elicitation_schema(Answer)
     assert schema == {
         "type": "object",
         "properties": {
@@ -589,20 +590,20 @@ class Empty:
 def test_elicitation_schema_refuses_other_types(cls, message):
     """Anything but flat primitive fields raises TypeError naming the field."""
     with pytest.raises(TypeError, match=message):
-        schemas.elicitation_schema(cls)
+        forms.elicitation_schema(cls)
 
 
 def test_from_content_builds_the_instance():
     """Accepted content becomes an instance: Enums converted, defaults and None filled in."""
     content = {"name": "Ada", "email": "ada@example.com", "score": 3, "status": "inactive"}
-    jsonschema.validate(content, schemas.elicitation_schema(Signup))
-    signup = schemas.from_content(Signup, content)
+    jsonschema.validate(content, forms.elicitation_schema(Signup))
+    signup = forms.from_content(Signup, content)
     assert signup == Signup("Ada", "ada@example.com", None, 3.0, Status.INACTIVE)
     assert isinstance(signup.score, float) and signup.status is Status.INACTIVE
 
 
 def test_from_content_typeddict_is_a_dict_of_the_given_keys():
-    assert schemas.from_content(Answer, {"colour": "red"}) == {"colour": "red"}
+    assert forms.from_content(Answer, {"colour": "red"}) == {"colour": "red"}
 
 
 def test_conformance_defaults_fixture_as_a_dataclass():
@@ -616,7 +617,7 @@ def test_conformance_defaults_fixture_as_a_dataclass():
         status: Literal["active", "inactive", "pending"] = "active"
         verified: bool = True
 
-    assert schemas.elicitation_schema(Defaults)["properties"] == {
+    assert forms.elicitation_schema(Defaults)["properties"] == {
         "name": {"type": "string", "default": "John Doe"},
         "age": {"type": "integer", "default": 30},
         "score": {"type": "number", "default": 95.5},

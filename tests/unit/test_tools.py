@@ -12,7 +12,8 @@ import pytest
 
 import zemcp
 from zemcp.cli.commands import CommandRegistry, add_builtin_commands, add_execute_tool
-from zemcp.core.tools import Tool, ToolError, ToolRegistry, to_result
+from zemcp.core.results import to_result
+from zemcp.core.tools import Tool, ToolError, ToolRegistry
 from zemcp.protocol.elicitation import SessionEnded
 
 CTX = object()  # stands in for the call's Context: these tests only check it is passed through

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from zemcp.core.context import HANDLER_ERRORS
+from zemcp.core.errors import HANDLER_ERRORS
 from zemcp.core.prompts import PromptRegistry
 from zemcp.core.resources import ResourceRegistry
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError

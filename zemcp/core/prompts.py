@@ -18,7 +18,8 @@ from typing import Annotated, Any
 
 from zemcp import logsafe
 from zemcp.core import schemas
-from zemcp.core.context import HANDLER_ERRORS, ClientRequestError
+from zemcp.core.docstrings import docstring_entries, docstring_summary
+from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError
 from zemcp.protocol import pagination
 from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 from zemcp.protocol.elicitation import ElicitAborted, ElicitError
@@ -180,12 +181,12 @@ def make_prompt(
     if not isinstance(name, str) or not name:
         raise ValueError(f"prompt name must be a non-empty string, got {name!r}")
     if description is None:
-        description = schemas.docstring_summary(handler)
+        description = docstring_summary(handler)
     try:
         context = schemas.context_parameter(handler)
     except TypeError:
         context = None  # unresolvable hints: every parameter stays an argument, as _arguments allows
-    arguments = _arguments(handler, name, schemas.docstring_entries(handler), context)
+    arguments = _arguments(handler, name, docstring_entries(handler), context)
     return Prompt(name, handler, title, description, tuple(arguments), context, cache)
 
 

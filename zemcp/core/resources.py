@@ -22,7 +22,8 @@ from urllib.parse import unquote
 
 from zemcp import logsafe
 from zemcp.core import schemas
-from zemcp.core.context import HANDLER_ERRORS, ClientRequestError
+from zemcp.core.docstrings import docstring_summary
+from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError
 from zemcp.protocol import pagination
 from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 from zemcp.protocol.elicitation import ElicitAborted, ElicitError
@@ -262,7 +263,7 @@ class ResourceRegistry:
                 template, or the handler's parameters do not fit.
         """
         name = name if name is not None else handler.__name__
-        description = description if description is not None else schemas.docstring_summary(handler)
+        description = description if description is not None else docstring_summary(handler)
         if "{" in uri or "}" in uri:
             if size is not None:
                 raise ValueError(f"resource template {uri!r}: size applies to static resources only")

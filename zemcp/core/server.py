@@ -32,11 +32,12 @@ from zemcp.auth.authorization import Authorization
 from zemcp.auth.principal import Principal
 from zemcp.config import Settings
 from zemcp.core.admission import Admission
-from zemcp.core.context import CallFinished, Context, URLElicitationRequired
+from zemcp.core.context import Context
+from zemcp.core.errors import CallFinished, URLElicitationRequired
 from zemcp.core.exchange import Exchange, RoundEnded
 from zemcp.core.registrar import Registrar
 from zemcp.core.resources import Resource
-from zemcp.core.tools import error_result
+from zemcp.core.results import error_result
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import ClientView

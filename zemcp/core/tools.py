@@ -9,13 +9,13 @@ arguments then arrive as the JSON values they are.
 
 A handler returns a ``str`` (one text item), a list of content items, a full
 ``CallToolResult`` dict, or any other value (sent as JSON text). A tool with an output schema
-returns the structured value itself. Raising :class:`ToolError` or any other exception turns
-into an ``isError`` result carrying the message. Pure Python: no HTTP here.
+returns the structured value itself (:mod:`zemcp.core.results` shapes them). Raising
+:class:`ToolError` or any other exception turns into an ``isError`` result carrying the
+message. Pure Python: no HTTP here.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable, Mapping
@@ -26,7 +26,12 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from zemcp import logsafe
 from zemcp.core import schemas
-from zemcp.core.context import HANDLER_ERRORS, ClientRequestError, Context, URLElicitationRequired
+from zemcp.core.context import Context
+from zemcp.core.docstrings import docstring_summary
+from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError, URLElicitationRequired
+from zemcp.core.forms import elicited_fields
+from zemcp.core.results import error_result, structured_result, to_result
+from zemcp.core.type_schemas import to_python, type_hints
 from zemcp.protocol import elicitation, param_headers, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 
@@ -68,7 +73,7 @@ class Tool:
         cache: its part of the ``tools/list`` caching hint (2026-07-28).
         elicit_missing: ask the user for missing arguments by form elicitation instead of
             failing the call (see :meth:`missing` and :meth:`run`): True for every required
-            argument a form can ask for (:func:`zemcp.core.schemas.form_field`), or a list of
+            argument a form can ask for (:func:`zemcp.core.forms.form_field`), or a list of
             argument names, which are then asked for whenever they are missing, required
             by the schema or not.
         elicit_message: the question shown with that form; when None, ``"<title or name>
@@ -117,12 +122,12 @@ class Tool:
         self.handler = handler
         self.cache = cache
         self.title = title
-        self.description = description or schemas.docstring_summary(handler) or self.name
+        self.description = description or docstring_summary(handler) or self.name
         self.annotations = _check_annotations(self.name, annotations)
         if input_schema is None:
             self.input_schema, self.context_param = schemas.input_schema(handler)
             # Parameter types to convert the JSON arguments to; None passes them unchanged.
-            self._types: dict[str, Any] | None = schemas.type_hints(handler)
+            self._types: dict[str, Any] | None = type_hints(handler)
         else:
             self.input_schema, self.context_param, self._types = input_schema, schemas.context_parameter(handler), None
         # Derived schemas are checked too: Annotated metadata may have added keywords.
@@ -154,7 +159,7 @@ class Tool:
             else None
         )
         # name -> (field for the 2025-06-18 subset, field for 2025-11-25 on), built once here.
-        self._fields = _elicited_fields(self.name, self.input_schema, elicit_missing)
+        self._fields = elicited_fields(self.name, self.input_schema, elicit_missing)
         self.elicited = tuple(self._fields)
         if elicit_message is not None and (not isinstance(elicit_message, str) or not elicit_message.strip()):
             raise ValueError(f"tool {self.name!r}: elicit_message must be a non-empty string, got {elicit_message!r}")
@@ -230,7 +235,7 @@ class Tool:
         """Ask the user for the ``missing`` arguments in one form, and merge the answer.
 
         The form (MCP client/elicitation, form mode) has one required field per missing
-        argument (:func:`zemcp.core.schemas.form_field`), under the key of the missing names
+        argument (:func:`zemcp.core.forms.form_field`), under the key of the missing names
         joined by ``,`` in the 2026-07-28 era. Only the asked names are taken from the
         answer; the merged arguments are checked against the whole input schema.
 
@@ -294,7 +299,7 @@ class Tool:
         kwargs = {}
         for name, value in arguments.items():
             try:
-                kwargs[name] = value if self._types is None else schemas.to_python(self._types.get(name, Any), value)
+                kwargs[name] = value if self._types is None else to_python(self._types.get(name, Any), value)
             except Exception as exc:
                 # A dataclass's __post_init__ may refuse what the schema let through.
                 return error_result(f"invalid arguments for tool {self.name!r}: argument {name!r}: {exc}")
@@ -320,15 +325,7 @@ class Tool:
             return error_result(f"tool {self.name!r} returned a value that cannot be sent: {exc}")
 
     def _structured_result(self, value: Any) -> dict[str, Any]:
-        if isinstance(value, dict) and "structuredContent" in value:
-            result = {"isError": False, **value}
-        else:
-            structured = schemas.structured_content(value, self._wrapped)
-            result = {
-                "content": [{"type": "text", "text": json.dumps(structured, allow_nan=False)}],
-                "structuredContent": structured,
-                "isError": False,
-            }
+        result = structured_result(value, self._wrapped)
         validator = self._output_validator
         assert validator is not None  # a structured result is made only with an output schema
         error = _first_error(validator, result["structuredContent"])
@@ -338,47 +335,6 @@ class Tool:
             log.error("tool %r: output does not match its outputSchema: %s", self.name, problem)
             return error_result(f"the output of tool {self.name!r} does not match its outputSchema: {problem}")
         return result
-
-
-def error_result(text: str) -> dict[str, Any]:
-    """An ``isError`` result with one text item."""
-    return {"content": [{"type": "text", "text": text}], "isError": True}
-
-
-def to_result(value: Any) -> dict[str, Any]:
-    """Shape a handler's return value as a ``CallToolResult``.
-
-    ``str`` becomes one text item; a list of content items (dicts with ``type``) is taken as
-    the content; a dict with ``content`` is passed through; anything else (numbers, other
-    lists and dicts, dataclasses, Enums, None) is sent as its JSON text.
-
-    Raises:
-        TypeError: the value has no JSON form (see :func:`zemcp.core.schemas.to_json`), or is a
-            malformed ``CallToolResult``.
-        ValueError: the value holds NaN, an infinity or a reference cycle.
-    """
-    if isinstance(value, str):
-        return {"content": [{"type": "text", "text": value}], "isError": False}
-    if isinstance(value, list) and all(isinstance(item, dict) and "type" in item for item in value):
-        return {"content": value, "isError": False}
-    if isinstance(value, dict) and "content" in value:
-        _check_result(value)
-        return {"isError": False, **value}
-    return {
-        "content": [{"type": "text", "text": json.dumps(schemas.to_json(value), allow_nan=False)}],
-        "isError": False,
-    }
-
-
-def _check_result(result: dict[str, Any]) -> None:
-    # A malformed CallToolResult would reach the client as a protocol violation.
-    content = result["content"]
-    if not isinstance(content, list) or not all(
-        isinstance(item, dict) and isinstance(item.get("type"), str) for item in content
-    ):
-        raise TypeError("a CallToolResult's content must be a list of content items (dicts with a 'type')")
-    if not isinstance(result.get("isError", False), bool):
-        raise TypeError("a CallToolResult's isError must be true or false")
 
 
 class ToolRegistry:
@@ -419,76 +375,6 @@ def _check_object_schema(tool: str, which: str, schema: Any) -> None:
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise ValueError(f"tool {tool!r}: {which} must be a JSON Schema with type 'object'")
     jsonschema.Draft202012Validator.check_schema(schema)
-
-
-def _elicited_fields(
-    tool: str, input_schema: dict[str, Any], elicit_missing: Any
-) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
-    """The form field of each argument to ask for when missing: ``{name: (legacy, titled)}``.
-
-    Each field is checked against the elicitation schema subset of both kinds of version
-    here, so that a call never fails on a form the tool's own schema made.
-
-    Raises:
-        ValueError: as :class:`Tool` says for ``elicit_missing``.
-    """
-    properties = input_schema.get("properties", {})
-    if not isinstance(properties, dict):
-        properties = {}
-    if elicit_missing is False:
-        return {}
-    if elicit_missing is True:
-        required = set(input_schema.get("required", ()))
-        names = [name for name in properties if name in required and _askable(properties[name])]
-        if not names:
-            raise ValueError(
-                f"tool {tool!r}: elicit_missing=True asks for missing required arguments, and none of this tool's "
-                "is a string, number, integer or boolean a form can ask for; list the names to ask for instead"
-            )
-    elif (
-        isinstance(elicit_missing, (list, tuple))
-        and elicit_missing
-        and all(isinstance(n, str) for n in elicit_missing)
-        and len(set(elicit_missing)) == len(elicit_missing)
-    ):
-        for name in elicit_missing:
-            if name not in properties:
-                raise ValueError(
-                    f"tool {tool!r}: elicit_missing names {name!r}, which is not an argument of the tool "
-                    f"(its arguments: {', '.join(properties) or 'none'})"
-                )
-            if not _askable(properties[name]):
-                raise ValueError(
-                    f"tool {tool!r}: elicit_missing names {name!r}, which a form cannot ask for: a form field is a "
-                    "string, number, integer or boolean (a string may have enum options); give it a default instead"
-                )
-        names = [name for name in properties if name in elicit_missing]
-    else:
-        raise ValueError(
-            f"tool {tool!r}: elicit_missing must be True, False or a non-empty list of distinct argument "
-            f"names, got {elicit_missing!r}"
-        )
-    return {name: (_form_field(properties[name], False), _form_field(properties[name], True)) for name in names}
-
-
-def _form_field(prop: Any, titled_one_of: bool) -> dict[str, Any]:
-    field = schemas.form_field(prop, titled_one_of)
-    assert field is not None  # only properties that _askable accepted get here
-    return field
-
-
-def _askable(prop: Any) -> bool:
-    """True when a form can ask for the property in every protocol version's schema subset."""
-    # The oldest version has the strict subset; 2025-11-25 the wider one with titled options.
-    for titled, version in ((False, versions.HANDSHAKE[-1]), (True, versions.ELICITATION_MODES)):
-        field = schemas.form_field(prop, titled)
-        if field is None:
-            return False
-        try:
-            elicitation.check_requested_schema({"type": "object", "properties": {"x": field}}, version)
-        except elicitation.ElicitSchemaInvalid:
-            return False
-    return True
 
 
 def _check_annotations(tool: str, annotations: dict[str, Any] | None) -> dict[str, Any]:

@@ -36,8 +36,8 @@ from zemcp.auth.principal import InsufficientScope, Principal
 from zemcp.core.admission import Busy
 from zemcp.core.exchange import RoundEnded
 from zemcp.core.resources import RESOURCE_NOT_FOUND
+from zemcp.core.results import error_result
 from zemcp.core.server import Server, Work
-from zemcp.core.tools import error_result
 from zemcp.eras.modern import mrtr
 from zemcp.eras.modern.request_state import RequestStateError, RequestStateSealer, StateTooLarge, new_key
 from zemcp.protocol import header_values, headers as mcp_headers, jsonrpc, param_headers, versions
