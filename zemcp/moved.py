@@ -6,7 +6,7 @@ patches act on the one module; each first import of an old name warns with a
 ``DeprecationWarning`` that names the new path. The stable public paths (``zemcp``,
 ``zemcp.auth``, ``zemcp.clicktools``, ``zemcp.commands``, ``zemcp.gunicorn_conf``,
 ``zemcp.worker``) are not in the table: they did not move. See docs/architecture.md,
-"Moved modules".
+"Import paths".
 """
 
 from __future__ import annotations
