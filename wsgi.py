@@ -5,7 +5,7 @@ gunicorn loads ``wsgi:app`` (see gunicorn.conf.py). A tools/call travels ``McpAp
 ``HandshakeEra`` (zemcp/eras/handshake/era.py, sessions) -> ``Server.prepare`` and ``Server.execute``
 (zemcp/core/server.py) -> ``Tool.run`` (zemcp/core/tools.py) -> ``execute`` (zemcp/cli/commands.py). Its
 elicitation goes through ``ctx.elicit`` (zemcp/core/context.py) to the request's exchange: pushed
-on the request's ``ReplySink`` (zemcp/state/sessions.py, zemcp/replies/sinks.py) in a session, or ending the
+on the request's ``ReplySink`` (zemcp/state/session.py, zemcp/replies/sinks.py) in a session, or ending the
 round with an ``InputRequiredResult`` and replayed on the retry (zemcp/eras/modern/mrtr.py).
 """
 

@@ -28,7 +28,7 @@ MOVED = {
     "zemcp.headers": "zemcp.protocol.headers",
     "zemcp.elicitation": "zemcp.protocol.elicitation",
     "zemcp.inputs": "zemcp.protocol.inputs",
-    "zemcp.session": "zemcp.state.sessions",
+    "zemcp.session": "zemcp.state.session",
     "zemcp.correlation": "zemcp.state.correlation",
     "zemcp.streams": "zemcp.state.eventlogs",
     "zemcp.subscriptions": "zemcp.state.subscriptions",

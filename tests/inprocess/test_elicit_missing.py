@@ -16,7 +16,7 @@ from tests.inprocess.test_modern import Modern, result_of
 from tests.inprocess.test_transport import HEADERS, events
 from tests.inprocess.threaded import Client
 from zemcp import Settings
-from zemcp.state import sessions as session_module
+from zemcp.eras.handshake import call as call_module
 
 BOOKED: list[dict] = []
 
@@ -360,7 +360,7 @@ def test_the_per_call_timeout_does_not_bound_a_2026_07_28_round_trip(app):
 
 def test_questions_wait_for_notifications_initialized(app, monkeypatch):
     """A call made before notifications/initialized holds its question until the notification arrives."""
-    monkeypatch.setattr(session_module, "INITIALIZED_GRACE", 5.0)
+    monkeypatch.setattr(call_module, "INITIALIZED_GRACE", 5.0)
     peer = Peer(app, initialized=False)
     threading.Timer(0.3, peer.initialized).start()
     started = time.monotonic()
@@ -375,7 +375,7 @@ def test_questions_wait_for_notifications_initialized(app, monkeypatch):
 
 def test_a_client_that_never_sends_initialized_is_asked_after_the_grace(app, monkeypatch):
     """Without the notification the question goes out after the grace (with a warning), once per session."""
-    monkeypatch.setattr(session_module, "INITIALIZED_GRACE", 0.3)
+    monkeypatch.setattr(call_module, "INITIALIZED_GRACE", 0.3)
     peer = Peer(app, initialized=False)
     for expected_wait in (0.25, 0.0):
         started = time.monotonic()

@@ -9,7 +9,7 @@ from zemcp.protocol import jsonrpc
 from zemcp.replies.sinks import ReplySink
 from zemcp.state.correlation import CorrelationTable
 from zemcp.state.interfaces import CapacityError
-from zemcp.state.sessions import Session
+from zemcp.state.session import Session
 
 
 def session():

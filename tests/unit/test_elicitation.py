@@ -23,7 +23,7 @@ from zemcp.protocol.elicitation import (
 )
 from zemcp.replies.sinks import ReplySink
 from zemcp.state.correlation import CorrelationTable
-from zemcp.state.sessions import Session
+from zemcp.state.session import Session
 
 GOOD = [
     {"type": "object", "properties": {"name": {"type": "string"}}},

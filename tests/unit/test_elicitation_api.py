@@ -10,13 +10,13 @@ import pytest
 
 import zemcp
 from zemcp.core.context import Context
+from zemcp.eras.handshake import call as call_module
 from zemcp.eras.handshake.call import Call
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import ElicitMalformed, ElicitTimeout, interpret_answer
 from zemcp.replies.sinks import ReplySink
-from zemcp.state import sessions as session_module
 from zemcp.state.correlation import CorrelationTable
-from zemcp.state.sessions import Session
+from zemcp.state.session import Session
 
 ASK = {"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array"}}, "required": ["name"]}
 FORM = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -150,7 +150,7 @@ def test_wait_initialized_gives_up_once_and_warns(caplog):
 
 def test_call_holds_its_question_until_initialized(monkeypatch):
     """Call.ask sends nothing before notifications/initialized, and the grace counts in the timeout."""
-    monkeypatch.setattr(session_module, "INITIALIZED_GRACE", 5.0)
+    monkeypatch.setattr(call_module, "INITIALIZED_GRACE", 5.0)
     s = Session("2025-06-18", {}, {"elicitation": {}})
     sink = ReplySink()
     table = CorrelationTable(10, 10)

@@ -146,7 +146,7 @@ def test_the_layer_contracts_hold():
             "The two protocol eras are independent",
         ),
         ("core/tools.py", "from zemcp import commands as _commands", "never import the package's public facades"),
-        ("state/interfaces.py", "from zemcp.state import sessions as _sessions", "No import cycles"),
+        ("state/interfaces.py", "from zemcp.state import session as _session", "No import cycles"),
     ],
 )
 def test_a_broken_contract_fails_the_lint(tmp_path, module, line, broken):

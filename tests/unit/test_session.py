@@ -1,11 +1,12 @@
-"""Sessions: ids, capability bit, registry caps, lookup errors and idle expiry (zemcp.state.sessions)."""
+"""Sessions: ids, capability bit, registry caps, lookup errors and idle expiry (zemcp.state.session)."""
 
 import pytest
 
 from zemcp.eras.handshake.call import Call
 from zemcp.replies.sinks import ReplySink
 from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired
-from zemcp.state.sessions import Session, SessionRegistry, fingerprint
+from zemcp.state.registry import SessionRegistry
+from zemcp.state.session import Session, fingerprint
 
 
 def registry(max_sessions=10, ttl=60, ended=None):

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 from zemcp.core.context import Context
 from zemcp.core.tools import ToolError
-from zemcp.state.sessions import fingerprint
+from zemcp.state.session import fingerprint
 
 if TYPE_CHECKING:
     from zemcp.core.server import Server
     from zemcp.protocol.capabilities import ClientView
-    from zemcp.state.sessions import Session
+    from zemcp.state.session import Session
 
 _WORD = re.compile(r"\S+")
 

@@ -30,7 +30,7 @@ from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
 from zemcp.replies.sinks import ReplySink
 from zemcp.state.interfaces import KEEPALIVE, ListenLimitReached, SessionLimitReached, SessionNotFound
-from zemcp.state.sessions import Session
+from zemcp.state.session import Session
 
 if TYPE_CHECKING:
     from zemcp.replies.direct import DirectSink

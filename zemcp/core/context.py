@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from zemcp.auth.principal import Principal
     from zemcp.core.exchange import Exchange
     from zemcp.protocol.capabilities import ClientView
-    from zemcp.state.sessions import Session
+    from zemcp.state.session import Session
 
 T = TypeVar("T")
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from zemcp.protocol import jsonrpc
     from zemcp.protocol.capabilities import ClientView
     from zemcp.protocol.inputs import InputRequest
-    from zemcp.state.sessions import Session
+    from zemcp.state.session import Session
 
 
 class RoundEnded(BaseException):

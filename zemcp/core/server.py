@@ -45,7 +45,7 @@ from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled, SessionE
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from zemcp.protocol.pagination import PAGE_SIZE, list_result
 from zemcp.state import open_state
-from zemcp.state.sessions import Session, fingerprint
+from zemcp.state.session import Session, fingerprint
 from zemcp.version import __version__
 
 log = logging.getLogger("zemcp.server")

@@ -1,7 +1,7 @@
 """What the server knows of the client while it serves one request: version, identity, capabilities.
 
 In the handshake era this comes from ``initialize`` and lives as long as the session (a
-:class:`zemcp.state.sessions.Session` is a :class:`ClientView`). In the stateless 2026-07-28 era
+:class:`zemcp.state.session.Session` is a :class:`ClientView`). In the stateless 2026-07-28 era
 it comes from the envelope of each request (``params._meta``) and is never remembered
 (MCP 2026-07-28 basic/versioning: servers must not infer capabilities from earlier
 requests). Everything era-agnostic asks this interface, never the era.

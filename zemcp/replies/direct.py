@@ -21,7 +21,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from zemcp.replies.encoding import encode
 from zemcp.replies.sinks import CloseCallbacks
 from zemcp.replies.streams import PEER_CHECK_INTERVAL, SSE_HEADERS, peer_closed
-from zemcp.state.eventlogs import retry_field
+from zemcp.state.interfaces import retry_field
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from zemcp.replies.encoding import encode
 from zemcp.replies.sinks import ReplySink
-from zemcp.state.eventlogs import retry_field
-from zemcp.state.interfaces import KEEPALIVE
+from zemcp.state.interfaces import KEEPALIVE, retry_field
 
 if TYPE_CHECKING:
     from zemcp.state.interfaces import EventLog

@@ -4,7 +4,7 @@ The seams are declared in :mod:`zemcp.state.interfaces`: sessions (:class:`Sessi
 the server-to-client requests waiting for answers (:class:`WaitingCalls`), streams' event
 logs (:class:`StreamLogs`) and the fan-out of change notifications (:class:`FanOut`).
 :func:`open_state` is the one place that chooses their implementations from the settings;
-today that is always the in-process one (:mod:`zemcp.state.sessions`,
+today that is always the in-process one (:mod:`zemcp.state.registry`,
 :mod:`zemcp.state.correlation`, :mod:`zemcp.state.eventlogs`,
 :mod:`zemcp.state.subscriptions`), which costs nothing and needs no service.
 """
@@ -18,7 +18,8 @@ from zemcp.config import Settings
 from zemcp.state.correlation import CorrelationTable
 from zemcp.state.eventlogs import ReplayBudget
 from zemcp.state.interfaces import FanOut, SessionStore, WaitingCalls
-from zemcp.state.sessions import Session, SessionRegistry
+from zemcp.state.registry import SessionRegistry
+from zemcp.state.session import Session
 from zemcp.state.subscriptions import SubscriptionHub
 
 #: The implementations :func:`open_state` can choose; the contract tests run each of them.

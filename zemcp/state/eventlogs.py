@@ -30,7 +30,7 @@ from functools import partial
 
 from zemcp.config import StreamLimits
 from zemcp.state import interfaces
-from zemcp.state.interfaces import KEEPALIVE, REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound
+from zemcp.state.interfaces import KEEPALIVE, REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound, retry_field
 
 #: An event id: the stream id (URL-safe base64), ``-``, the event's number (ASCII digits, from 1).
 _EVENT_ID = re.compile(r"([A-Za-z0-9_-]{1,64})-([1-9][0-9]{0,17})")
@@ -49,11 +49,6 @@ def parse_event_id(value: str) -> tuple[str, int]:
             f"last event received on the stream, once, to resume"
         )
     return match.group(1), int(match.group(2))
-
-
-def retry_field(limits: StreamLimits) -> bytes:
-    """The SSE ``retry`` field (whole milliseconds, at least 1) ending in a blank line."""
-    return f"retry: {max(1, round(limits.retry * 1000))}\n\n".encode()
 
 
 class EventLog:

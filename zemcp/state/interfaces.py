@@ -12,7 +12,7 @@ interface here, so that where it is kept is one decision (:func:`zemcp.state.ope
 - :class:`FanOut`: who hears a change notification (``subscriptions/listen`` streams of
   2026-07-28, and the standalone GET streams of sessions).
 
-The in-process implementations are :mod:`zemcp.state.sessions`,
+The in-process implementations are :mod:`zemcp.state.registry`,
 :mod:`zemcp.state.correlation`, :mod:`zemcp.state.eventlogs` and
 :mod:`zemcp.state.subscriptions`; ``tests/unit/test_state_contracts.py`` is the contract
 every implementation passes. A running call, and the thread that waits for its answers,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from zemcp.protocol import jsonrpc
     from zemcp.protocol.elicitation import ElicitAborted
 
-#: The session record a :class:`SessionStore` keeps (:class:`zemcp.state.sessions.Session`).
+#: The session record a :class:`SessionStore` keeps (:class:`zemcp.state.session.Session`).
 S = TypeVar("S")
 
 #: Yielded by a stream's reader (a reply sink's frames, an event log's read) when nothing
@@ -43,6 +43,11 @@ KEEPALIVE = object()
 
 #: Stream kinds: the upgraded response of a request, and a session's standalone GET stream.
 REQUEST, STANDALONE = "request", "standalone"
+
+
+def retry_field(limits: StreamLimits) -> bytes:
+    """The SSE ``retry`` field (whole milliseconds, at least 1) ending in a blank line."""
+    return f"retry: {max(1, round(limits.retry * 1000))}\n\n".encode()
 
 
 # -- what the state layer sees of the layers above -------------------------------------

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled
 from zemcp.protocol.jsonrpc import RequestId
-from zemcp.state.sessions import INITIALIZED_GRACE, Session
+from zemcp.state.session import Session
 
 if TYPE_CHECKING:
     from zemcp.protocol import jsonrpc
@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from zemcp.replies.direct import DirectSink
     from zemcp.replies.sinks import ReplySink
     from zemcp.state.interfaces import WaitingCalls
+
+
+#: [seconds] how long a server-to-client request of a session waits for the client's
+#: ``notifications/initialized`` before it is sent anyway (see :meth:`Session.wait_initialized`).
+INITIALIZED_GRACE = 0.5
 
 
 class Call:

@@ -37,7 +37,7 @@ from zemcp.state.interfaces import (
     SessionNotFound,
     SessionRequired,
 )
-from zemcp.state.sessions import UNKNOWN_SESSION, Session, fingerprint
+from zemcp.state.session import UNKNOWN_SESSION, Session, fingerprint
 
 log = logging.getLogger("zemcp.handshake")
 

@@ -21,7 +21,6 @@ from zemcp.core.server import Server
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST
 from zemcp.replies.responses import error_response, event_stream
 from zemcp.replies.streams import LogStream
-from zemcp.state.eventlogs import retry_field
 from zemcp.state.interfaces import (
     REQUEST,
     STANDALONE,
@@ -29,8 +28,9 @@ from zemcp.state.interfaces import (
     ListenLimitReached,
     StreamGone,
     StreamNotFound,
+    retry_field,
 )
-from zemcp.state.sessions import Session, fingerprint
+from zemcp.state.session import Session, fingerprint
 
 log = logging.getLogger("zemcp.handshake")
 

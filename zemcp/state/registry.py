@@ -1,0 +1,177 @@
+"""The in-process session store: the sessions of this process (a :class:`zemcp.state.interfaces.SessionStore`).
+
+Sessions live in the process that created them; a sweeper thread, started on first use (so
+that it runs in the gunicorn worker after the fork), ends those idle longer than the TTL.
+A session id names its instance before the ``.``, so an id of another instance that reaches
+this one is logged as a routing mistake.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from zemcp import logsafe
+from zemcp.config import StreamLimits
+from zemcp.state.eventlogs import ReplayBudget, SessionStreams
+from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired
+from zemcp.state.session import UNKNOWN_SESSION, Session
+
+log = logging.getLogger("zemcp.session")
+
+
+class SessionRegistry:
+    """The sessions of this process.
+
+    Args:
+        max_sessions: live sessions at most.
+        ttl: [seconds] idle time after which a session is ended.
+        on_end: called as ``on_end(session, why)`` after a session ended (outside the lock).
+        instance: this process's instance name, the prefix of every session id it creates.
+        stream_limits: the knobs of every session's resumable streams.
+        replay_budget: the process's bound on bytes kept by finished streams.
+    """
+
+    def __init__(
+        self,
+        max_sessions: int,
+        ttl: float,
+        on_end: Callable[[Session, str], None],
+        instance: str = "local",
+        stream_limits: StreamLimits | None = None,
+        replay_budget: ReplayBudget | None = None,
+    ):
+        self.instance = instance
+        self.stream_limits = stream_limits if stream_limits is not None else StreamLimits()
+        self.replay_budget = replay_budget if replay_budget is not None else ReplayBudget(32 * 1024 * 1024)
+        self.max_sessions = max_sessions
+        self.ttl = ttl
+        self._on_end = on_end
+        self._lock = threading.Lock()
+        self._sessions: dict[str, Session] = {}
+        self._sweeper: threading.Thread | None = None
+
+    def create(
+        self,
+        protocol_version: str,
+        client_info: dict[str, Any],
+        capabilities: dict[str, Any],
+        principal: str | None = None,
+    ) -> Session:
+        """Create and register a session (bound to ``principal``, a principal key, when given).
+
+        Raises:
+            SessionLimitReached: ``max_sessions`` sessions are live.
+        """
+        self._start_sweeper()
+        streams = SessionStreams(self.stream_limits, self.replay_budget)
+        session = Session(protocol_version, client_info, capabilities, self.instance, principal, streams)
+        with self._lock:
+            if len(self._sessions) >= self.max_sessions:
+                raise SessionLimitReached(
+                    f"this server holds its maximum of {self.max_sessions} sessions; retry later "
+                    f"or end unused sessions with DELETE"
+                )
+            self._sessions[session.id] = session
+        return session
+
+    def get(self, session_id: str | None) -> Session:
+        """The live session named by ``session_id``, touched.
+
+        Raises:
+            SessionRequired: ``session_id`` is None.
+            SessionNotFound: no live session has that id.
+        """
+        if session_id is None:
+            raise SessionRequired(
+                "Bad Request: the Mcp-Session-Id header is required; send initialize first and "
+                "repeat the Mcp-Session-Id it returns on every later request"
+            )
+        with self._lock:
+            session = self._sessions.get(session_id)
+        if session is None:
+            owner = session_id.partition(".")[0]
+            if owner != self.instance and "." in session_id:
+                # To the client this is a lost session (404, re-initialize); to the operator
+                # it is a routing mistake, which must never pass silently.
+                log.warning(
+                    "request for a session of instance %s reached instance %r: either a proxy routed it "
+                    "wrongly (route every request by its Mcp-Session-Id to the instance named before the "
+                    "'.', see docs/deploy.md) or that instance restarted and its sessions are gone",
+                    logsafe.clip(owner),
+                    self.instance,
+                )
+            raise SessionNotFound(UNKNOWN_SESSION)
+        session.touch()
+        return session
+
+    def end(self, session_id: str, why: str) -> bool:
+        """End a session; returns False when it was not live."""
+        with self._lock:
+            session = self._sessions.pop(session_id, None)
+        if session is None:
+            return False
+        session.close(why)
+        self._on_end(session, why)
+        return True
+
+    def sweep(self, now: float | None = None) -> int:
+        """Forget streams past their resumption window, and end every session idle for longer
+        than the TTL; returns how many sessions ended."""
+        now = time.monotonic() if now is None else now
+        ended = 0
+        with self._lock:
+            live = list(self._sessions.values())
+        for session in live:
+            session.streams.prune(now)
+        with self._lock:
+            idle = [s for s in self._sessions.values() if s.idle_for(now) > self.ttl]
+        for session in idle:
+            # A request may have begun since the list was made: end only what is still idle.
+            with self._lock:
+                if session.idle_for(now) <= self.ttl or self._sessions.pop(session.id, None) is None:
+                    continue
+            session.close("expired")
+            self._on_end(session, "expired")
+            ended += 1
+        return ended
+
+    def sessions(self) -> list[Session]:
+        """The live sessions, oldest first."""
+        with self._lock:
+            return sorted(self._sessions.values(), key=lambda s: s.created)
+
+    def __contains__(self, session_id: object) -> bool:
+        with self._lock:
+            return session_id in self._sessions
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    def _start_sweeper(self) -> None:
+        # Started on first use, not at import, so it runs in the gunicorn worker after fork.
+        if self._sweeper is not None:
+            return
+        with self._lock:
+            if self._sweeper is not None:
+                return
+            interval = min(30.0, max(0.5, self.ttl / 4))
+            self._sweeper = threading.Thread(
+                target=self._sweep_forever, args=(interval,), name="zemcp-session-sweeper", daemon=True
+            )
+            self._sweeper.start()
+
+    def _sweep_forever(self, interval: float) -> None:
+        while True:
+            time.sleep(interval)
+            try:
+                ended = self.sweep()
+            except Exception:
+                log.exception("session sweep failed")
+                continue
+            if ended:
+                log.info("ended %d idle session(s)", ended)
