@@ -20,6 +20,7 @@ from typing import Any
 
 ENV_PREFIX = "ZEMCP_"
 _INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+_BACKEND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,8 @@ class Settings:
         instance: this process's name, the prefix of its session ids (``<instance>.<random>``)
             that a proxy routes on; 1-40 characters of ``A-Za-z0-9_-``. The default is random,
             so it is unique per process.
+        state_backend: where the state sessions share is kept (:mod:`zemcp.state`):
+            ``memory``, this process (the default, and the only one today).
         request_state_key: secrets (each at least 32 characters; comma-separated in the
             environment) that seal the 2026-07-28 ``requestState``: the first seals, any
             opens, so a new key can be rolled in before the old one is dropped. Every process
@@ -154,6 +157,7 @@ class Settings:
     workers: int = 1
     endpoint: str = "/mcp"
     instance: str = field(default_factory=lambda: secrets.token_hex(4))
+    state_backend: str = "memory"
     request_state_key: tuple[str, ...] = field(default_factory=tuple, repr=False)
     auth: str = "off"
     auth_resource: str = ""
@@ -225,6 +229,10 @@ class Settings:
             )
         if not _INSTANCE.match(self.instance):
             raise ValueError(f"instance must be 1-40 characters of A-Z, a-z, 0-9, '_' and '-', got {self.instance!r}")
+        if not _BACKEND.match(self.state_backend):
+            raise ValueError(
+                f"state_backend must name a state backend (a lowercase name such as 'memory'), got {self.state_backend!r}"
+            )
         if not self.endpoint.startswith("/"):
             raise ValueError(f"endpoint must start with '/', got {self.endpoint!r}")
         object.__setattr__(self, "allowed_origins", tuple(o.rstrip("/").lower() for o in self.allowed_origins))
@@ -371,6 +379,7 @@ def _parse(name: str, raw: str) -> object:
         "access_log": str,
         "endpoint": str,
         "instance": str,
+        "state_backend": str,
         "allowed_origins": tuple,
         "request_state_key": tuple,
         "auth": str,

@@ -28,6 +28,7 @@ from zemcp.state.interfaces import (
     SessionRequired,
     StreamGone,
     StreamNotFound,
+    retry_field,
 )
 
 SETTINGS = dict(
@@ -57,7 +58,7 @@ class Opened:
 
     def __init__(self, backend):
         self.ended = Ended()
-        built = open_state(Settings(**SETTINGS), self.ended, backend=backend)
+        built = open_state(Settings(**SETTINGS, state_backend=backend), self.ended)
         self.sessions, self.pending, self.fanout = built.sessions, built.pending, built.fanout
 
 
@@ -467,6 +468,60 @@ def test_a_malformed_filter_is_refused(state):
         state.fanout.honoured("tools", {})
 
 
-def test_an_unknown_backend_is_refused():
-    with pytest.raises(ValueError, match="unknown state backend 'nowhere'"):
-        open_state(Settings(**SETTINGS), Ended(), backend="nowhere")
+def test_an_unknown_backend_is_refused_naming_the_known_ones():
+    with pytest.raises(ValueError, match="ZEMCP_STATE_BACKEND='nowhere' names no state backend; choose one of: memory"):
+        open_state(Settings(**SETTINGS, state_backend="nowhere"), Ended())
+
+
+def test_the_backend_is_read_from_the_environment():
+    assert Settings.from_env({"ZEMCP_STATE_BACKEND": "memory"}).state_backend == "memory"
+    with pytest.raises(ValueError, match="state_backend must name a state backend"):
+        Settings.from_env({"ZEMCP_STATE_BACKEND": "Redis://x"})
+
+
+# -- what the contract asks beyond the basics -------------------------------------------------
+
+
+def test_the_caps_are_the_settings(state):
+    assert state.sessions.max_sessions == SETTINGS["max_sessions"]
+    assert state.sessions.ttl == SETTINGS["session_ttl"]
+    assert state.sessions.instance == SETTINGS["instance"]
+    assert state.pending.max_pending == SETTINGS["max_pending"]
+    assert state.pending.max_per_session == SETTINGS["max_pending_per_session"]
+    assert state.fanout.max_streams == SETTINGS["max_listen_streams"]
+
+
+def test_a_finished_stream_stays_resumable_for_its_window_then_is_forgotten(state):
+    streams = new_session(state).streams
+    log = streams.open(REQUEST)
+    log.append(b'{"n":1}')
+    log.finish(b'{"n":2}')
+    streams.ended(log)
+    assert log.finished and log.size > 0
+    assert streams.find(f"{log.id}-1")[0] is log, "a finished stream is kept for a client that lost its connection"
+    assert not log.expired(time.monotonic())
+    later = time.monotonic() + SETTINGS["resume_window"] + 1
+    assert log.expired(later)
+    assert log in streams.prune(later)
+    with pytest.raises(StreamNotFound):
+        streams.find(f"{log.id}-1")
+
+
+def test_a_forgotten_stream_cannot_be_resumed(state):
+    streams = new_session(state).streams
+    log = streams.open(REQUEST)
+    log.append(b"{}")
+    streams.forget(log)
+    with pytest.raises(StreamNotFound):
+        streams.find(f"{log.id}-1")
+
+
+def test_ending_a_connection_on_purpose_stops_its_reader_but_not_the_stream(state):
+    log = new_session(state).streams.open(REQUEST)
+    token = log.attach()
+    log.append(b'{"n":1}')
+    log.end_connection()
+    read = list(log.read(token, 0, 0.05))
+    assert read[-1] == retry_field(log.limits), "the reader ends after telling the client when to come back"
+    assert not log.finished, "the stream lives on for the client to resume"
+    assert log.append(b'{"n":2}') is not None

@@ -189,8 +189,12 @@ class Server(Registrar):
         log.info("session %s ended (%s); %d pending server-to-client request(s) ended", fingerprint(session.id), why, n)
 
     def abort(self, call: Any, reason: ElicitAborted) -> None:
-        """End a running request's waits (its handler raises ``reason`` at its next ``ctx`` use)."""
-        if call.abort(reason):
+        """End a running request's waits (its handler raises ``reason`` at its next ``ctx`` use).
+
+        Only a request of a session can wait in the table of waiting calls; a 2026-07-28
+        round never does, so ending one leaves the table alone.
+        """
+        if call.abort(reason) and call.session is not None:
             self.pending.end_call(call, reason)
 
     # -- the era-agnostic methods --------------------------------------------------------

@@ -352,6 +352,14 @@ class StreamLogs(Protocol):
     def __len__(self) -> int: ...
 
 
+class ByteBudget(Protocol):
+    """A process-wide bound on bytes kept for resumption, as the server's status reads it."""
+
+    @property
+    def held(self) -> int:
+        """[bytes] kept now."""
+
+
 class FanOut(Protocol):
     """Who hears a change notification: listen streams and sessions' standalone streams.
 

@@ -12,12 +12,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from zemcp import logsafe
 from zemcp.config import StreamLimits
 from zemcp.state.eventlogs import ReplayBudget, SessionStreams
-from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired
+from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired, StreamLogs
 from zemcp.state.session import UNKNOWN_SESSION, Session
 
 log = logging.getLogger("zemcp.session")
@@ -31,8 +32,9 @@ class SessionRegistry:
         ttl: [seconds] idle time after which a session is ended.
         on_end: called as ``on_end(session, why)`` after a session ended (outside the lock).
         instance: this process's instance name, the prefix of every session id it creates.
-        stream_limits: the knobs of every session's resumable streams.
-        replay_budget: the process's bound on bytes kept by finished streams.
+        new_streams: makes the stream logs of a new session (the backend's
+            :class:`zemcp.state.interfaces.StreamLogs`); in-process logs under a 32 MiB replay
+            budget when omitted.
     """
 
     def __init__(
@@ -41,12 +43,10 @@ class SessionRegistry:
         ttl: float,
         on_end: Callable[[Session, str], None],
         instance: str = "local",
-        stream_limits: StreamLimits | None = None,
-        replay_budget: ReplayBudget | None = None,
+        new_streams: Callable[[], StreamLogs] | None = None,
     ):
         self.instance = instance
-        self.stream_limits = stream_limits if stream_limits is not None else StreamLimits()
-        self.replay_budget = replay_budget if replay_budget is not None else ReplayBudget(32 * 1024 * 1024)
+        self._new_streams = new_streams or partial(SessionStreams, StreamLimits(), ReplayBudget(32 * 1024 * 1024))
         self.max_sessions = max_sessions
         self.ttl = ttl
         self._on_end = on_end
@@ -67,7 +67,7 @@ class SessionRegistry:
             SessionLimitReached: ``max_sessions`` sessions are live.
         """
         self._start_sweeper()
-        streams = SessionStreams(self.stream_limits, self.replay_budget)
+        streams = self._new_streams()
         session = Session(protocol_version, client_info, capabilities, self.instance, principal, streams)
         with self._lock:
             if len(self._sessions) >= self.max_sessions:

@@ -1,0 +1,43 @@
+"""The in-process state backend (``ZEMCP_STATE_BACKEND=memory``, the default): everything a
+session shares lives in this process, in the implementations of this package, and costs
+nothing beyond the memory the caps allow."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from zemcp.config import Settings
+from zemcp.state.correlation import CorrelationTable
+from zemcp.state.eventlogs import ReplayBudget, SessionStreams
+from zemcp.state.registry import SessionRegistry
+from zemcp.state.seams import State
+from zemcp.state.session import Session
+from zemcp.state.subscriptions import SubscriptionHub
+
+
+def build(settings: Settings, on_session_end: Callable[[Session, str], None]) -> State:
+    """The four seams, in this process.
+
+    Args:
+        settings: ``max_sessions``, ``session_ttl``, ``instance``, ``stream_limits``,
+            ``max_replay_bytes``, ``pending_budget``, ``session_pending_budget``,
+            ``listen_budget``.
+        on_session_end: called as ``on_session_end(session, why)`` after a session ended.
+    Returns:
+        the state of one server.
+    """
+    replay_budget = ReplayBudget(settings.max_replay_bytes)
+    sessions = SessionRegistry(
+        settings.max_sessions,
+        settings.session_ttl,
+        on_session_end,
+        settings.instance,
+        partial(SessionStreams, settings.stream_limits, replay_budget),
+    )
+    return State(
+        sessions=sessions,
+        pending=CorrelationTable(settings.pending_budget, settings.session_pending_budget),
+        replay_budget=replay_budget,
+        fanout=SubscriptionHub(settings.listen_budget),
+    )
