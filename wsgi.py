@@ -4,9 +4,11 @@ gunicorn loads ``wsgi:app`` (see gunicorn.conf.py). A tools/call travels ``McpAp
 (zemcp/http/transport.py, which picks the era) -> ``ModernEra`` (zemcp/eras/modern/era.py, 2026-07-28) or
 ``HandshakeEra`` (zemcp/eras/handshake/era.py, sessions) -> ``Server.prepare`` and ``Server.execute``
 (zemcp/core/server.py) -> ``Tool.run`` (zemcp/core/tools.py) -> ``execute`` (zemcp/cli/commands.py). Its
-elicitation goes through ``ctx.elicit`` (zemcp/core/context.py) to the request's exchange: pushed
-on the request's ``ReplySink`` (zemcp/state/session.py, zemcp/replies/sinks.py) in a session, or ending the
-round with an ``InputRequiredResult`` and replayed on the retry (zemcp/eras/modern/mrtr.py).
+elicitation goes through ``ctx.elicit`` (zemcp/core/context.py) to the request's exchange: in a
+session a ``Call`` (zemcp/eras/handshake/call.py) pushes it on the request's stream and waits in
+the table of waiting calls (zemcp/state/correlation.py); in 2026-07-28 a ``Round``
+(zemcp/eras/modern/mrtr.py) ends the round with an ``InputRequiredResult`` and the handler is
+replayed on the retry. docs/architecture.md follows such a call through every layer.
 """
 
 import zemcp

@@ -80,8 +80,8 @@ def test_caps_per_session_and_per_process():
     table.register(b, waiter())
 
 
-def test_abandon_matches_only_unresolved_entries():
-    """abandon() ends matching waits with the reason and leaves others alone."""
+def test_ending_a_call_ends_only_its_unresolved_waits():
+    """end_call ends the waits of that call with the reason and leaves others alone; ended and resolved entries are not ended again."""
     table, s = CorrelationTable(10, 10), session()
     call_a, call_b = waiter(), waiter()
     pa, pb = table.register(s, call_a), table.register(s, call_b)

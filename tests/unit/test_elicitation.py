@@ -220,7 +220,7 @@ def test_elicit_timeout_withdraws_the_request():
 
 
 @pytest.mark.parametrize("reason", [RequestCancelled(), SessionEnded("expired"), ClientDisconnected()])
-def test_abandon_wakes_the_waiter_with_the_reason(reason):
+def test_ending_a_call_wakes_its_waiter_with_the_reason(reason):
     """Cancel, session end and disconnect end the wait with their own exception."""
     table = CorrelationTable(10, 10)
     call = new_call({"elicitation": {}}, table)

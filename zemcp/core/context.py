@@ -5,7 +5,7 @@ Notifications (log messages, progress) go on the request's own reply sink: MCP
 basic/transports says messages related to a request ride that request's response stream, so
 the first of them upgrades the response to ``text/event-stream``. Questions for the client
 (elicitation, sampling, roots) are checked against the capabilities the client declared
-before anything is sent, then handed to the request's exchange (:mod:`zemcp.protocol.inputs`), which
+before anything is sent, then handed to the request's exchange (:mod:`zemcp.core.exchange`), which
 pushes them on the stream (handshake era) or asks by multi-round-trip (2026-07-28). The
 questions are defined in :mod:`zemcp.core.questions`, the exceptions of asking in
 :mod:`zemcp.core.errors`.

@@ -63,7 +63,7 @@ class Exchange(Protocol):
                 :attr:`timeout`, which None means; a stateless round never waits and ignores it.
 
         Raises:
-            zemcp.state.correlation.CapacityError: (handshake) a pending cap is reached; nothing was sent.
+            zemcp.state.interfaces.CapacityError: (handshake) a pending cap is reached; nothing was sent.
             TimeoutError: (handshake) not every answer arrived within the elicitation timeout.
             zemcp.eras.modern.mrtr.InputRequired: (stateless) the round ends here to ask the client.
             zemcp.ElicitAborted: the request can no longer be answered.

@@ -327,7 +327,7 @@ def unannotate(tp: Any) -> tuple[Any, dict[str, Any]]:
         tp: an annotation.
     Returns:
         ``(the bare type, {keyword: value})``: ``description`` from a string, the items of a
-        dict, ``x-mcp-header`` from an :class:`~zemcp.protocol.headers.McpHeader`.
+        dict, ``x-mcp-header`` from an :class:`~zemcp.protocol.param_headers.McpHeader`.
     """
     keywords: dict[str, Any] = {}
     while True:

@@ -105,7 +105,7 @@ class CorrelationTable:
         Returns:
             how many waits were ended.
         """
-        return self.abandon(lambda pending: pending.session_id == session_id, reason)
+        return self._abandon(lambda pending: pending.session_id == session_id, reason)
 
     def end_call(self, call: RunningCall, reason: BaseException) -> int:
         """End every unresolved wait of ``call``; each waiter raises ``reason``.
@@ -113,9 +113,9 @@ class CorrelationTable:
         Returns:
             how many waits were ended.
         """
-        return self.abandon(lambda pending: pending.call is call, reason)
+        return self._abandon(lambda pending: pending.call is call, reason)
 
-    def abandon(self, match: Callable[[Pending], bool], reason: BaseException) -> int:
+    def _abandon(self, match: Callable[[Pending], bool], reason: BaseException) -> int:
         """End every unresolved wait for which ``match`` is true; each waiter raises ``reason``.
 
         Returns:
@@ -144,7 +144,7 @@ class CorrelationTable:
             the client's response.
         Raises:
             TimeoutError: nothing arrived in time.
-            the exception given to :meth:`abandon`.
+            the reason given to :meth:`end_session` or :meth:`end_call`.
         """
         deadline = time.monotonic() + timeout
         while True:
@@ -162,10 +162,6 @@ class CorrelationTable:
             raise outcome
         assert outcome is not None  # the wait ended on an outcome
         return outcome
-
-    def ask(self, call: RunningCall, method: str, params: dict[str, Any], timeout: float) -> jsonrpc.Response:
-        """One request: :meth:`ask_all` with a single ``(method, params)``; returns its response."""
-        return self.ask_all(call, [(method, params)], timeout)[0]
 
     def ask_all(
         self, call: RunningCall, requests: list[tuple[str, dict[str, Any]]], timeout: float

@@ -59,7 +59,8 @@ class Session(ClientView):
         principal: with authorization on, the key (:attr:`zemcp.auth.Principal.key`) of the
             principal that initialized it, the only one that may use it; else None.
         initialized: True once the client sent ``notifications/initialized``.
-        streams: its resumable SSE streams (:class:`zemcp.state.eventlogs.SessionStreams`).
+        streams: its resumable SSE streams (:class:`zemcp.state.interfaces.StreamLogs`; in-process ones
+            when none are given).
     """
 
     def __init__(

@@ -3,7 +3,7 @@
 MCP basic/transports (Streamable HTTP): a server-to-client request related to a client
 request goes out on that request's SSE stream, and the client POSTs its answer separately; the
 handler's thread waits for it in the process's correlation table
-(:class:`zemcp.state.correlation.CorrelationTable`). A :class:`Call` is the
+(:class:`zemcp.state.interfaces.WaitingCalls`). A :class:`Call` is the
 :class:`zemcp.core.exchange.Exchange` of such a request.
 """
 
@@ -72,7 +72,7 @@ class Call:
 
     def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
         """Send ``requests`` on this call's stream and wait for every answer (see
-        :meth:`zemcp.state.correlation.CorrelationTable.ask_all`).
+        :meth:`zemcp.state.interfaces.WaitingCalls.ask_all`).
 
         Nothing is sent before the client's ``notifications/initialized``, for up to
         :data:`INITIALIZED_GRACE` (:meth:`Session.wait_initialized`); that wait counts in
@@ -83,7 +83,7 @@ class Call:
             timeout: [seconds] the longest wait for all the answers, at most
                 :attr:`timeout` (which None means).
         Raises:
-            as :meth:`zemcp.state.correlation.CorrelationTable.ask_all`.
+            as :meth:`zemcp.state.interfaces.WaitingCalls.ask_all`.
         """
         if self._table is None:
             raise RuntimeError("this call was made without a correlation table and cannot ask the client")

@@ -128,7 +128,7 @@ class HandshakeEra:
         Resuming replays the events after the id, then goes on with the live ones (a request's
         response included) on this connection; the connection that read the stream before
         stops. The standalone stream carries list changes and resource updates
-        (:class:`zemcp.state.subscriptions.SessionListener`); a session has one.
+        (the server's :class:`zemcp.state.interfaces.FanOut`); a session has one.
 
         Returns:
             ``text/event-stream``; 400 for a bad header or id, 404 for an unknown session or

@@ -4,7 +4,7 @@ and "Listening for Messages from the Server").
 A GET with ``Last-Event-ID`` resumes a stream of the session: the events after that id are
 replayed, then the live ones follow on the new connection. A GET without it opens the
 session's standalone stream, which carries list changes and resource updates
-(:class:`zemcp.state.subscriptions.SessionListener`). Each such connection holds a thread
+(through the server's :class:`zemcp.state.interfaces.FanOut`). Each such connection holds a thread
 while it reads, so it takes a place in the call budget; without one, a resumed request stream
 is delivered as a poll (what it has now, then ``retry``).
 """
@@ -35,7 +35,7 @@ from zemcp.state.session import Session, fingerprint
 log = logging.getLogger("zemcp.handshake")
 
 #: [seconds] ``Retry-After`` when the standalone-stream cap refused a GET.
-RETRY_AFTER = 30
+STANDALONE_RETRY_AFTER = 30
 
 
 class Streams:
@@ -155,7 +155,7 @@ class Streams:
             return self.server.admission.hold_thread(kind, force=takeover)
         except ListenLimitReached as exc:
             return error_response(
-                429, INVALID_REQUEST, f"Too Many Requests: {exc}", headers={"Retry-After": str(RETRY_AFTER)}
+                429, INVALID_REQUEST, f"Too Many Requests: {exc}", headers={"Retry-After": str(STANDALONE_RETRY_AFTER)}
             )
         except Busy as exc:
             return error_response(503, INTERNAL_ERROR, str(exc), headers={"Retry-After": str(exc.retry_after)})

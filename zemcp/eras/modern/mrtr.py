@@ -2,7 +2,7 @@
 
 In the stateless era the server never waits for the client. A handler still calls
 ``ctx.elicit(...)``; here that goes to a :class:`Round`, the request's
-:class:`zemcp.protocol.inputs.Exchange`. The handler runs from the top on every round:
+:class:`zemcp.core.exchange.Exchange`. The handler runs from the top on every round:
 
 - a question answered in an earlier round returns its recorded answer at once;
 - a question asked in the previous round and answered by this request's
@@ -155,7 +155,7 @@ def check_responses(responses: Any, asked: list[list[Any]] | None) -> dict[str, 
 
 
 class Round:
-    """One round of a stateless request: the :class:`zemcp.protocol.inputs.Exchange` that replays answers.
+    """One round of a stateless request: the :class:`zemcp.core.exchange.Exchange` that replays answers.
 
     Args:
         client: what this request declared in its envelope.
