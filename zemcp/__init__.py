@@ -19,6 +19,7 @@ from zemcp.core.errors import (
     URLElicitationRequired,
 )
 from zemcp.core.questions import Ask, Elicit, ElicitURL, ListRoots, Sample
+from zemcp.core.resources import ResourceNotFound
 from zemcp.core.server import Server
 from zemcp.core.tools import ToolError
 from zemcp.http.transport import McpApp
@@ -57,6 +58,7 @@ __all__ = [
     "ClientTimeout",
     "CannotWait",
     "ToolError",
+    "ResourceNotFound",
     "McpApp",
     "ElicitError",
     "ElicitDeclined",

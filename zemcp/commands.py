@@ -5,6 +5,7 @@ A stable path of the public API (``from zemcp.commands import CommandRegistry``)
 """
 
 from zemcp.cli.commands import (
+    ELICIT_MESSAGE,
     Command,
     CommandContext,
     CommandError,
@@ -14,6 +15,7 @@ from zemcp.cli.commands import (
 )
 
 __all__ = [
+    "ELICIT_MESSAGE",
     "Command",
     "CommandContext",
     "CommandError",

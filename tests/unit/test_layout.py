@@ -5,6 +5,7 @@ import-linter's (pyproject.toml, `tox -e lint`)."""
 import importlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,9 +45,14 @@ def test_the_import_graph_has_no_cycle():
     assert not cycles, f"import cycles through: {sorted(cycles)}"
 
 
-def test_every_moved_module_keeps_its_old_path_with_a_warning():
+def _deprecation(old: str, new: str) -> str:
+    return f"{old} moved to {new}; import it from there (the old path goes in zemcp 0.3)"
+
+
+def test_every_moved_module_keeps_its_old_path_with_a_warning(tmp_path):
     """In a fresh interpreter (where nothing was imported yet), each old name is the new
-    module itself, keeps the new module's own spec, and warns once with the new path."""
+    module itself, keeps the new module's own spec, and warns once with the new path, at the
+    line of the importing file."""
     code = """
 import importlib, json, sys, warnings
 from zemcp.moved import MOVED
@@ -64,11 +70,111 @@ print(json.dumps(seen))
     seen = json.loads(done.stdout)
     assert set(seen) == set(moved.MOVED)
     for old, new in moved.MOVED.items():
-        assert seen[old] == [
-            True,
-            new,
-            [f"{old} moved to {new}; import it from there (the old path goes in zemcp 0.3)"],
-        ]
+        assert seen[old] == [True, new, [_deprecation(old, new)]]
+
+    # A user's script, one old import a line: each warning names the script and that line.
+    script = tmp_path / "old_imports.py"
+    script.write_text("".join(f"import {old}\n" for old in moved.MOVED))
+    done = subprocess.run([sys.executable, "-W", "always", str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    for line, (old, new) in enumerate(moved.MOVED.items(), start=1):
+        assert f"{script}:{line}: DeprecationWarning: {_deprecation(old, new)}\n" in done.stderr
+
+
+def test_the_old_paths_win_over_stale_files_of_the_flat_layout(tmp_path):
+    """A leftover module of the flat layout on the path (an old build/ directory) is not
+    what the old name imports: the alias finder comes first."""
+    shutil.copytree(PACKAGE, tmp_path / "zemcp", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "zemcp" / "session.py").write_text("raise ImportError('the stale flat module was imported')\n")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "ignore",
+            "-c",
+            "import zemcp.session, zemcp.state.session; print(zemcp.session is zemcp.state.session, zemcp.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", str(tmp_path / "zemcp" / "__init__.py")]
+
+
+def test_every_name_that_went_to_a_sibling_module_keeps_its_old_path(tmp_path):
+    """In one fresh interpreter, ``from <old> import <name>`` gives the object of the module
+    that defines it now, with one warning that names that module, at the line of the
+    importing file; other names still fail."""
+    code = """
+import importlib, json, warnings
+from zemcp.moved import MOVED_NAMES
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    for old in MOVED_NAMES:
+        importlib.import_module(old)
+seen = {}
+for old, names in MOVED_NAMES.items():
+    for name, new in names.items():
+        found = {}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            exec(f"from {old} import {name} as value", found)
+        same = found["value"] is getattr(importlib.import_module(new), name)
+        seen[f"{old}.{name}"] = [same, [str(w.message) for w in caught if w.category is DeprecationWarning]]
+try:
+    from zemcp.session import NoSuchName
+except ImportError as exc:
+    seen["unknown"] = str(exc)
+print(json.dumps(seen))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen.pop("unknown").startswith("cannot import name 'NoSuchName' from 'zemcp.state.session'")
+    expected = {
+        f"{old}.{name}": [True, [_deprecation(f"{old}.{name}", new)]]
+        for old, names in moved.MOVED_NAMES.items()
+        for name, new in names.items()
+    }
+    assert seen == expected
+    assert set(moved.MOVED_NAMES) <= set(moved.MOVED)
+
+    entries = [(old, name, new) for old, names in moved.MOVED_NAMES.items() for name, new in names.items()]
+    script = tmp_path / "old_names.py"
+    script.write_text("".join(f"from {old} import {name}\n" for old, name, _ in entries))
+    done = subprocess.run([sys.executable, "-W", "always", str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    for line, (old, name, new) in enumerate(entries, start=1):
+        assert f"{script}:{line}: DeprecationWarning: {_deprecation(f'{old}.{name}', new)}\n" in done.stderr
+
+
+def test_the_old_zemcp_cli_names_forward_to_mcptest():
+    """``zemcp.cli`` was the zemcp-test module: its names are answered from
+    ``zemcp.cli.mcptest``, imported only then, with one warning each."""
+    code = """
+import json, sys, warnings
+import zemcp.cli
+seen = {"eager": "zemcp.cli.mcptest" in sys.modules}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from zemcp.cli import DEFAULT_URL, main, mcp
+from zemcp.cli import mcptest
+seen["same"] = [main is mcptest.main, mcp is mcptest.mcp, DEFAULT_URL == mcptest.DEFAULT_URL]
+seen["warnings"] = [str(w.message) for w in caught if w.category is DeprecationWarning]
+seen["unknown"] = not hasattr(zemcp.cli, "NoSuchName")
+print(json.dumps(seen))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "eager": False,
+        "same": [True, True, True],
+        "warnings": [_deprecation(f"zemcp.cli.{name}", "zemcp.cli.mcptest") for name in ("DEFAULT_URL", "main", "mcp")],
+        "unknown": True,
+    }
 
 
 def test_importing_zemcp_warns_of_nothing():
@@ -78,7 +184,7 @@ def test_importing_zemcp_warns_of_nothing():
             "-W",
             "error",
             "-c",
-            "import zemcp, zemcp.auth, zemcp.clicktools, zemcp.commands, zemcp.worker",
+            "import zemcp, zemcp.auth, zemcp.cli, zemcp.clicktools, zemcp.commands, zemcp.worker",
         ],
         capture_output=True,
         text=True,
@@ -106,6 +212,126 @@ def test_the_stable_paths_name_the_layered_code():
     assert conf.__all__ == gunicorn_conf.__all__
     assert all(getattr(conf, name) is getattr(gunicorn_conf, name) for name in conf.__all__)
     assert conf.worker_class == "zemcp.worker.ThreadWorker"
+
+
+#: The public names of each stable path in the flat package (zemcp's ``__all__``; for the
+#: modules, the names each defined or assigned at top level), frozen from its last version.
+OLD_STABLE_NAMES = {
+    "zemcp": [
+        "Ask",
+        "CannotWait",
+        "CapabilityMissing",
+        "ClientDisconnected",
+        "ClientErrorResponse",
+        "ClientRequestError",
+        "ClientTimeout",
+        "Context",
+        "Elicit",
+        "ElicitAborted",
+        "ElicitCancelled",
+        "ElicitDeclined",
+        "ElicitError",
+        "ElicitMalformed",
+        "ElicitSchemaInvalid",
+        "ElicitTimeout",
+        "ElicitTooMany",
+        "ElicitURL",
+        "ElicitUnsupported",
+        "ListRoots",
+        "McpApp",
+        "McpHeader",
+        "RequestCancelled",
+        "Sample",
+        "Server",
+        "SessionEnded",
+        "Settings",
+        "ToolError",
+        "URLElicitationRequired",
+        "__version__",
+    ],
+    "zemcp.auth": [
+        "Authorization",
+        "Challenge",
+        "INTROSPECTION_CACHE_SIZE",
+        "InsufficientScope",
+        "IntrospectionVerifier",
+        "InvalidToken",
+        "JWT_ALGORITHMS",
+        "JwtVerifier",
+        "MAX_INTROSPECTION_BYTES",
+        "METADATA_PREFIX",
+        "OFFLINE_ACCESS",
+        "Principal",
+        "TokenVerifier",
+        "VerifierUnavailable",
+        "log",
+    ],
+    "zemcp.clicktools": ["ClickResult", "add_click_commands", "add_click_tools", "command_schema", "invoke", "log"],
+    "zemcp.commands": [
+        "Command",
+        "CommandContext",
+        "CommandError",
+        "CommandRegistry",
+        "ELICIT_MESSAGE",
+        "add_builtin_commands",
+        "add_execute_tool",
+    ],
+    "zemcp.gunicorn_conf": [
+        "accesslog",
+        "bind",
+        "control_socket_disable",
+        "errorlog",
+        "graceful_timeout",
+        "keepalive",
+        "limit_request_field_size",
+        "loglevel",
+        "max_requests",
+        "post_fork",
+        "post_worker_init",
+        "threads",
+        "timeout",
+        "when_ready",
+        "worker_class",
+        "worker_connections",
+        "workers",
+    ],
+    "zemcp.worker": ["HEAD_BUFFER_LIMIT", "LINGER_DRAIN", "LINGER_TIMEOUT", "ThreadWorker"],
+}
+
+#: The names the docs teach from inside a layer, stable where they are defined
+#: (docs/architecture.md, "Import paths").
+STABLE_IN_LAYERS = {
+    "zemcp.protocol.headers": ["standard_headers"],
+    "zemcp.eras.modern.request_state": ["new_key"],
+}
+
+
+@pytest.mark.parametrize("path", sorted(OLD_STABLE_NAMES))
+def test_the_stable_paths_keep_every_old_public_name(path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        module = importlib.import_module(path)
+    missing = [name for name in OLD_STABLE_NAMES[path] if not hasattr(module, name)]
+    assert not missing, f"{path} lost {missing}"
+
+
+def test_the_docs_import_only_from_stable_paths():
+    """Every ``from zemcp... import`` of the docs' and the README's Python blocks names a
+    stable path (with a name it exports) or a name stable inside a layer."""
+    stable = {path: set(importlib.import_module(path).__all__) for path in OLD_STABLE_NAMES}
+    stable["zemcp.auth"] |= set(OLD_STABLE_NAMES["zemcp.auth"])
+    for path, names in STABLE_IN_LAYERS.items():
+        stable[path] = set(names)
+    documents = [PACKAGE.parent / "README.md", *sorted((PACKAGE.parent / "docs").glob("*.md"))]
+    imports = {
+        (document.name, module, name.strip())
+        for document in documents
+        for module, names in re.findall(r"^from (zemcp[\w.]*) import ([\w, ]+)$", document.read_text(), flags=re.M)
+        for name in names.split(",")
+    }
+    assert imports, "the docs import names from zemcp"
+    unstable = sorted(item for item in imports if item[2] not in stable.get(item[1], ()))
+    assert not unstable, f"the docs import these from paths that are not stable: {unstable}"
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:

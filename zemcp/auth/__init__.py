@@ -16,12 +16,27 @@ challenges and checks scopes. The package's modules, lowest first:
   endpoint.
 
 This package re-exports the public names; zemcp's own modules import them from the module
-that defines them.
+that defines them. Besides the classes (``__all__``), ``zemcp.auth`` keeps the constants the
+module of that name had before the package was split: ``METADATA_PREFIX``, ``OFFLINE_ACCESS``,
+``JWT_ALGORITHMS``, ``MAX_INTROSPECTION_BYTES``, ``INTROSPECTION_CACHE_SIZE`` and its logger
+``log``.
 """
 
-from zemcp.auth.authorization import Authorization
+from zemcp.auth.authorization import (
+    METADATA_PREFIX as METADATA_PREFIX,
+    OFFLINE_ACCESS as OFFLINE_ACCESS,
+    Authorization,
+)
 from zemcp.auth.principal import Challenge, InsufficientScope, InvalidToken, Principal, VerifierUnavailable
-from zemcp.auth.verifiers import IntrospectionVerifier, JwtVerifier, TokenVerifier
+from zemcp.auth.verifiers import (
+    INTROSPECTION_CACHE_SIZE as INTROSPECTION_CACHE_SIZE,
+    JWT_ALGORITHMS as JWT_ALGORITHMS,
+    MAX_INTROSPECTION_BYTES as MAX_INTROSPECTION_BYTES,
+    IntrospectionVerifier,
+    JwtVerifier,
+    TokenVerifier,
+    log as log,
+)
 
 __all__ = [
     "Principal",
