@@ -302,7 +302,6 @@ OLD_STABLE_NAMES = {
 #: (docs/architecture.md, "Import paths").
 STABLE_IN_LAYERS = {
     "zemcp.protocol.headers": ["standard_headers"],
-    "zemcp.eras.modern.request_state": ["new_key"],
 }
 
 
