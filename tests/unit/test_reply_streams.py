@@ -1,4 +1,4 @@
-"""Pieces of the transport that need no HTTP: finding a client that went away."""
+"""The event-stream bodies (zemcp/replies/streams.py) without HTTP: finding a client that went away."""
 
 import os
 import socket
