@@ -20,6 +20,7 @@ from zemcp.state.interfaces import REQUEST, STANDALONE, FanOut, ListenLimitReach
 
 _T = TypeVar("_T")
 
+#: [seconds] ``Retry-After`` of a call refused because the call budget is taken.
 BUSY_RETRY_AFTER = 2
 
 
@@ -63,7 +64,7 @@ class Admission:
         # One worker per gunicorn thread: each thread waits on at most one handler.
         self._pool = ThreadPoolExecutor(max_workers=settings.threads, thread_name_prefix="zemcp-handler")
 
-    def check_room(self) -> None:
+    def _check_room(self) -> None:
         """Raise :class:`Busy` when running calls and open streams hold the whole call budget (call it under the admission lock)."""
         held = self.running + self._fanout.count() + self.resuming + self.standalone
         if held >= self._settings.call_budget:
@@ -78,7 +79,7 @@ class Admission:
             Busy: the call budget is taken; nothing is opened.
         """
         with self._lock:
-            self.check_room()
+            self._check_room()
             return opener()
 
     def hold_thread(self, kind: str = REQUEST, force: bool = False) -> Callable[[], None]:
@@ -102,7 +103,7 @@ class Admission:
                     f"streams open (ZEMCP_MAX_STANDALONE_STREAMS); requests still get their own streams; retry later"
                 )
             if not force:
-                self.check_room()
+                self._check_room()
             if standalone:
                 self.standalone += 1
             else:
@@ -128,7 +129,7 @@ class Admission:
             Busy: the call budget is taken (``Settings.call_budget``); ``job`` does not run.
         """
         with self._lock:
-            self.check_room()
+            self._check_room()
             self.running += 1
 
         def counted() -> None:
