@@ -22,6 +22,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+from zemcp.version import moved_message
+
 #: Old module name -> the module it is now.
 MOVED = {
     "zemcp.jsonrpc": "zemcp.protocol.jsonrpc",
@@ -120,19 +122,6 @@ MOVED_NAMES: dict[str, dict[str, str]] = {
 }
 
 
-def _deprecation(old: str, new: str) -> str:
-    """The ``DeprecationWarning`` message for an old import path.
-
-    Args:
-        old: the old dotted path, of a module (``"zemcp.session"``) or of a name in one
-            (``"zemcp.session.Call"``).
-        new: the module to import it from now.
-    Returns:
-        The message, which names ``new`` and the release that removes the old path.
-    """
-    return f"{old} moved to {new}; import it from there (the old path goes in zemcp 0.3)"
-
-
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds the old names of :data:`MOVED` and loads each as the module it moved to."""
 
@@ -157,7 +146,7 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         new = MOVED[spec.name]
         # One level up is the import system's code, which warnings skips (its frames are
         # importlib._bootstrap's): the warning is reported at the statement that imported.
-        warnings.warn(_deprecation(spec.name, new), DeprecationWarning, stacklevel=2)
+        warnings.warn(moved_message(spec.name, new), DeprecationWarning, stacklevel=2)
         module = importlib.import_module(new)
         if spec.name in MOVED_NAMES:
             _forward_moved_names(module, spec.name)
@@ -206,7 +195,7 @@ class _MovedNames:
             raise AttributeError(f"module {self._module!r} has no attribute {name!r}")
         # The module's attribute lookup calls this directly: one level up is the code that
         # asked for the name (the ``from ... import`` statement).
-        warnings.warn(_deprecation(f"{self._old}.{name}", new), DeprecationWarning, stacklevel=2)
+        warnings.warn(moved_message(f"{self._old}.{name}", new), DeprecationWarning, stacklevel=2)
         return getattr(importlib.import_module(new), name)
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from zemcp.version import moved_message
+
 #: The public names of the old ``zemcp.cli`` module, all defined in :mod:`zemcp.cli.mcptest`.
 _MCPTEST_NAMES = frozenset({"DEFAULT_URL", "main", "mcp"})
 
@@ -31,13 +33,8 @@ def __getattr__(name: str) -> Any:
     """
     if name not in _MCPTEST_NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # The wording of zemcp.moved, which the layers may not import. One level up is the code
-    # that asked for the name.
-    warnings.warn(
-        f"{__name__}.{name} moved to {__name__}.mcptest; import it from there (the old path goes in zemcp 0.3)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
+    # One level up is the code that asked for the name.
+    warnings.warn(moved_message(f"{__name__}.{name}", f"{__name__}.mcptest"), DeprecationWarning, stacklevel=2)
     from zemcp.cli import mcptest
 
     # Kept here once found: ``from zemcp.cli import main`` looks the name up twice (the import
