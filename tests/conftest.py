@@ -669,7 +669,8 @@ class GunicornServer:
     ``gunicorn_args`` are extra command-line options, placed before the app. With
     ``config=False`` gunicorn runs without gunicorn.conf.py, with its own defaults (the sync
     worker), as a site that mounts zemcp in its own gunicorn setup might. ``app`` is the
-    WSGI app gunicorn loads (the reference server by default).
+    WSGI app gunicorn loads (the reference server by default); ``cwd`` the directory it
+    starts in (the checkout by default, whose zemcp it then imports).
     """
 
     def __init__(
@@ -679,6 +680,7 @@ class GunicornServer:
         gunicorn_args: tuple[str, ...] = (),
         config: bool = True,
         app: str = "wsgi:app",
+        cwd: Path = REPO,
     ):
         self.port = free_port()
         self.base = f"http://{HOST}:{self.port}"
@@ -708,7 +710,7 @@ class GunicornServer:
                 *gunicorn_args,
                 app,
             ],
-            cwd=REPO,
+            cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
