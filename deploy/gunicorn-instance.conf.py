@@ -34,6 +34,12 @@ if not os.environ.get("ZEMCP_REQUEST_STATE_KEY", "").strip():
         "instance the same key(s), e.g. in /etc/zemcp/zemcp.env; make one with: python -c "
         "'import secrets; print(secrets.token_urlsafe(32))'"
     )
+# Checked before the base configuration runs too, which would make up a name of its own.
+if not os.environ.get("ZEMCP_INSTANCE", "").strip():
+    raise ValueError(
+        "ZEMCP_INSTANCE is not set: behind a proxy every instance needs a fixed name "
+        "(1-40 characters of A-Za-z0-9_-) that the nginx map and the logs refer to"
+    )
 
 _base_path = Path(__file__).resolve().parent.parent / "gunicorn.conf.py"
 _spec = importlib.util.spec_from_file_location("zemcp_gunicorn_base", _base_path)
@@ -42,11 +48,6 @@ _spec.loader.exec_module(_base)
 # gunicorn reads the settings (and hooks) it knows from this module's names.
 globals().update({s.name: getattr(_base, s.name) for s in KNOWN_SETTINGS if hasattr(_base, s.name)})
 
-if not os.environ.get("ZEMCP_INSTANCE", "").strip():
-    raise ValueError(
-        "ZEMCP_INSTANCE is not set: behind a proxy every instance needs a fixed name "
-        "(1-40 characters of A-Za-z0-9_-) that the nginx map and the logs refer to"
-    )
 _settings = zemcp.Settings.from_env()
 if _settings.keepalive_interval * 2 > PROXY_READ_TIMEOUT:
     raise ValueError(

@@ -12,9 +12,15 @@ Fixtures:
         are the defaults (plus a 0.5 s keep-alive interval).
     client: an initialized :class:`McpClient` (with the elicitation capability) on ``server``.
     start_traced_server: like ``start_server``, but gunicorn's access log gets one
-        :data:`TRACE_FORMAT` line per request (worker pid, MCP headers, session ids), read
-        back with :func:`trace_records`.
+        :data:`TRACE_FORMAT` line per request (worker pid, client port, MCP headers, session
+        ids), read back with :func:`trace_records`.
     traced_server: one such traced server with the default settings for the whole run.
+    redis_server: one real ``redis-server`` (:class:`tests.redisserver.RedisServer`) for
+        the whole run, its keys flushed before each test; skips, saying why, where it is
+        missing. ``start_redis()`` starts one of the test's own (for tests that stop it).
+    ts_sdk1_modules: the install of the official TypeScript SDK 1.x client, once per run
+        (:func:`tests.tsclient1.install_sdk1`), for :func:`tests.tsclient1.run_legacy_calls`;
+        skips, saying why, without npm.
 
 Helpers: :class:`ModernClient` speaks the stateless MCP 2026-07-28 era (the per-request
 ``_meta`` envelope and headers, multi-round-trip elicitation) over raw HTTP.
@@ -40,6 +46,8 @@ import pytest
 import requests
 
 from tests.processes import stop_group
+from tests.redisserver import RedisServer, require_redis
+from tests.tsclient1 import install_sdk1
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -842,6 +850,8 @@ TRACE_FORMAT = "|".join(
     [
         "zemcp-trace",
         "pid=%(p)s",
+        # The client's TCP port: two requests with one port came on one connection.
+        "port=%({remote_port}e)s",
         "status=%(s)s",
         "http=%(m)s",
         "path=%(U)s",
@@ -862,6 +872,7 @@ class TraceRecord:
 
     Attributes:
         pid: the gunicorn worker process that served it.
+        port: the client's TCP port of the connection it came on.
         status: the HTTP status.
         http: the HTTP method.
         path, mcp_method, mcp_name, version, session_in, session_out, content_type, tag: the
@@ -871,6 +882,7 @@ class TraceRecord:
     """
 
     pid: int
+    port: int
     status: int
     http: str
     path: str
@@ -898,6 +910,7 @@ def trace_records(server: GunicornServer, since: int = 0) -> list[TraceRecord]:
         records.append(
             TraceRecord(
                 pid=int(fields["pid"].strip("<>")),
+                port=int(fields["port"]),
                 status=int(fields["status"]),
                 http=fields["http"],
                 path=fields["path"],
@@ -965,3 +978,38 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             except (OSError, ValueError):
                 continue
             report.sections.append((f"gunicorn {server.url} {server.env}", "\n".join(lines)))
+
+
+@pytest.fixture(scope="session")
+def _shared_redis() -> Iterator[RedisServer]:
+    server = RedisServer(require_redis())
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_server(_shared_redis: RedisServer) -> RedisServer:
+    """The run's redis-server, with no keys left by an earlier test."""
+    _shared_redis.flush()
+    return _shared_redis
+
+
+@pytest.fixture
+def start_redis() -> Iterator[Callable[[], RedisServer]]:
+    """Factory: a redis-server of this test's own (stopped at teardown)."""
+    started: list[RedisServer] = []
+
+    def start() -> RedisServer:
+        server = RedisServer(require_redis())
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def ts_sdk1_modules() -> Path:
+    """node_modules with Node 22, ``@modelcontextprotocol/sdk`` 1.x and undici (installed once, cached)."""
+    return install_sdk1()

@@ -21,6 +21,7 @@ from typing import Any
 ENV_PREFIX = "ZEMCP_"
 _INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 _BACKEND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+_PREFIX = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ class Settings:
             which are always allowed. A request without ``Origin`` is allowed.
         session_ttl: [seconds] a session idle this long is ended. A session with a pending
             elicitation or a running request is never idle.
-        max_sessions: sessions one process holds at most; beyond it ``initialize`` gets 429.
+        max_sessions: sessions one process holds at most (with :attr:`redis_url`, the whole
+            deployment); beyond it ``initialize`` gets 429.
         max_pending_per_session: pending elicitations one session may have at once; never
             more than half the process's budget (see :attr:`session_pending_budget`).
         max_client_info_bytes: [bytes] the largest ``clientInfo``, and the largest
@@ -96,14 +98,27 @@ class Settings:
             to go on; 0 (the default) keeps each connection open until its stream ends.
         max_body_bytes: [bytes] largest POST body accepted, chunked bodies included.
         threads: gunicorn gthread threads per worker; also the size of the handler pool.
-        workers: gunicorn worker processes; keep 1 unless a proxy routes each session to
-            its owner (sessions live in the process that created them).
+        workers: gunicorn worker processes. 2026-07-28 clients are served by any number;
+            handshake-era sessions live in the worker that created them unless
+            :attr:`redis_url` shares them, so without it keep 1 for handshake-era clients (a
+            session's request that reaches another worker gets 404 saying so).
         endpoint: URL path of the MCP endpoint.
-        instance: this process's name, the prefix of its session ids (``<instance>.<random>``)
-            that a proxy routes on; 1-40 characters of ``A-Za-z0-9_-``. The default is random,
-            so it is unique per process.
+        instance: this server instance's name, the prefix of its session ids
+            (``<instance>.<worker>.<random>``) that a proxy routes on; 1-40 characters of
+            ``A-Za-z0-9_-``. The default is random, so it is unique per :class:`Settings`;
+            zemcp's gunicorn configuration sets ``ZEMCP_INSTANCE`` in the master before it forks,
+            so that the workers of one gunicorn share one name.
         state_backend: where the state sessions share is kept (:mod:`zemcp.state`):
-            ``memory``, this process (the default, and the only one today).
+            ``memory`` (this process), ``redis`` (the Redis server of :attr:`redis_url`, so
+            that every worker and instance serves every session), or ``auto`` (the default:
+            ``redis`` when :attr:`redis_url` is set, else ``memory``).
+        redis_url: ``redis://[user:password@]host:port/db`` or ``rediss://...`` (TLS) of the
+            Redis server that holds the shared state (needs ``zemcp[redis]``); empty (the
+            default) keeps everything in the process. Its credentials are never logged.
+        redis_prefix: the prefix of every key and channel zemcp writes, so that several
+            deployments can share one Redis database; 1-64 characters of ``A-Za-z0-9_.:-``.
+        redis_timeout: [seconds] bound on one Redis command (and on connecting); a Redis
+            that does not answer in time makes the request get 503 with ``Retry-After``.
         request_state_key: secrets (each at least 32 characters; comma-separated in the
             environment) that seal the 2026-07-28 ``requestState``: the first seals, any
             opens, so a new key can be rolled in before the old one is dropped. Every process
@@ -157,7 +172,10 @@ class Settings:
     workers: int = 1
     endpoint: str = "/mcp"
     instance: str = field(default_factory=lambda: secrets.token_hex(4))
-    state_backend: str = "memory"
+    state_backend: str = "auto"
+    redis_url: str = field(default="", repr=False)
+    redis_prefix: str = "zemcp:"
+    redis_timeout: float = 1.0
     request_state_key: tuple[str, ...] = field(default_factory=tuple, repr=False)
     auth: str = "off"
     auth_resource: str = ""
@@ -185,6 +203,7 @@ class Settings:
             "auth_jwks_lifespan",
             "stream_retry",
             "resume_window",
+            "redis_timeout",
         )
         for name in positive:
             value = getattr(self, name)
@@ -233,6 +252,7 @@ class Settings:
             raise ValueError(
                 f"state_backend must name a state backend (a lowercase name such as 'memory'), got {self.state_backend!r}"
             )
+        self._check_redis()
         if not self.endpoint.startswith("/"):
             raise ValueError(f"endpoint must start with '/', got {self.endpoint!r}")
         object.__setattr__(self, "allowed_origins", tuple(o.rstrip("/").lower() for o in self.allowed_origins))
@@ -248,6 +268,28 @@ class Settings:
                     "print(secrets.token_urlsafe(32))'"
                 )
         self._check_auth()
+
+    def _check_redis(self) -> None:
+        url = self.redis_url.strip()
+        object.__setattr__(self, "redis_url", url)
+        if url and not url.startswith(("redis://", "rediss://", "unix://")):
+            # Never echo the value: it may hold a password.
+            raise ValueError(
+                "redis_url (ZEMCP_REDIS_URL) must start with redis://, rediss:// (TLS) or unix://, "
+                "for example redis://127.0.0.1:6379/0"
+            )
+        if not _PREFIX.match(self.redis_prefix):
+            raise ValueError(
+                f"redis_prefix (ZEMCP_REDIS_PREFIX) must be 1-64 characters of A-Z, a-z, 0-9, '_', '.', ':' "
+                f"and '-', got {self.redis_prefix!r}"
+            )
+        if self.state_backend == "auto":
+            object.__setattr__(self, "state_backend", "redis" if url else "memory")
+        elif self.state_backend == "redis" and not url:
+            raise ValueError(
+                "state_backend redis (ZEMCP_STATE_BACKEND) needs redis_url (ZEMCP_REDIS_URL), "
+                "for example redis://127.0.0.1:6379/0"
+            )
 
     def _check_auth(self) -> None:
         scopes = self.auth_scopes
@@ -380,6 +422,9 @@ def _parse(name: str, raw: str) -> object:
         "endpoint": str,
         "instance": str,
         "state_backend": str,
+        "redis_url": str,
+        "redis_prefix": str,
+        "redis_timeout": float,
         "allowed_origins": tuple,
         "request_state_key": tuple,
         "auth": str,

@@ -204,9 +204,10 @@ def test_subscribe_and_unsubscribe_are_recorded_per_session(server, peer):
     other = Peer(zemcp.McpApp(server))
     assert peer.result("resources/subscribe", {"uri": "test://watched-resource"}) == {}
     assert other.result("resources/subscribe", {"uri": "test://watched-resource"}) == {}
-    assert server.resources.subscribers("test://watched-resource") == [peer.sid, other.sid]
+    mine, theirs = server.sessions.get(peer.sid), server.sessions.get(other.sid)
+    assert mine.subscribed("test://watched-resource") and theirs.subscribed("test://watched-resource")
     assert peer.result("resources/unsubscribe", {"uri": "test://watched-resource"}) == {}
-    assert server.resources.subscribers("test://watched-resource") == [other.sid]
+    assert not mine.subscribed("test://watched-resource") and theirs.subscribed("test://watched-resource")
     assert peer.error("resources/subscribe", {"uri": "test://nothing-here"})["code"] == -32002
 
 

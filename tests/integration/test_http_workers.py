@@ -1,20 +1,30 @@
-"""2026-07-28 multi-round-trip calls against gunicorn with several workers, and requestState refusals.
+"""gunicorn with several workers: 2026-07-28 multi-round-trip calls, requestState refusals, and
+what handshake-era sessions get without Redis.
 
 A stateless call's rounds are independent HTTP requests: with ``ZEMCP_WORKERS=4`` and a
 fresh connection per request, round 2 often reaches another worker than round 1, which
 can open the ``requestState`` only because gunicorn.conf.py makes one key in the master
 before forking. Which worker served each request is read from the traced access log
 (gunicorn's ``%(p)s``, tests/conftest.py ``TRACE_FORMAT``); a tag header names each request.
+
+A handshake-era session lives in the worker that created it (the in-process backend): a
+request of it that reaches the other of two workers gets a 404 saying so and naming
+``ZEMCP_REDIS_URL``, and that worker logs a warning. Those tests ask a stateless
+``server status`` which worker took a new connection, and keep the connection open to send
+the session's request to that worker.
 """
 
+import json
 import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import requests
 
-from tests.conftest import TAG_HEADER, ModernClient, wait_trace
+from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, TAG_HEADER, ModernClient, wait_trace
+from zemcp.state import workers
 
 WORKERS = 4
 CALLS = 100
@@ -25,6 +35,11 @@ BATCH_TIMEOUT = 60
 #: Calls whose two rounds must have reached different workers. With four workers and fresh
 #: connections, about half of them do; this floor only rules out "always the same worker".
 MIN_CROSS_WORKER_CALLS = 10
+#: New connections tried at most to reach the other of two workers (each reaches it about
+#: every second time).
+MAX_TRIES = 100
+#: [seconds] bound on a line appearing in the server's log.
+LOG_DEADLINE = 5.0
 
 
 def parent_pid(pid: int) -> int:
@@ -159,3 +174,121 @@ def test_malformed_request_state_is_refused(server, state):
     client = ModernClient(server.url, name="malformed-check")
     response, reply = client.call({}, input_responses=answer("session show"), request_state=state)
     assert_invalid_state(response, reply)
+
+
+def wait_log(server, pattern: str) -> re.Match:
+    """The first match of ``pattern`` in ``server``'s log, waited for up to :data:`LOG_DEADLINE` s."""
+    end = time.monotonic() + LOG_DEADLINE
+    while (match := re.search(pattern, server.log(), re.M)) is None:
+        assert time.monotonic() < end, f"no line matching {pattern!r} in the log within {LOG_DEADLINE} s"
+        time.sleep(0.05)
+    return match
+
+
+def connection_to_another_worker(server, owner: int) -> tuple[requests.Session, int]:
+    """A kept-alive connection to a worker of ``server`` other than ``owner``, and that worker's pid.
+
+    Each try opens a new connection and asks, with a stateless ``server status`` (no session),
+    which worker took it; the first that is not ``owner`` is kept.
+    """
+    probe = ModernClient(server.url, name="worker-probe")
+    for _ in range(MAX_TRIES):
+        http = requests.Session()
+        message = probe.message("tools/call", {"name": "ze_execute", "arguments": {"command": "server status"}})
+        response = http.post(
+            server.url,
+            data=json.dumps(message),
+            headers=probe.headers(message, {"Connection": "keep-alive"}),
+            timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        )
+        text = ModernClient.reply(response, message["id"])["result"]["content"][0]["text"]
+        pid = int(re.search(r"^pid: (\d+)$", text, re.M).group(1))
+        if pid != owner:
+            return http, pid
+        http.close()
+    pytest.fail(f"{MAX_TRIES} new connections all reached worker {owner}")
+
+
+def session_owner(server, client) -> int:
+    """The worker that created ``client``'s session (named by its id), a worker of ``server``."""
+    owner = workers.creator(client.session_id)
+    assert owner is not None, client.session_id
+    if os.path.isdir("/proc"):
+        assert parent_pid(owner) == server.proc.pid, (owner, server.proc.pid)
+    return owner
+
+
+def test_a_session_request_on_another_worker_says_so_and_names_redis(start_server):
+    """With 2 workers and no Redis, the start-up warning names ZEMCP_REDIS_URL, and a session's request that reaches
+    the worker that did not create it gets 404 saying so, with a warning in that worker's log."""
+    server = start_server(workers=2)
+    wait_log(
+        server,
+        r"zemcp: 2 workers share one listening socket, and without ZEMCP_REDIS_URL .* Set ZEMCP_REDIS_URL "
+        r"\(pip install 'zemcp\[redis\]'\) to share handshake-era sessions between workers and instances.* "
+        r"2026-07-28 clients need neither",
+    )
+    client = server.session()
+    owner = session_owner(server, client)
+    http, other = connection_to_another_worker(server, owner)
+    with http:
+        response = http.post(
+            client.url,
+            data=json.dumps({"jsonrpc": "2.0", "id": client.new_id(), "method": "ping"}),
+            headers=client.headers(),
+            timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        )
+    assert response.status_code == 404, (response.status_code, response.text)
+    message = response.json()["error"]["message"]
+    assert message.startswith("Session not found here: it belongs to another worker of this gunicorn"), message
+    assert "set ZEMCP_REDIS_URL" in message and "ZEMCP_WORKERS=1" in message, message
+    warning = wait_log(server, rf"request for a session of worker {owner} reached worker {other} of this gunicorn.*")
+    assert "set ZEMCP_REDIS_URL (pip install 'zemcp[redis]')" in warning.group(0), warning.group(0)
+    # The session itself is alive in its own worker.
+    assert client.rpc("ping") == {}
+
+
+def test_an_elicitation_answer_on_another_worker_is_refused_saying_so(start_server):
+    """An answer POST that reaches the wrong worker gets 404 saying it was not delivered and why (with the warning);
+    sent again until it reaches the session's worker, it completes the call."""
+    server = start_server(workers=2, elicitation_timeout=30)
+    client = server.session()
+    owner = session_owner(server, client)
+    # The eliciting call waits in the session's worker: its own new connection must reach it.
+    for _ in range(MAX_TRIES):
+        call = client.call_message({})
+        response, stream = client.open_stream(call)
+        if response.status_code == 200:
+            break
+        assert response.status_code == 404 and "another worker" in response.text, (response.status_code, response.text)
+    else:
+        pytest.fail(f"{MAX_TRIES} tools/call requests all reached the worker without the session")
+    elicitation = stream.next_message()
+    assert elicitation is not None and elicitation.get("method") == "elicitation/create", elicitation
+    answer = {"jsonrpc": "2.0", "id": elicitation["id"], "result": {"action": "accept", "content": {"command": "help"}}}
+
+    http, other = connection_to_another_worker(server, owner)
+    with http:
+        lost = http.post(client.url, data=json.dumps(answer), headers=client.headers(), timeout=(CONNECT_TIMEOUT, 5))
+    assert lost.status_code == 404, (lost.status_code, lost.text)
+    message = lost.json()["error"]["message"]
+    assert message.startswith("This answer was not delivered: Session not found here: it belongs to another worker"), (
+        message
+    )
+    assert "set ZEMCP_REDIS_URL" in message, message
+    wait_log(server, rf"request for a session of worker {owner} reached worker {other} .*ZEMCP_REDIS_URL")
+
+    for _ in range(MAX_TRIES):
+        delivered = requests.post(
+            client.url,
+            data=json.dumps(answer),
+            headers=client.headers({"Connection": "close"}),
+            timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        )
+        if delivered.status_code == 202:
+            break
+        assert delivered.status_code == 404, (delivered.status_code, delivered.text)
+    else:
+        pytest.fail(f"{MAX_TRIES} answers all reached the worker without the session")
+    final = stream.rest()[-1]
+    assert final["id"] == call["id"] and final["result"]["isError"] is False, final

@@ -8,7 +8,11 @@ Everything runs from the configurations in deploy/, rendered for free 127.0.0.1 
 * :class:`HAProxy` renders deploy/haproxy.cfg and runs ``haproxy -db -f <cfg>``;
 * :class:`Nginx` renders deploy/nginx.conf and includes it from a minimal main
   configuration whose pid, logs and temporary files live in its own prefix directory,
-  then runs ``nginx -p <prefix> -c <conf> -g 'daemon off;'``.
+  then runs ``nginx -p <prefix> -c <conf> -g 'daemon off;'``;
+* :class:`NginxRoundRobin` does the same with deploy/nginx-roundrobin.conf (plain round
+  robin, for instances that share their state in Redis).
+
+:func:`start_stack` starts instances with given settings and one of these proxies in front.
 
 Each process gets its own process group and is stopped with SIGTERM, then SIGKILL. No
 pytest here, so that the benchmark can use it too.
@@ -26,8 +30,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -155,6 +161,7 @@ class Instance:
     """
 
     def __init__(self, name: str, workdir: Path, *, settings: dict[str, str] | None = None):
+        """Start gunicorn; ``settings`` are extra environment variables (whole names, ``ZEMCP_REDIS_URL``)."""
         self.name = name
         self.port = free_port()
         self.address = f"{HOST}:{self.port}"
@@ -199,9 +206,16 @@ class Routed:
 
 
 class Proxy(abc.ABC):
-    """Common part of :class:`HAProxy` and :class:`Nginx`."""
+    """Common part of :class:`HAProxy` and :class:`Nginx`.
+
+    Attributes:
+        name: the proxy's key in :data:`PROXIES` or :data:`ROUND_ROBIN_PROXIES`, and the
+            name of its directory under the work directory.
+        binary: the program that runs it.
+    """
 
     name = ""
+    binary = ""
 
     def __init__(self, workdir: Path, instances: list[Instance]):
         self.instances = instances
@@ -211,11 +225,11 @@ class Proxy(abc.ABC):
         self.dir.mkdir()
         self.process: Process | None = None
 
-    def _start(self, argv: list[str]) -> None:
-        binary = find_binary(argv[0])
+    def _start(self, args: list[str]) -> None:
+        binary = find_binary(self.binary)
         if binary is None:
-            raise HarnessError(f"{argv[0]} is not installed (Debian: apt-get install {argv[0]})")
-        self.process = Process([binary, *argv[1:]], self.dir / "stdout.log", cwd=self.dir)
+            raise HarnessError(f"{self.binary} is not installed (Debian: apt-get install {self.binary})")
+        self.process = Process([binary, *args], self.dir / "stdout.log", cwd=self.dir)
         try:
             self.process.wait_listening(self.port)
         except BaseException:
@@ -253,6 +267,7 @@ class HAProxy(Proxy):
     """deploy/haproxy.cfg rendered for the instances, run as ``haproxy -db -f <cfg>``."""
 
     name = "haproxy"
+    binary = "haproxy"
     # option httplog, after the syslog header: "<client> [<date>] zemcp zemcp_instances/<server>
     # Tq/Tw/Tc/Tr/Ta <status> ... {<owner>} "<request>"".
     _LINE = re.compile(r" zemcp zemcp_instances/(?P<server>\S+) \S+ (?P<status>\d{3}) .* \{(?P<owner>[^}]*)\} \"")
@@ -272,7 +287,7 @@ class HAProxy(Proxy):
                 instances,
             )
         )
-        self._start(["haproxy", "-db", "-f", str(self.config)])
+        self._start(["-db", "-f", str(self.config)])
 
     def logs(self) -> str:
         """HAProxy's log (its standard output)."""
@@ -311,7 +326,10 @@ class Nginx(Proxy):
     """deploy/nginx.conf rendered for the instances, included from a minimal main config."""
 
     name = "nginx"
-    _LINE = re.compile(r"\" (?P<status>\d{3}) \d+ route=(?P<route>\S+) upstream=(?P<upstream>.*?) upstream_status=")
+    binary = "nginx"
+    template = "nginx.conf"
+    # log_format zemcp_routing: "... <status> <bytes> route=zemcp_<owner>|zemcp_any upstream=...".
+    _LINE = re.compile(r"\" (?P<status>\d{3}) \d+ route=(?P<owner>\S+) upstream=(?P<upstream>.*?) upstream_status=")
 
     def __init__(self, workdir: Path, instances: list[Instance]):
         super().__init__(workdir, instances)
@@ -321,7 +339,7 @@ class Nginx(Proxy):
         temp.mkdir()
         (self.dir / "zemcp.conf").write_text(
             render(
-                DEPLOY / "nginx.conf",
+                DEPLOY / self.template,
                 {
                     "LISTEN": f"{HOST}:{self.port}",
                     "LOG_DIR": str(logs),
@@ -348,7 +366,6 @@ class Nginx(Proxy):
         self._by_address = {i.address: i.name for i in instances}
         self._start(
             [
-                "nginx",
                 "-p",
                 str(self.dir),
                 "-e",
@@ -367,15 +384,19 @@ class Nginx(Proxy):
             parts.append(f"--- {path.name}\n{path.read_text(errors='replace')}")
         return "\n".join(parts)
 
+    @staticmethod
+    def _owner(logged: str) -> str | None:
+        """The session owner from the log's ``route=`` value (None for ``zemcp_any``)."""
+        return logged.removeprefix("zemcp_") if logged != "zemcp_any" else None
+
     def routed(self) -> list[Routed]:
-        """Requests from the zemcp_routing access log: the map's route and the last upstream tried."""
+        """Requests from the access log: the session's owner and the last upstream tried."""
         path = self.dir / "logs" / "zemcp-access.log"
         if not path.exists():
             return []
         records = []
         for match in self._LINE.finditer(path.read_text(errors="replace")):
-            route = match["route"]
-            owner = route.removeprefix("zemcp_") if route != "zemcp_any" else None
+            owner = self._owner(match["owner"])
             # "$upstream_addr" lists every server tried: ", " within a group, " : " across
             # an internal redirect (the error_page fallback); the last one answered.
             last = re.split(r", | : ", match["upstream"])[-1]
@@ -383,7 +404,91 @@ class Nginx(Proxy):
         return records
 
 
-PROXIES = {"haproxy": HAProxy, "nginx": Nginx}
+class NginxRoundRobin(Nginx):
+    """deploy/nginx-roundrobin.conf: every request round robin, whatever its session.
+
+    Only for instances that share their state (``ZEMCP_REDIS_URL``); in-process sessions
+    break behind it. Its log names a request's session owner by the id's prefix (``owner=``),
+    so :meth:`routed` still tells where a session was created and who served each request.
+    """
+
+    name = "nginx-roundrobin"
+    template = "nginx-roundrobin.conf"
+    # log_format zemcp_roundrobin: "... <status> <bytes> owner=<owner>|- upstream=...".
+    _LINE = re.compile(r"\" (?P<status>\d{3}) \d+ owner=(?P<owner>\S+) upstream=(?P<upstream>.*?) upstream_status=")
+
+    @staticmethod
+    def _owner(logged: str) -> str | None:
+        """The session owner from the log's ``owner=`` value (None for ``-``, no session id)."""
+        return None if logged == "-" else logged
+
+
+#: The proxies that route every request of a session to its owner (deploy/haproxy.cfg, deploy/nginx.conf).
+PROXIES: dict[str, type[Proxy]] = {"haproxy": HAProxy, "nginx": Nginx}
+#: The proxies that spread every request, for instances with a shared state backend.
+ROUND_ROBIN_PROXIES: dict[str, type[Proxy]] = {"nginx-roundrobin": NginxRoundRobin}
+
+
+@dataclass
+class Stack:
+    """Instances behind one proxy (see :func:`start_stack`).
+
+    Attributes:
+        proxy: the running proxy; clients talk to ``proxy.url``.
+        instances: the instances by name.
+        pids: the worker pid of each instance, by name (asked directly, not via the proxy).
+    """
+
+    proxy: Proxy
+    instances: dict[str, Instance]
+    pids: dict[str, int]
+
+    def owner_of(self, pid: int) -> str:
+        """The name of the instance whose worker has ``pid``.
+
+        Raises:
+            ValueError: ``pid`` is none of the instances' workers.
+        """
+        names = [name for name, p in self.pids.items() if p == pid]
+        if not names:
+            raise ValueError(f"pid {pid} is none of the instances' workers {self.pids}")
+        return names[0]
+
+
+def start_stack(
+    workdir: Path,
+    proxy: str,
+    started: list[Instance | Proxy],
+    names: Iterable[str] = ("a", "b", "c"),
+    settings: dict[str, Any] | None = None,
+) -> Stack:
+    """Start one instance per name with ``settings`` and the proxy named ``proxy`` in front.
+
+    Args:
+        workdir: directory of the logs and the proxy's files (a fresh one per stack).
+        proxy: a key of :data:`PROXIES` or :data:`ROUND_ROBIN_PROXIES`.
+        started: every process is appended to it as soon as it started; the caller stops
+            them (each has ``stop()``), also when this raises, and may read their logs.
+        names: the instances' ``ZEMCP_INSTANCE`` names.
+        settings: settings of every instance, names without the ``ZEMCP_`` prefix as in
+            tests/conftest.py's ``start_server`` (``redis_url="redis://127.0.0.1:6379/0"``
+            sets ``ZEMCP_REDIS_URL``).
+    Returns:
+        the running stack.
+    Raises:
+        HarnessError: a process did not start.
+    """
+    env = {"ZEMCP_" + key.upper(): str(value) for key, value in (settings or {}).items()}
+    instances = {}
+    for name in names:
+        instances[name] = Instance(name, workdir, settings=env)
+        started.append(instances[name])
+    for instance in instances.values():
+        instance.wait_ready()
+    pids = {name: worker_pid(instance) for name, instance in instances.items()}
+    running = {**PROXIES, **ROUND_ROBIN_PROXIES}[proxy](workdir, list(instances.values()))
+    started.append(running)
+    return Stack(running, instances, pids)
 
 
 def worker_pid(instance: Instance) -> int:

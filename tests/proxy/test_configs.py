@@ -16,9 +16,13 @@ import pytest
 
 import zemcp
 from tests.proxy.harness import DEPLOY
+from zemcp.state import workers
+from zemcp.state.session import Session
 
 #: A requestState key for the instance configuration (every instance needs one, the same).
 KEY = "k" * 43
+#: The largest pid Linux hands out (PID_MAX_LIMIT on 64-bit systems).
+LINUX_PID_MAX = 4194304
 
 
 def load_instance_config(monkeypatch: pytest.MonkeyPatch, **env: str) -> ModuleType:
@@ -58,6 +62,15 @@ def test_timeouts_and_keepalives_fit_together(monkeypatch):
     assert expire and int(expire.group(1)) * 3600 > defaults.session_ttl
 
 
+def test_the_longest_session_id_fits_the_stick_table():
+    """An id of the longest instance name, made by the largest Linux pid, fits HAProxy's stick-table key length."""
+    haproxy = (DEPLOY / "haproxy.cfg").read_text()
+    key_length = re.search(r"^\s*stick-table type string len (\d+)\b", haproxy, re.M)
+    made_here = Session("2025-11-25", {}, {}, "n" * 40).id
+    longest = len(made_here) - len(workers.tag()) + len(workers.tag(LINUX_PID_MAX))
+    assert key_length and longest <= int(key_length.group(1)), (longest, key_length)
+
+
 @pytest.mark.parametrize(
     "env, message",
     [
@@ -75,11 +88,61 @@ def test_instance_config_refuses_settings_that_break_routing(monkeypatch, env, m
         load_instance_config(monkeypatch, **env)
 
 
-def run_render(*args: str) -> subprocess.CompletedProcess:
-    """``python deploy/render.py deploy/nginx.conf ARGS...``."""
+def run_render(*args: str, template: str = "nginx.conf") -> subprocess.CompletedProcess:
+    """``python deploy/render.py deploy/<template> ARGS...``."""
     return subprocess.run(
-        [sys.executable, str(DEPLOY / "render.py"), str(DEPLOY / "nginx.conf"), *args], capture_output=True, text=True
+        [sys.executable, str(DEPLOY / "render.py"), str(DEPLOY / template), *args], capture_output=True, text=True
     )
+
+
+def directives(text: str) -> list[str]:
+    """The directives of an nginx file, one per line as written, without comments and indentation."""
+    lines = (line.partition("#")[0].strip() for line in text.splitlines())
+    return [line for line in lines if line]
+
+
+#: The directives of deploy/nginx.conf that make streams and upstream keep-alive work.
+STREAMING = (
+    "proxy_http_version",
+    "proxy_set_header",
+    "proxy_buffering",
+    "gzip",
+    "proxy_read_timeout",
+    "proxy_send_timeout",
+    "proxy_connect_timeout",
+    "client_max_body_size",
+    "keepalive",
+    "keepalive_timeout",
+)
+
+
+def test_roundrobin_nginx_keeps_the_streaming_settings_and_routes_nothing():
+    """deploy/nginx-roundrobin.conf has every streaming and keep-alive setting of deploy/nginx.conf,
+    one round-robin upstream of all instances, and no routing by session id or fallback."""
+    sticky = directives((DEPLOY / "nginx.conf").read_text())
+    done = run_render(
+        "--set",
+        "LISTEN=127.0.0.1:8080",
+        "--set",
+        "LOG_DIR=/var/log/nginx",
+        "--instance",
+        "a=127.0.0.1:8001",
+        "--instance",
+        "b=127.0.0.1:8002",
+        template="nginx-roundrobin.conf",
+    )
+    assert done.returncode == 0, done.stderr
+    spread = directives(done.stdout)
+
+    streaming = {d for d in sticky if d.split()[0] in STREAMING and "{" not in d}
+    assert {d.split()[0] for d in streaming} == set(STREAMING), streaming
+    assert streaming <= set(spread), sorted(streaming - set(spread))
+    assert [d for d in spread if d.startswith("proxy_pass")] == ["proxy_pass http://zemcp_roundrobin;"]
+    assert re.search(
+        r"upstream zemcp_roundrobin \{\n\s*server 127\.0\.0\.1:8001;.*\n\s*server 127\.0\.0\.1:8002;", done.stdout
+    ), done.stdout
+    assert not [d for d in spread if d.startswith(("error_page", "proxy_next_upstream", "hash", "sticky"))], spread
+    assert "{{" not in done.stdout
 
 
 def test_render_repeats_instance_lines():

@@ -35,7 +35,7 @@ def owner(client: McpClient) -> str:
 
 def initialized(stack) -> McpClient:
     """A client with a session created through the proxy (declares elicitation)."""
-    client = stack.client()
+    client = McpClient(stack.proxy.url)
     response = client.initialize()
     assert response.status_code == 200, (response.status_code, response.text)
     return client

@@ -5,10 +5,10 @@ import logging
 
 import pytest
 
-from zemcp.core import resources
 from zemcp.core.resources import RESOURCE_NOT_FOUND, ResourceNotFound, ResourceRegistry, UriTemplate
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from zemcp.protocol.pagination import encode_cursor
+from zemcp.state.session import Session
 
 
 @pytest.fixture
@@ -248,40 +248,29 @@ def test_a_handler_returning_no_contents_is_an_internal_error(value):
 # -- subscriptions ------------------------------------------------------------------------
 
 
-def test_subscribe_unsubscribe_and_forget(registry):
-    assert registry.subscribe("s1", {"uri": "test://static-text"}) == {}
-    assert registry.subscribe("s2", {"uri": "test://static-text"}) == {}
-    assert registry.subscribe("s2", {"uri": "test://template/7/data"}) == {}
-    assert registry.subscribe("s1", {"uri": "test://static-text"}) == {}  # again: no duplicate
-    assert registry.subscribers("test://static-text") == ["s1", "s2"]
-    assert registry.subscribers("test://template/7/data") == ["s2"]
-    assert registry.unsubscribe("s1", {"uri": "test://static-text"}) == {}
-    assert registry.unsubscribe("s1", {"uri": "test://static-text"}) == {}  # not subscribed: still {}
-    assert registry.subscribers("test://static-text") == ["s2"]
-    registry.forget_session("s2")
-    registry.forget_session("never-seen")
-    assert registry.subscribers("test://static-text") == [] and registry.subscribers("test://template/7/data") == []
-
-
-def test_subscribe_to_an_unknown_uri_is_not_found(registry):
-    with pytest.raises(ResourceNotFound):
-        registry.subscribe("s1", {"uri": "test://missing"})
-    assert registry.subscribers("test://missing") == []
-
-
-@pytest.mark.parametrize("method", ["subscribe", "unsubscribe"])
-def test_subscription_requests_need_a_uri(registry, method):
-    with pytest.raises(ProtocolError) as info:
-        getattr(registry, method)("s1", {})
-    assert info.value.code == INVALID_PARAMS and f"resources/{method}" in info.value.message
+def test_subscribe_and_unsubscribe_are_kept_by_the_session(registry):
+    s1, s2 = Session("2025-11-25", {}, {}), Session("2025-11-25", {}, {})
+    assert registry.subscribe(s1, {"uri": "test://static-text"}) == {}
+    assert registry.subscribe(s2, {"uri": "test://static-text"}) == {}
+    assert registry.subscribe(s2, {"uri": "test://template/7/data"}) == {}
+    assert registry.subscribe(s1, {"uri": "test://static-text"}) == {}  # again: no duplicate
+    assert s1.subscribed("test://static-text") and not s1.subscribed("test://template/7/data")
+    assert s2.subscribed("test://template/7/data")
+    assert registry.unsubscribe(s1, {"uri": "test://static-text"}) == {}
+    assert registry.unsubscribe(s1, {"uri": "test://static-text"}) == {}  # not subscribed: still {}
+    assert not s1.subscribed("test://static-text") and s2.subscribed("test://static-text")
 
 
 def test_subscriptions_per_session_are_capped(registry, monkeypatch):
-    monkeypatch.setattr(resources, "MAX_SUBSCRIPTIONS_PER_SESSION", 2)
-    registry.subscribe("s1", {"uri": "test://template/1/data"})
-    registry.subscribe("s1", {"uri": "test://template/2/data"})
-    registry.subscribe("s1", {"uri": "test://template/2/data"})  # already held: fine
-    with pytest.raises(ProtocolError) as info:
-        registry.subscribe("s1", {"uri": "test://template/3/data"})
-    assert info.value.code == INVALID_PARAMS and "unsubscribe" in info.value.message
-    registry.subscribe("s2", {"uri": "test://template/3/data"})  # the cap is per session
+    monkeypatch.setattr("zemcp.core.resources.MAX_SUBSCRIPTIONS_PER_SESSION", 1)
+    session = Session("2025-11-25", {}, {})
+    assert registry.subscribe(session, {"uri": "test://static-text"}) == {}
+    with pytest.raises(ProtocolError, match="already holds 1 resource subscriptions"):
+        registry.subscribe(session, {"uri": "test://template/7/data"})
+
+
+def test_subscribe_to_an_unknown_uri_is_not_found(registry):
+    session = Session("2025-11-25", {}, {})
+    with pytest.raises(ResourceNotFound):
+        registry.subscribe(session, {"uri": "test://missing"})
+    assert not session.subscribed("test://missing")

@@ -1,9 +1,12 @@
 """Sessions: ids, capability bit, registry caps, lookup errors and idle expiry (zemcp.state.session)."""
 
+import os
+
 import pytest
 
 from zemcp.eras.handshake.call import Call
 from zemcp.replies.sinks import ReplySink
+from zemcp.state import workers
 from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired
 from zemcp.state.registry import SessionRegistry
 from zemcp.state.session import Session, fingerprint
@@ -13,14 +16,14 @@ def registry(max_sessions=10, ttl=60, ended=None):
     return SessionRegistry(max_sessions, ttl, lambda s, why: (ended if ended is not None else []).append((s.id, why)))
 
 
-def test_ids_are_instance_dot_random_visible_ascii():
-    """Ids are '<instance>.' plus 32 base64url characters (192 bits), visible ASCII, distinct."""
+def test_ids_are_instance_worker_and_random_visible_ascii():
+    """Ids are '<instance>.<worker tag>.' plus 32 base64url characters (192 bits), visible ASCII, distinct."""
     ids = {Session("2025-06-18", {}, {}, "node-a").id for _ in range(200)}
     assert len(ids) == 200
     for i in ids:
-        instance, dot, token = i.partition(".")
-        assert (instance, dot, len(token)) == ("node-a", ".", 32)
-        assert all(0x21 <= ord(c) <= 0x7E for c in i) and "." not in token
+        instance, worker, token = i.split(".")
+        assert (instance, worker, len(token)) == ("node-a", workers.tag(os.getpid()), 32)
+        assert all(0x21 <= ord(c) <= 0x7E for c in i)
 
 
 def test_foreign_instance_is_not_found_and_logged(caplog):

@@ -56,15 +56,19 @@ class Ended:
 class Opened:
     """One backend's state, and what its sessions' ends announced."""
 
-    def __init__(self, backend):
+    def __init__(self, backend, **extra):
         self.ended = Ended()
-        built = open_state(Settings(**SETTINGS, state_backend=backend), self.ended)
+        built = open_state(Settings(**SETTINGS, state_backend=backend, **extra), self.ended)
         self.sessions, self.pending, self.fanout = built.sessions, built.pending, built.fanout
 
 
 @pytest.fixture(params=BACKENDS)
 def state(request):
-    return Opened(request.param)
+    # A backend that keeps the state in a service gets a real one of its own (redis-server).
+    extra = {"redis_url": request.getfixturevalue("redis_server").url} if request.param == "redis" else {}
+    opened = Opened(request.param, **extra)
+    yield opened
+    opened.sessions.close()
 
 
 class Outlet:
@@ -432,8 +436,9 @@ def test_a_listen_stream_is_acknowledged_then_hears_only_what_it_asked_for(state
 def test_resource_updates_reach_listen_streams_and_subscribed_sessions(state):
     channel = listen(state, "r", {}, uris=["file:///a"])
     session = new_session(state)
+    assert session.subscribe("file:///a", 8)
     log = session.streams.open(STANDALONE)
-    state.fanout.open_session(session.id, log, lambda uri: uri == "file:///a")
+    state.fanout.open_session(session.id, log, session.subscribed)
     assert state.fanout.resource_updated("file:///a") == 2
     assert state.fanout.resource_updated("file:///b") == 0
     assert channel.sent[-1]["method"] == "notifications/resources/updated"

@@ -171,7 +171,7 @@ def main() -> None:
     "-w",
     type=click.IntRange(min=1),
     help="(http) Worker processes; sets ZEMCP_WORKERS. Keep 1 for handshake-era clients "
-    "(their sessions live in one process). Default: ZEMCP_WORKERS, else 1.",
+    "(their sessions live in one process) unless ZEMCP_REDIS_URL shares them. Default: ZEMCP_WORKERS, else 1.",
 )
 @click.option(
     "--log-level",

@@ -14,10 +14,9 @@ import base64
 import inspect
 import logging
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 from zemcp import logsafe
@@ -211,12 +210,22 @@ class ResourceTemplate:
         return entry
 
 
+class Subscriber(Protocol):
+    """What keeps a session's resource subscriptions (:class:`zemcp.state.session.Session`)."""
+
+    def subscribe(self, uri: str, limit: int) -> bool:
+        """Record a subscription to ``uri``; False when ``limit`` others are held already."""
+
+    def unsubscribe(self, uri: str) -> None:
+        """Forget the subscription to ``uri``, if any."""
+
+
 class ResourceRegistry:
     """The resources, templates and subscriptions of one server.
 
     Static resources are looked up first; then templates in registration order, the first
-    match wins. ``len()`` counts resources plus templates. Subscriptions are kept per
-    session id; the server drops them with :meth:`forget_session` when a session ends.
+    match wins. ``len()`` counts resources plus templates. A session's subscriptions are
+    kept by the session (:class:`Subscriber`), where every process serving it finds them.
     """
 
     def __init__(self) -> None:
@@ -225,8 +234,6 @@ class ResourceRegistry:
         # Built at registration, not on every list request: entries do not change.
         self._resource_definitions: list[dict[str, Any]] = []
         self._template_definitions: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self._subscriptions: dict[str, set[str]] = {}
 
     def __len__(self) -> int:
         return len(self._resources) + len(self._templates)
@@ -360,8 +367,8 @@ class ResourceRegistry:
                 f"Internal error: reading resource {uri} failed ({type(exc).__name__}); the server log has the details",
             ) from None
 
-    def subscribe(self, session_id: str, params: dict[str, Any]) -> dict[str, Any]:
-        """``resources/subscribe {uri}`` for a session: ``{}``.
+    def subscribe(self, session: Subscriber, params: dict[str, Any]) -> dict[str, Any]:
+        """``resources/subscribe {uri}`` for a session: ``{}`` (the session records it).
 
         Raises:
             ProtocolError: -32602 when ``params.uri`` is not a string or the session holds
@@ -369,46 +376,22 @@ class ResourceRegistry:
         """
         uri = _uri_param(params, "resources/subscribe")
         self._find(uri)
-        with self._lock:
-            uris = self._subscriptions.setdefault(session_id, set())
-            if uri not in uris and len(uris) >= MAX_SUBSCRIPTIONS_PER_SESSION:
-                raise ProtocolError(
-                    INVALID_PARAMS,
-                    f"Invalid params: this session already holds {MAX_SUBSCRIPTIONS_PER_SESSION} resource "
-                    f"subscriptions; unsubscribe from some before subscribing to {uri}",
-                )
-            uris.add(uri)
+        if not session.subscribe(uri, MAX_SUBSCRIPTIONS_PER_SESSION):
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid params: this session already holds {MAX_SUBSCRIPTIONS_PER_SESSION} resource "
+                f"subscriptions; unsubscribe from some before subscribing to {uri}",
+            )
         return {}
 
-    def unsubscribe(self, session_id: str, params: dict[str, Any]) -> dict[str, Any]:
+    def unsubscribe(self, session: Subscriber, params: dict[str, Any]) -> dict[str, Any]:
         """``resources/unsubscribe {uri}`` for a session: ``{}``, also when it was not subscribed.
 
         Raises:
             ProtocolError: -32602 when ``params.uri`` is not a string.
         """
-        uri = _uri_param(params, "resources/unsubscribe")
-        with self._lock:
-            uris = self._subscriptions.get(session_id)
-            if uris is not None:
-                uris.discard(uri)
-                if not uris:
-                    del self._subscriptions[session_id]
+        session.unsubscribe(_uri_param(params, "resources/unsubscribe"))
         return {}
-
-    def subscribed(self, session_id: str, uri: str) -> bool:
-        """True when the session subscribed to ``uri`` (``resources/subscribe``)."""
-        with self._lock:
-            return uri in self._subscriptions.get(session_id, ())
-
-    def subscribers(self, uri: str) -> list[str]:
-        """The ids of the sessions subscribed to ``uri``, in the order they first subscribed."""
-        with self._lock:
-            return [session_id for session_id, uris in self._subscriptions.items() if uri in uris]
-
-    def forget_session(self, session_id: str) -> None:
-        """Drop every subscription of a session (call it when the session ends)."""
-        with self._lock:
-            self._subscriptions.pop(session_id, None)
 
     def _find(self, uri: str) -> tuple[Resource | ResourceTemplate, dict[str, str]]:
         resource = self._resources.get(uri)

@@ -36,12 +36,12 @@ from zemcp.core.context import Context
 from zemcp.core.errors import CallFinished, URLElicitationRequired
 from zemcp.core.exchange import Exchange, RoundEnded
 from zemcp.core.registrar import Registrar
-from zemcp.core.resources import Resource
+from zemcp.core.resources import Resource, Subscriber
 from zemcp.core.results import error_result
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import ClientView
-from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled, SessionEnded
+from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled, ServerStopping, SessionEnded
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from zemcp.protocol.pagination import PAGE_SIZE, list_result
 from zemcp.state import open_state
@@ -169,10 +169,20 @@ class Server(Registrar):
 
         Waiting handlers wake with ``SessionEnded`` and their streams finish, so a graceful
         stop does not wait for elicitation answers that would arrive at a process going away.
-        Listen streams end with a result for their request (a graceful end).
+        Listen streams end with a result for their request (a graceful end). Where sessions
+        are shared with other processes (Redis), they live on: only the calls running here
+        end (``ServerStopping``), and the count is 0.
         """
         self.subscriptions.close_all({"resultType": "complete"})
-        return sum(self.sessions.end(s.id, "the server is shutting down") for s in self.sessions.sessions())
+        if not self.sessions.shared:
+            return sum(self.sessions.end(s.id, "the server is shutting down") for s in self.sessions.sessions())
+        # Shared sessions live on in the other processes: end only what runs here.
+        stopping = ServerStopping()
+        for session in self.sessions.local():
+            for call in session.calls():
+                self.abort(call, stopping)
+        self.sessions.close()
+        return 0
 
     def end_session(self, session_id: str) -> bool:
         """End a session at the client's request (DELETE); False when it is not live."""
@@ -182,7 +192,6 @@ class Server(Registrar):
         reason = SessionEnded(why)
         for call in session.calls():
             call.abort(reason)
-        self.resources.forget_session(session.id)
         self.subscriptions.drop_session(session.id)
         session.streams.close()
         n = self.pending.end_session(session.id, reason)
@@ -324,7 +333,9 @@ class Server(Registrar):
         params = request.params
         return Work("resources/read", uri, {}, lambda ctx: self.resources.read(params, ctx))
 
-    def subscribe(self, session_id: str, params: dict[str, Any], principal: Principal | None = None) -> dict[str, Any]:
+    def subscribe(
+        self, session: Subscriber, params: dict[str, Any], principal: Principal | None = None
+    ) -> dict[str, Any]:
         """``resources/subscribe`` for a session (its updates then reach the session's standalone stream).
 
         Raises:
@@ -335,7 +346,7 @@ class Server(Registrar):
         target, uri, _ = self.resources.find(params)
         registered = target.uri if isinstance(target, Resource) else target.uri_template
         self._allow(principal, "resource", registered, f"resources/subscribe {uri!r}")
-        return self.resources.subscribe(session_id, params)
+        return self.resources.subscribe(session, params)
 
     def _prompts_list(
         self, client: ClientView, request: jsonrpc.Request, principal: Principal | None

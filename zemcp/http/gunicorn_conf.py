@@ -4,8 +4,8 @@ Every value comes from ``zemcp.Settings`` (environment variables ``ZEMCP_*``, do
 docs/configuration.md), so the server's thread budget and gunicorn's thread count cannot
 drift apart. gunicorn reads it as a configuration module (``gunicorn -c
 python:zemcp.gunicorn_conf app:app``); the repository's gunicorn.conf.py and ``zemcp run``
-use it too. Importing it makes a ``ZEMCP_REQUEST_STATE_KEY`` when none is set: import it in
-the master, before workers fork.
+use it too. Importing it makes a ``ZEMCP_REQUEST_STATE_KEY``, and a ``ZEMCP_INSTANCE``, when
+none is set: import it in the master, before workers fork.
 """
 
 from __future__ import annotations
@@ -33,6 +33,12 @@ if not os.environ.get("ZEMCP_REQUEST_STATE_KEY", "").strip():
 
 _settings = Settings.from_env()
 
+# Likewise one instance name for every worker: a proxy routes a session by the name, which
+# stands for this gunicorn, and a worker tells a session of a sibling worker (the tag after
+# the name) from one of another instance. Without this each worker would draw its own.
+if not os.environ.get("ZEMCP_INSTANCE", "").strip():
+    os.environ["ZEMCP_INSTANCE"] = _settings.instance
+
 #: The gunicorn settings and hooks this module defines (what a config file star-imports).
 __all__ = [
     "bind",
@@ -58,8 +64,9 @@ bind = [_settings.bind]
 # gthread, with limits on connections that send nothing or half a request head.
 worker_class = "zemcp.worker.ThreadWorker"
 # Handshake-era sessions and their pending elicitations live in the process that created
-# them: one worker, unless a proxy routes every request of a session to its owner.
-# 2026-07-28 requests are stateless and may be served by any worker.
+# them unless ZEMCP_REDIS_URL shares them: one worker then, unless a proxy routes every
+# request of a session to its owner. 2026-07-28 requests are stateless and may be served by
+# any worker.
 workers = _settings.workers
 threads = _settings.threads
 # Every busy thread's connection, and 1000 idle kept-alive ones on top: below that, a worker
@@ -85,14 +92,16 @@ loglevel = "info"
 
 
 def when_ready(server: Arbiter) -> None:
-    """Warn at start-up when several workers share this instance's socket."""
-    if server.cfg.workers > 1 and server.log is not None:
+    """Warn at start-up when several workers share this instance's socket and keep their
+    handshake-era sessions in the process (no ``ZEMCP_REDIS_URL``)."""
+    if server.cfg.workers > 1 and _settings.state_backend == "memory" and server.log is not None:
         server.log.warning(
-            "zemcp: %d workers share one listening socket. 2026-07-28 clients are served by any "
-            "worker, but a handshake-era session (initialize, Mcp-Session-Id) lives in one process, "
-            "and its requests reaching another give 404s and lost elicitation answers. For "
-            "handshake-era clients run one worker per instance behind a proxy that routes by "
-            "Mcp-Session-Id; see docs/deploy.md",
+            "zemcp: %d workers share one listening socket, and without ZEMCP_REDIS_URL a handshake-era session "
+            "(initialize, Mcp-Session-Id) lives in the worker that created it: its requests that reach another "
+            "worker get 404 (saying so), and an elicitation answer among them is lost. Set ZEMCP_REDIS_URL "
+            "(pip install 'zemcp[redis]') to share handshake-era sessions between workers and instances, or "
+            "serve one worker (ZEMCP_WORKERS=1), and more instances of one worker behind a proxy that routes by "
+            "Mcp-Session-Id. 2026-07-28 clients need neither: any worker serves them. See docs/deploy.md",
             server.cfg.workers,
         )
 

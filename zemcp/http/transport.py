@@ -37,6 +37,7 @@ from zemcp.http import cors
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
 from zemcp.replies.responses import WSGIResponse, challenge_response, error_response, json_response
+from zemcp.state.interfaces import StateUnavailable
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse
@@ -148,6 +149,17 @@ class McpApp:
                     f"Service Unavailable: {exc}; try again later",
                     headers={"Retry-After": str(AUTH_RETRY_AFTER)},
                 )
+        try:
+            return self._route(request, principal)
+        except StateUnavailable as exc:
+            return error_response(503, jsonrpc.INTERNAL_ERROR, str(exc), headers={"Retry-After": str(exc.retry_after)})
+
+    def _route(self, request: Request, principal: Principal | None) -> WSGIResponse:
+        """Hand an authenticated request of the endpoint to its era by method.
+
+        Raises:
+            StateUnavailable: the shared state (Redis) cannot be reached.
+        """
         if request.method == "POST":
             return self._post(request, principal)
         has_session = request.headers.get(SESSION_HEADER) is not None

@@ -140,6 +140,14 @@ class SessionEnded(ElicitAborted):
         super().__init__(f"the session ended ({why}) while waiting for the answer")
 
 
+class ServerStopping(ElicitAborted):
+    """The server process that runs the request is stopping; the session lives on in the
+    other processes that share it (Redis), so the client can send the request again."""
+
+    def __init__(self) -> None:
+        super().__init__("the server process running this request is stopping; send the request again")
+
+
 class ClientDisconnected(ElicitAborted):
     """The client closed the connection that carried the request's stream (and, in a session,
     did not resume the stream in time).

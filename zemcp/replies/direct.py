@@ -26,6 +26,7 @@ from zemcp.state.interfaces import retry_field
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse
 
+    from zemcp.protocol.jsonrpc import RequestId
     from zemcp.state.interfaces import EventLog, StreamLogs
 
 
@@ -55,6 +56,7 @@ class DirectSink(CloseCallbacks):
         streams: the session's streams, for a resumable stream; None for one that is not (2026-07-28).
         send_timeout: [seconds] the longest a write may wait for a client that reads nothing;
             the client then counts as gone. None: no bound.
+        request_id: the id of the request the stream answers (for a resumable stream).
     """
 
     direct = True
@@ -65,8 +67,10 @@ class DirectSink(CloseCallbacks):
         keepalive: float,
         streams: StreamLogs | None = None,
         send_timeout: float | None = None,
+        request_id: RequestId | None = None,
     ):
         super().__init__()
+        self._request_id = request_id
         self._client = environ["gunicorn.socket"]
         self._keepalive = keepalive
         #: [seconds] how often a waiting handler calls :meth:`tick`.
@@ -230,11 +234,10 @@ class DirectSink(CloseCallbacks):
             self._client.settimeout(self._send_timeout)
         if self.streams is None:
             return
-        self.log = self.streams.open()
-        self._token = self.log.attach()
+        self.log, self._token, priming = self.streams.open_reading(self._request_id)
         # The connection may be ended on purpose: the client must not send its next request on it.
         _close_after(self._write)
-        self._emit(self.log.prime())
+        self._emit(priming)
         self._last_write = time.monotonic()
 
     def _end_own(self) -> None:

@@ -23,6 +23,7 @@ from zemcp.replies.streams import SSE_HEADERS, LogStream, SinkStream
 
 if TYPE_CHECKING:
     from zemcp.auth.principal import Challenge
+    from zemcp.protocol.jsonrpc import RequestId
     from zemcp.state.interfaces import StreamLogs
 
 
@@ -103,6 +104,7 @@ def new_sink(
     keepalive: float,
     streams: StreamLogs | None = None,
     send_timeout: float | None = None,
+    request_id: RequestId | None = None,
 ) -> DirectSink | ReplySink:
     """The sink for a request whose handler may talk to the client.
 
@@ -110,8 +112,10 @@ def new_sink(
     thread); a :class:`zemcp.replies.sinks.ReplySink` elsewhere (the handler runs on zemcp's pool and
     hands its messages to the request's thread), for example under werkzeug's test client.
     With ``streams`` (a handshake-era session's) the stream is resumable either way;
-    ``send_timeout`` [seconds] bounds each write to a client that reads nothing (gunicorn only).
+    ``send_timeout`` [seconds] bounds each write to a client that reads nothing (gunicorn only);
+    ``request_id`` is the id of the request the stream answers (what a resumable stream's
+    last event names if the process running the request dies first).
     """
     if environ.get("gunicorn.socket") is not None and environ.get("wsgi.multithread"):
-        return DirectSink(environ, keepalive, streams, send_timeout)
-    return ResumableReplySink(streams) if streams is not None else ReplySink()
+        return DirectSink(environ, keepalive, streams, send_timeout, request_id)
+    return ResumableReplySink(streams, request_id) if streams is not None else ReplySink()

@@ -14,6 +14,7 @@ from zemcp.replies.encoding import encode
 from zemcp.replies.sinks import ReplySink
 
 if TYPE_CHECKING:
+    from zemcp.protocol.jsonrpc import RequestId
     from zemcp.state.interfaces import EventLog, StreamLogs
 
 
@@ -24,11 +25,13 @@ class ResumableReplySink(ReplySink):
 
     Args:
         streams: the session's streams.
+        request_id: the id of the request the stream answers.
     """
 
-    def __init__(self, streams: StreamLogs):
+    def __init__(self, streams: StreamLogs, request_id: RequestId | None = None):
         super().__init__()
         self.streams = streams
+        self._request_id = request_id
         self.log: EventLog | None = None
         self.token = 0
         self.priming = b""
@@ -36,9 +39,7 @@ class ResumableReplySink(ReplySink):
     def _open(self) -> EventLog:
         # Called with the condition held: the stream starts with its priming event.
         if self.log is None:
-            self.log = self.streams.open()
-            self.token = self.log.attach()
-            self.priming = self.log.prime()
+            self.log, self.token, self.priming = self.streams.open_reading(self._request_id)
             self._streaming = True
             self._cond.notify_all()
         return self.log

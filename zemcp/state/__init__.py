@@ -5,9 +5,11 @@ server-to-client requests waiting for answers (``WaitingCalls``), streams' event
 (``StreamLogs`` and ``EventLog``) and the fan-out of change notifications (``FanOut``). A
 backend is one module of this package with a ``build(settings, on_session_end)`` that returns
 the four as a :class:`zemcp.state.seams.State`; :func:`open_state` is the one place that
-chooses it, by ``Settings.state_backend`` (``ZEMCP_STATE_BACKEND``), and imports it only
-then, so that a backend's own libraries load only where it is chosen. ``memory``
-(:mod:`zemcp.state.memory`) keeps everything in the process and needs no service.
+chooses it, by ``Settings.state_backend`` (``ZEMCP_STATE_BACKEND``, or ``ZEMCP_REDIS_URL``),
+and imports it only then, so that a backend's own libraries load only where it is chosen.
+``memory`` (:mod:`zemcp.state.memory`) keeps everything in the process and needs no
+service; ``redis`` (:mod:`zemcp.state.redis`, ``zemcp[redis]``) keeps what sessions share in
+Redis, so that every worker and instance serves every session.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from zemcp.state.session import Session
 #: tests (tests/unit/test_state_contracts.py) run every backend named here.
 BACKENDS = {
     "memory": "zemcp.state.memory",
+    "redis": "zemcp.state.redis",
 }
 
 
@@ -37,6 +40,7 @@ def open_state(settings: Settings, on_session_end: Callable[[Session, str], None
         the four seams, ready to use.
     Raises:
         ValueError: ``state_backend`` names no backend of :data:`BACKENDS`.
+        ImportError: the backend's library is not installed (the message names the extra).
     """
     module = BACKENDS.get(settings.state_backend)
     if module is None:
@@ -44,5 +48,14 @@ def open_state(settings: Settings, on_session_end: Callable[[Session, str], None
             f"ZEMCP_STATE_BACKEND={settings.state_backend!r} names no state backend; "
             f"choose one of: {', '.join(BACKENDS)}"
         )
-    built: State = importlib.import_module(module).build(settings, on_session_end)
+    try:
+        backend = importlib.import_module(module)
+    except ImportError as exc:
+        if exc.name is None or not exc.name.startswith("redis"):
+            raise
+        raise ImportError(
+            f"the {settings.state_backend} state backend (ZEMCP_REDIS_URL) needs the redis package: "
+            f"pip install 'zemcp[redis]'"
+        ) from exc
+    built: State = backend.build(settings, on_session_end)
     return built

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from functools import partial
 
 from zemcp.config import StreamLimits
+from zemcp.protocol.jsonrpc import RequestId
 from zemcp.state import interfaces
 from zemcp.state.interfaces import KEEPALIVE, REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound, retry_field
 
@@ -346,8 +347,9 @@ class SessionStreams:
         self._closed = False
         self.standalone: interfaces.EventLog | None = None
 
-    def open(self, kind: str = REQUEST) -> interfaces.EventLog:
-        """A new stream of the session (the standalone one replaces any earlier)."""
+    def open(self, kind: str = REQUEST, request_id: RequestId | None = None) -> interfaces.EventLog:
+        """A new stream of the session (the standalone one replaces any earlier); ``request_id``
+        is not needed here: the streams end with the process that writes them."""
         self.prune()
         log = EventLog(kind, self.limits)
         with self._lock:
@@ -357,6 +359,12 @@ class SessionStreams:
                 if old is not None:
                     self._logs.pop(old.id, None)
         return log
+
+    def open_reading(self, request_id: RequestId | None = None) -> tuple[interfaces.EventLog, int, bytes]:
+        """A new request stream read from the start by the connection that opens it: the log,
+        that connection's token and the priming event."""
+        log = self.open(REQUEST, request_id)
+        return log, log.attach(), log.prime()
 
     def ended(self, log: interfaces.EventLog) -> None:
         """A request's stream finished: keep it ``window`` seconds within the process budget."""

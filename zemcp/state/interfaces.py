@@ -133,6 +133,19 @@ class SessionLimitReached(SessionError):
     """``initialize`` found ``max_sessions`` live sessions (HTTP 429 with ``Retry-After``)."""
 
 
+class StateUnavailable(Exception):
+    """The service that keeps the shared state (Redis) cannot be reached or did not answer in
+    time; the message says which and what to check (HTTP 503 with ``Retry-After``).
+
+    Attributes:
+        retry_after: [seconds] when to try again.
+    """
+
+    def __init__(self, message: str, retry_after: int = 2):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class CapacityError(Exception):
     """A cap on pending server-to-client requests is reached; the message names the cap and its value."""
 
@@ -164,9 +177,12 @@ class SessionStore(Protocol[S]):
         instance: the name of this process's instance, the prefix of the session ids it creates.
         max_sessions: live sessions at most.
         ttl: [seconds] idle time after which a session is ended.
+        shared: True when sessions outlive this process (other processes serve them), so a
+            stopping process ends only its own calls, not the sessions.
     """
 
     instance: str
+    shared: bool
     max_sessions: int
     ttl: float
 
@@ -200,6 +216,12 @@ class SessionStore(Protocol[S]):
 
     def sessions(self) -> list[S]:
         """The live sessions, oldest first."""
+
+    def local(self) -> list[S]:
+        """The sessions this process holds now (all of them, where sessions live in one process)."""
+
+    def close(self) -> None:
+        """This process stops using the store (its background work ends)."""
 
     def __contains__(self, session_id: object) -> bool: ...
 
@@ -317,16 +339,26 @@ class EventLog(Protocol):
 
 
 class StreamLogs(Protocol):
-    """The resumable streams of one session, by stream id.
+    """The resumable streams of one session, by stream id."""
 
-    Attributes:
-        standalone: the session's standalone GET stream, or None.
-    """
+    @property
+    def standalone(self) -> EventLog | None:
+        """The session's standalone GET stream, or None."""
 
-    standalone: EventLog | None
+    def open(self, kind: str = REQUEST, request_id: jsonrpc.RequestId | None = None) -> EventLog:
+        """A new stream of the session (the standalone one replaces any earlier).
 
-    def open(self, kind: str = REQUEST) -> EventLog:
-        """A new stream of the session (the standalone one replaces any earlier)."""
+        Args:
+            kind: :data:`REQUEST` or :data:`STANDALONE`.
+            request_id: the JSON-RPC id of the request a :data:`REQUEST` stream answers, so
+                that a backend whose streams outlive the process that writes them can end one
+                with an error for that request when that process dies; None when unknown.
+        """
+
+    def open_reading(self, request_id: jsonrpc.RequestId | None = None) -> tuple[EventLog, int, bytes]:
+        """A new request stream read from the start by the connection of the request that opens
+        it: the log, that connection's token and the stream's priming event (what
+        :meth:`open`, :meth:`EventLog.attach` and :meth:`EventLog.prime` give, in one step)."""
 
     def ended(self, log: EventLog) -> None:
         """A request's stream finished: keep it for its window, within the process's byte budget."""
@@ -393,9 +425,11 @@ class FanOut(Protocol):
             ListenLimitReached: ``max_streams`` streams are open.
         """
 
-    def open_session(self, session_id: str, log: EventLog, subscribed: Callable[[str], bool]) -> object:
+    def open_session(self, session_id: str, log: EventLog, subscribed: Callable[[str], bool]) -> None:
         """Let a session's standalone stream ``log`` hear changes (replacing an earlier one of the
-        session); ``subscribed(uri)`` says whether the session subscribed to a resource."""
+        session); ``subscribed(uri)`` (the session's :meth:`zemcp.state.session.Session.subscribed`)
+        says whether the session subscribed to a resource, which a backend that shares sessions
+        between processes reads from the session's record instead."""
 
     def drop_session(self, session_id: str) -> None:
         """Forget a session's standalone stream (the session ended)."""

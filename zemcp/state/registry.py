@@ -2,13 +2,16 @@
 
 Sessions live in the process that created them; a sweeper thread, started on first use (so
 that it runs in the gunicorn worker after the fork), ends those idle longer than the TTL.
-A session id names its instance before the ``.``, so an id of another instance that reaches
-this one is logged as a routing mistake.
+A session id names its instance before the first ``.``, so an id of another instance that
+reaches this one is logged as a routing mistake; and it names the worker that created it
+(:mod:`zemcp.state.workers`), so a request that reached another worker of the same gunicorn
+is told so, and the operator what to set.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -17,15 +20,33 @@ from typing import Any
 
 from zemcp import logsafe
 from zemcp.config import StreamLimits
+from zemcp.state import workers
 from zemcp.state.eventlogs import ReplayBudget, SessionStreams
 from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired, StreamLogs
 from zemcp.state.session import UNKNOWN_SESSION, Session
 
 log = logging.getLogger("zemcp.session")
 
+#: The answer for a session of another live worker of this gunicorn (the in-process backend
+#: cannot serve it here).
+SIBLING_SESSION = (
+    "Session not found here: it belongs to another worker of this gunicorn, and sessions live in the worker "
+    "that created them: set ZEMCP_REDIS_URL to share them between workers, or serve one worker (ZEMCP_WORKERS=1)"
+)
+#: The answer for a session whose worker process has stopped.
+STOPPED_SESSION = (
+    "Session not found: the worker process that created it has stopped (it was restarted or ended), and its "
+    "sessions ended with it; send initialize again without Mcp-Session-Id"
+)
+#: [seconds] at most one warning about sessions of other workers in this long.
+SIBLING_WARNING_INTERVAL = 60.0
+
 
 class SessionRegistry:
     """The sessions of this process.
+
+    Attributes:
+        shared: False: sessions live and end with this process.
 
     Args:
         max_sessions: live sessions at most.
@@ -36,6 +57,8 @@ class SessionRegistry:
             :class:`zemcp.state.interfaces.StreamLogs`); in-process logs under a 32 MiB replay
             budget when omitted.
     """
+
+    shared = False
 
     def __init__(
         self,
@@ -53,6 +76,10 @@ class SessionRegistry:
         self._lock = threading.Lock()
         self._sessions: dict[str, Session] = {}
         self._sweeper: threading.Thread | None = None
+        # When the last warning about a session of another worker was logged (monotonic
+        # seconds), and how many such requests went unlogged since.
+        self._sibling_warned: float | None = None
+        self._sibling_unlogged = 0
 
     def create(
         self,
@@ -83,7 +110,8 @@ class SessionRegistry:
 
         Raises:
             SessionRequired: ``session_id`` is None.
-            SessionNotFound: no live session has that id.
+            SessionNotFound: no live session has that id; the message says whether it belongs to
+                another live worker of this gunicorn, or to a worker that has stopped.
         """
         if session_id is None:
             raise SessionRequired(
@@ -93,20 +121,55 @@ class SessionRegistry:
         with self._lock:
             session = self._sessions.get(session_id)
         if session is None:
-            owner = session_id.partition(".")[0]
-            if owner != self.instance and "." in session_id:
-                # To the client this is a lost session (404, re-initialize); to the operator
-                # it is a routing mistake, which must never pass silently.
-                log.warning(
-                    "request for a session of instance %s reached instance %r: either a proxy routed it "
-                    "wrongly (route every request by its Mcp-Session-Id to the instance named before the "
-                    "'.', see docs/deploy.md) or that instance restarted and its sessions are gone",
-                    logsafe.clip(owner),
-                    self.instance,
-                )
-            raise SessionNotFound(UNKNOWN_SESSION)
+            raise SessionNotFound(self._why_not_here(session_id))
         session.touch()
         return session
+
+    def _why_not_here(self, session_id: str) -> str:
+        """The 404 message for ``session_id``, which names no live session of this process;
+        logs what the operator must know (a routing mistake, a session of another worker)."""
+        owner = session_id.partition(".")[0]
+        if owner != self.instance and "." in session_id:
+            # To the client this is a lost session (404, re-initialize); to the operator
+            # it is a routing mistake, which must never pass silently.
+            log.warning(
+                "request for a session of instance %s reached instance %r: either a proxy routed it "
+                "wrongly (route every request by its Mcp-Session-Id to the instance named before the "
+                "first '.', see docs/deploy.md) or that instance restarted and its sessions are gone",
+                logsafe.clip(owner),
+                self.instance,
+            )
+            return UNKNOWN_SESSION
+        pid = workers.creator(session_id)
+        if pid is None or pid == os.getpid():
+            return UNKNOWN_SESSION
+        if not workers.is_sibling(pid):
+            return STOPPED_SESSION
+        self._warn_sibling(pid)
+        return SIBLING_SESSION
+
+    def _warn_sibling(self, pid: int) -> None:
+        """Log that a request of a session of worker ``pid`` reached this one, at most once per
+        :data:`SIBLING_WARNING_INTERVAL` (with the count of those not logged since): every such
+        request would otherwise log the same line."""
+        now = time.monotonic()
+        with self._lock:
+            if self._sibling_warned is not None and now - self._sibling_warned < SIBLING_WARNING_INTERVAL:
+                self._sibling_unlogged += 1
+                return
+            self._sibling_warned, unlogged, self._sibling_unlogged = now, self._sibling_unlogged, 0
+        since = f"; {unlogged} more such request(s) since the last one logged" if unlogged else ""
+        log.warning(
+            "request for a session of worker %d reached worker %d of this gunicorn and got 404 (a lost "
+            "elicitation answer leaves its call waiting until ZEMCP_ELICITATION_TIMEOUT): handshake-era sessions "
+            "live in the worker that created them; set ZEMCP_REDIS_URL (pip install 'zemcp[redis]') to share them "
+            "between workers, or serve one worker (ZEMCP_WORKERS=1); see docs/deploy.md (logged at most once per "
+            "%g s%s)",
+            pid,
+            os.getpid(),
+            SIBLING_WARNING_INTERVAL,
+            since,
+        )
 
     def end(self, session_id: str, why: str) -> bool:
         """End a session; returns False when it was not live."""
@@ -143,6 +206,13 @@ class SessionRegistry:
         """The live sessions, oldest first."""
         with self._lock:
             return sorted(self._sessions.values(), key=lambda s: s.created)
+
+    def local(self) -> list[Session]:
+        """The live sessions (all live in this process), oldest first."""
+        return self.sessions()
+
+    def close(self) -> None:
+        """Nothing to stop: the sweeper thread is a daemon that ends with the process."""
 
     def __contains__(self, session_id: object) -> bool:
         with self._lock:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from zemcp.config import StreamLimits
 from zemcp.protocol.capabilities import ClientView
 from zemcp.protocol.jsonrpc import RequestId
+from zemcp.state import workers
 from zemcp.state.eventlogs import ReplayBudget, SessionStreams
 from zemcp.state.interfaces import SessionNotFound
 
@@ -50,8 +51,9 @@ class Session(ClientView):
     """One client's session (a :class:`zemcp.protocol.capabilities.ClientView` for all its requests).
 
     Attributes:
-        id: the ``Mcp-Session-Id`` value: the owning instance's name, ``.``, then 192 random
-            bits from ``secrets`` in URL-safe base64, so a proxy can route on the prefix.
+        id: the ``Mcp-Session-Id`` value: the owning instance's name, ``.``, the creating
+            process's worker tag (:func:`zemcp.state.workers.tag`), ``.``, then 192 random bits
+            from ``secrets`` in URL-safe base64; a proxy routes on the part before the first ``.``.
         protocol_version: the version negotiated at initialize.
         client_info: ``clientInfo`` from initialize (``name``, ``version``, ...).
         capabilities: ``capabilities`` the client declared at initialize.
@@ -76,7 +78,7 @@ class Session(ClientView):
         super().__init__(protocol_version, client_info, capabilities, log_level="info")
         self.principal = principal
         self.streams: StreamLogs = streams if streams is not None else SessionStreams(StreamLimits(), ReplayBudget(0))
-        self.id = f"{instance}.{secrets.token_urlsafe(24)}"
+        self.id = f"{instance}.{workers.tag()}.{secrets.token_urlsafe(24)}"
         self.created = time.time()
         self._lock = threading.Lock()
         self._last_seen = time.monotonic()
@@ -87,6 +89,7 @@ class Session(ClientView):
         self._initialized = threading.Event()
         # Set once a grace ran out: a client that skipped the notification is not waited for again.
         self._gave_up_waiting = False
+        self._subscriptions: set[str] = set()
 
     @property
     def initialized(self) -> bool:
@@ -116,7 +119,7 @@ class Session(ClientView):
             return True
         if self._gave_up_waiting:
             return False
-        if self._initialized.wait(grace):
+        if self._await_initialized(grace):
             return True
         if not self._gave_up_waiting:
             self._gave_up_waiting = True
@@ -128,6 +131,30 @@ class Session(ClientView):
                 grace,
             )
         return False
+
+    def subscribe(self, uri: str, limit: int) -> bool:
+        """Record a ``resources/subscribe`` of ``uri``; False when the session holds ``limit``
+        other subscriptions already."""
+        with self._lock:
+            if uri not in self._subscriptions and len(self._subscriptions) >= limit:
+                return False
+            self._subscriptions.add(uri)
+            return True
+
+    def unsubscribe(self, uri: str) -> None:
+        """Forget the subscription to ``uri`` (``resources/unsubscribe``), if any."""
+        with self._lock:
+            self._subscriptions.discard(uri)
+
+    def subscribed(self, uri: str) -> bool:
+        """True when the session subscribed to ``uri``: its standalone stream then carries
+        ``notifications/resources/updated`` for it."""
+        with self._lock:
+            return uri in self._subscriptions
+
+    def _await_initialized(self, grace: float) -> bool:
+        # Where the notification can arrive at another process, a shared store looks there too.
+        return self._initialized.wait(grace)
 
     def count_resumed(self, release: Callable[[], None]) -> Callable[[], None]:
         """Count a resumed stream's connection in :attr:`resumed`; returns ``release`` wrapped
@@ -174,6 +201,11 @@ class Session(ClientView):
                 raise ValueError(f"request id {request_id!r} is already in use by a running request of this session")
             self._calls[request_id] = call
         return call
+
+    def relay_cancel(self, request_id: RequestId, reason: str | None) -> None:
+        """Pass ``notifications/cancelled`` for a request this process does not run to the
+        process that does; nothing to do here, where a session's requests all run in one
+        process (a shared store's sessions override it)."""
 
     def close(self, why: str) -> None:
         """Mark the session ended (no new request can begin in it)."""

@@ -189,7 +189,7 @@ class SubscriptionHub:
         listener.send("notifications/subscriptions/acknowledged", {"notifications": acknowledged})
         return sink
 
-    def open_session(self, session_id: str, log: EventLog, subscribed: Callable[[str], bool]) -> SessionListener:
+    def open_session(self, session_id: str, log: EventLog, subscribed: Callable[[str], bool]) -> None:
         """Register a session's standalone stream (replacing an earlier one of the session);
         the server counts and caps the connections that read it."""
         listener = SessionListener(session_id, log, subscribed)
@@ -201,7 +201,6 @@ class SubscriptionHub:
                 if not (isinstance(other, SessionListener) and other.session_id == session_id)
             ]
             self._listeners.append(listener)
-        return listener
 
     def drop_session(self, session_id: str) -> None:
         """Forget a session's standalone stream (the session ended)."""

@@ -62,8 +62,8 @@ class HandshakeEra:
         self._session_methods: dict[str, Callable[[Session, jsonrpc.Request, Principal | None], dict[str, Any]]] = {
             "ping": lambda session, request, principal: {},
             "logging/setLevel": lambda session, request, principal: self._set_log_level(session, request),
-            "resources/subscribe": lambda s, r, p: self.server.subscribe(s.id, r.params, p),
-            "resources/unsubscribe": lambda s, r, p: self.server.resources.unsubscribe(s.id, r.params),
+            "resources/subscribe": lambda s, r, p: self.server.subscribe(s, r.params, p),
+            "resources/unsubscribe": lambda s, r, p: self.server.resources.unsubscribe(s, r.params),
         }
 
     def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> WSGIResponse:
@@ -72,6 +72,11 @@ class HandshakeEra:
         With authorization on, ``principal`` is who the request's token names: a session
         belongs to the principal that initialized it, and any other gets 404 for it, as for
         a session that does not exist (answers to its elicitations included).
+
+        Returns:
+            the response; a POSTed answer (a JSON-RPC response) gets 202, or 404 whose message
+            says the answer was not delivered and why (the session is unknown here, or, in the
+            in-process backend, lives in another worker).
         """
         # Only a request's id is echoed: a response's id is the server's own request id.
         request_id = message.id if isinstance(message, jsonrpc.Request) else None
@@ -94,10 +99,19 @@ class HandshakeEra:
         except SessionRequired as exc:
             return error_response(400, INVALID_REQUEST, str(exc), id=request_id)
         except SessionNotFound as exc:
-            return error_response(404, INVALID_REQUEST, str(exc), id=request_id)
+            # The handler that asked keeps waiting for this answer wherever its session lives:
+            # the client must learn that the answer went nowhere, not only that the session did.
+            text = f"This answer was not delivered: {exc}" if isinstance(message, jsonrpc.Response) else str(exc)
+            return error_response(404, INVALID_REQUEST, text, id=request_id)
         if isinstance(message, jsonrpc.Response):
-            self.server.pending.resolve(session.id, message)
-            return Response(status=202)
+            if self.server.pending.resolve(session.id, message):
+                return Response(status=202)
+            return error_response(
+                404,
+                INVALID_REQUEST,
+                f"Not Found: no request of this session is waiting for an answer with id {logsafe.clip(message.id)}: "
+                f"it was answered already, timed out, or its call ended or was cancelled; this answer was not used",
+            )
         if isinstance(message, jsonrpc.Notification):
             if message.method == "notifications/cancelled":
                 self.cancel(session, message.params)
@@ -310,7 +324,7 @@ class HandshakeEra:
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         # Only an HTTP request's stream can be resumed: stdio has no connection to lose.
         streams = session.streams if "REQUEST_METHOD" in environ else None
-        sink = new_sink(environ, self.settings.keepalive_interval, streams, self.settings.body_timeout)
+        sink = new_sink(environ, self.settings.keepalive_interval, streams, self.settings.body_timeout, request.id)
         call = Call(
             session,
             request.id,
@@ -359,9 +373,12 @@ class HandshakeEra:
         request_id, reason = params.get("requestId"), params.get("reason")
         if not jsonrpc.valid_id(request_id):
             return
+        reason = reason if isinstance(reason, str) else None
         call = session.call(request_id)
         if call is not None:
-            self.server.abort(call, RequestCancelled(reason if isinstance(reason, str) else None))
+            self.server.abort(call, RequestCancelled(reason))
+        else:
+            session.relay_cancel(request_id, reason)
 
     def _set_log_level(self, session: Session, request: jsonrpc.Request) -> dict[str, Any]:
         level = request.params.get("level")

@@ -129,9 +129,7 @@ class Streams:
             return release
         if stream is None or stream.finished or stream.abandoned():
             stream = session.streams.open(STANDALONE)
-            self.server.subscriptions.open_session(
-                session.id, stream, lambda uri: self.server.resources.subscribed(session.id, uri)
-            )
+            self.server.subscriptions.open_session(session.id, stream, session.subscribed)
         token = stream.attach(holds_place=True)
         first = stream.prime()
         body = LogStream(

@@ -1,0 +1,293 @@
+"""Handshake-era sessions shared by every gunicorn worker through a real Redis (ZEMCP_REDIS_URL).
+
+Each test starts its own ``gunicorn -w 4`` (or ``-w 2``) with ``ZEMCP_REDIS_URL`` naming a
+``redis-server`` started on a free loopback port (tests/redisserver.py), and places requests
+on chosen workers: a kept-alive connection stays with the worker that accepted it, and a new
+one lands on any worker, so a test opens new connections until ``server status`` (which
+names the worker's pid) says it reached the worker it wants. Skips, saying so, where
+redis-server is not installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import time
+
+import httpx2
+import mcp
+import pytest
+import requests
+from mcp import types
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, McpClient, ModernClient, SseStream, trace_records
+from tests.tsclient1 import run_legacy_calls
+
+#: [seconds] bound on the SDK scenario of 50 calls.
+SDK_TIMEOUT = 120
+#: Connections opened at most to reach one chosen worker.
+TRIES = 60
+#: What each answered command's output shows, to tell each call got its own answer.
+ANSWERS = {"session show": "protocol version:", "server status": "thread budget:", "help": "session list"}
+
+
+def redis_settings(url: str, **extra) -> dict:
+    return {"redis_url": url, "workers": 4, "elicitation_timeout": 30, "keepalive_interval": 0.5, **extra}
+
+
+def worker_connection(client: McpClient, avoid: set[int] = frozenset()) -> tuple[requests.Session, int]:
+    """A new kept-alive connection to a worker whose pid is not in ``avoid``: the connection and the pid."""
+    for _ in range(TRIES):
+        http = requests.Session()
+        response = http.post(
+            client.url,
+            json=client.call_message({"command": "server status"}),
+            headers=client.headers(),
+            timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        )
+        assert response.status_code == 200, (response.status_code, response.text)
+        text = response.json()["result"]["content"][0]["text"]
+        pid = int(re.search(r"^pid: (\d+)$", text, re.M).group(1))
+        if pid not in avoid:
+            return http, pid
+        http.close()
+    pytest.fail(f"{TRIES} new connections all reached workers {avoid}")
+
+
+def start_call(client: McpClient, http: requests.Session) -> tuple[dict, SseStream, dict]:
+    """ze_execute {} on ``http``'s worker: the call, its stream and the elicitation/create request."""
+    call = client.call_message({})
+    response = http.post(
+        client.url, json=call, headers=client.headers(), timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), stream=True
+    )
+    assert response.headers.get("Content-Type", "").startswith("text/event-stream"), response.text
+    stream = SseStream(response, http)
+    stream.read_priming()
+    ask = stream.next_message()
+    assert ask is not None and ask["method"] == "elicitation/create", ask
+    return call, stream, ask
+
+
+def answer_on(client: McpClient, http: requests.Session, request_id, command: str) -> requests.Response:
+    message = {"jsonrpc": "2.0", "id": request_id, "result": {"action": "accept", "content": {"command": command}}}
+    return http.post(client.url, json=message, headers=client.headers(), timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
+
+
+def test_an_answer_posted_to_another_worker_reaches_the_waiting_call(start_server, redis_server):
+    server = start_server(**redis_settings(redis_server.url))
+    client = server.session()
+    runner, runner_pid = worker_connection(client)
+    call, stream, ask = start_call(client, runner)
+    other, other_pid = worker_connection(client, {runner_pid})
+    started = time.monotonic()
+    accepted = answer_on(client, other, ask["id"], "session show")
+    assert accepted.status_code == 202, accepted.text
+    assert time.monotonic() - started < 1.0, "the handover took longer than a second"
+    result = stream.next_message()
+    assert result["id"] == call["id"] and "protocol version:" in result["result"]["content"][0]["text"], result
+    # The same answer again: the call no longer waits, which the 404 says.
+    again = answer_on(client, other, ask["id"], "session show")
+    assert again.status_code == 404 and "no request of this session is waiting" in again.json()["error"]["message"]
+    assert other_pid != runner_pid
+
+
+def test_every_worker_serves_the_session_and_delete_ends_it_everywhere(start_server, redis_server):
+    server = start_server(**redis_settings(redis_server.url))
+    client = server.session()
+    # Workers finish booting one after another, and the kernel hands them new connections
+    # unevenly: keep opening connections (bounded) until each of the four served the session.
+    pids: set[int] = set()
+    deadline = time.monotonic() + 20
+    while len(pids) < 4 and time.monotonic() < deadline:
+        http, pid = worker_connection(client)
+        http.close()
+        pids.add(pid)
+    assert len(pids) == 4, f"the session was served by workers {pids} only"
+    assert client.rpc("logging/setLevel", {"level": "error"}) == {}
+    runner, runner_pid = worker_connection(client)
+    call, stream, ask = start_call(client, runner)
+    deleter, _ = worker_connection(client, {runner_pid})
+    deleted = deleter.delete(client.url, headers=client.headers(), timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
+    assert deleted.status_code == 204, deleted.text
+    # The call running on the other worker learns it at once: its stream ends with the outcome.
+    rest = stream.rest()
+    withdrawn = [m for m in rest if m.get("method") == "notifications/cancelled"]
+    assert withdrawn and withdrawn[0]["params"]["requestId"] == ask["id"], rest
+    assert rest[-1]["id"] == call["id"] and "session ended" in str(rest[-1]), rest
+    assert client.post({"jsonrpc": "2.0", "id": 99, "method": "ping"}).status_code == 404
+
+
+def test_a_cancel_posted_to_another_worker_ends_the_call(start_server, redis_server):
+    server = start_server(**redis_settings(redis_server.url))
+    client = server.session()
+    runner, runner_pid = worker_connection(client)
+    call, stream, ask = start_call(client, runner)
+    other, _ = worker_connection(client, {runner_pid})
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": call["id"]}}
+    assert other.post(client.url, json=cancel, headers=client.headers()).status_code == 202
+    # No response to a cancelled request; the server withdraws its question, and the stream ends.
+    rest = stream.rest()
+    assert all(message.get("id") != call["id"] for message in rest), rest
+    assert answer_on(client, other, ask["id"], "help").status_code == 404
+
+
+def test_a_stream_dropped_on_one_worker_resumes_on_another(start_server, redis_server):
+    server = start_server(**redis_settings(redis_server.url))
+    client = server.session()
+    runner, runner_pid = worker_connection(client)
+    call, stream, ask = start_call(client, runner)
+    last_id = stream.last_event_id
+    stream.close()
+    resumer, resumer_pid = worker_connection(client, {runner_pid})
+    response = resumer.get(
+        client.url,
+        headers={**client.headers({"Accept": "text/event-stream", "Content-Type": None}), "Last-Event-ID": last_id},
+        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        stream=True,
+    )
+    assert response.status_code == 200, response.text
+    resumed = SseStream(response, resumer)
+    answerer, _ = worker_connection(client, {runner_pid, resumer_pid})
+    assert answer_on(client, answerer, ask["id"], "server status").status_code == 202
+    result = resumed.next_message()
+    assert result["id"] == call["id"] and "thread budget:" in result["result"]["content"][0]["text"], result
+
+
+def test_a_killed_worker_is_reported_to_the_client_that_resumes(start_server, redis_server):
+    server = start_server(**redis_settings(redis_server.url))
+    client = server.session()
+    runner, runner_pid = worker_connection(client)
+    call, stream, ask = start_call(client, runner)
+    last_id = stream.last_event_id
+    os.kill(runner_pid, signal.SIGKILL)
+    started = time.monotonic()
+    headers = {**client.headers({"Accept": "text/event-stream", "Content-Type": None}), "Last-Event-ID": last_id}
+    response = requests.get(client.url, headers=headers, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), stream=True)
+    assert response.status_code == 200, response.text
+    message = SseStream(response, requests.Session()).next_message()
+    assert message["id"] == call["id"] and message["error"]["code"] == -32603, message
+    assert "stopped" in message["error"]["message"], message
+    assert time.monotonic() - started < 8, "the client learnt of the dead worker only after 8 s"
+    assert answer_on(client, requests.Session(), ask["id"], "help").status_code == 404
+
+
+def test_list_changed_in_one_worker_reaches_a_stream_held_by_another(start_server, redis_server):
+    server = start_server("tests.apps.streams:app", **redis_settings(redis_server.url))
+    listener = server.session()
+    assert listener.rpc("resources/subscribe", {"uri": "test://watched"}) == {}
+    holder, holder_pid = worker_connection(listener)
+    response = holder.get(
+        listener.url,
+        headers=listener.headers({"Accept": "text/event-stream", "Content-Type": None}),
+        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        stream=True,
+    )
+    assert response.status_code == 200, response.text
+    stream = SseStream(response, holder)
+    stream.read_priming()
+    # One standalone stream per session, across workers: another worker refuses a second one.
+    second, _ = worker_connection(listener, {holder_pid})
+    refused = second.get(
+        listener.url,
+        headers=listener.headers({"Accept": "text/event-stream", "Content-Type": None}),
+        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+    )
+    assert refused.status_code == 409, refused.text
+    announcer = server.session()
+    other, _ = worker_connection(announcer, {holder_pid})
+    for message in (
+        announcer.call_message({}, name="add_tool"),
+        announcer.call_message({"uri": "test://watched"}, name="touch"),
+    ):
+        assert other.post(announcer.url, json=message, headers=announcer.headers()).status_code == 200
+    assert stream.next_message() == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}}
+    assert stream.next_message() == {
+        "jsonrpc": "2.0",
+        "method": "notifications/resources/updated",
+        "params": {"uri": "test://watched"},
+    }
+
+
+def test_redis_stopped_and_started_during_a_run(start_server, start_redis):
+    redis = start_redis()
+    server = start_server(**redis_settings(redis.url, workers=2))
+    client = server.session()
+    modern = ModernClient(server.url)
+    redis.stop()
+    # A worker that served the session less than a second ago still serves it from its own object.
+    time.sleep(1.1)
+    started = time.monotonic()
+    refused = client.post({"jsonrpc": "2.0", "id": 7, "method": "ping"})
+    assert time.monotonic() - started < 3, "a request waited more than 3 s on a stopped Redis"
+    assert refused.status_code == 503 and int(refused.headers["Retry-After"]) > 0, refused.text
+    assert "Redis" in refused.json()["error"]["message"] and "ZEMCP_REDIS_URL" in refused.json()["error"]["message"]
+    assert f"127.0.0.1:{redis.port}" in refused.json()["error"]["message"]
+    # A 2026-07-28 request needs no session: it is served while Redis is down.
+    assert modern.call_result({"command": "session show"})["isError"] is False
+    redis.start()
+    # The restarted Redis has lost its data: the session is unknown, and a new one works.
+    deadline = time.monotonic() + 10
+    while True:
+        status = client.post({"jsonrpc": "2.0", "id": 8, "method": "ping"}).status_code
+        if status == 404 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert status == 404
+    again = server.session()
+    runner, runner_pid = worker_connection(again)
+    call, stream, ask = start_call(again, runner)
+    other, _ = worker_connection(again, {runner_pid})
+    assert answer_on(again, other, ask["id"], "help").status_code == 202
+    assert "session list" in stream.next_message()["result"]["content"][0]["text"]
+
+
+def test_the_python_sdk_in_legacy_mode_completes_50_eliciting_calls_over_4_workers(start_traced_server, redis_server):
+    """The official SDK client (mode="legacy"), a new TCP connection for every request, 50
+    calls each answered with its own command: every result is the output of its own answer."""
+    server = start_traced_server(**redis_settings(redis_server.url))
+    commands = list(ANSWERS)
+    asked = []
+
+    async def on_elicit(context, params):
+        command = commands[len(asked) % len(commands)]
+        asked.append(command)
+        return types.ElicitResult(action="accept", content={"command": command})
+
+    async def scenario():
+        # No kept-alive connections: every request is a new connection, which any worker may accept.
+        http = httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0), timeout=20)
+        transport = streamable_http_client(server.url, http_client=http)
+        results = []
+        async with mcp.Client(transport, mode="legacy", elicitation_callback=on_elicit) as client:
+            for _ in range(50):
+                results.append(await client.call_tool("ze_execute", {}))
+        await http.aclose()
+        return results
+
+    results = asyncio.run(asyncio.wait_for(scenario(), SDK_TIMEOUT))
+    assert len(results) == 50 and len(asked) == 50
+    for command, result in zip(asked, results):
+        assert result.is_error is False, result
+        assert ANSWERS[command] in result.content[0].text, (command, result.content[0].text)
+    records = trace_records(server)
+    posts = [r for r in records if r.http == "POST"]
+    # initialize, notifications/initialized, then a call and its answer 50 times.
+    assert len(posts) >= 102 and all(r.status in (200, 202) for r in posts), posts
+    assert len({r.port for r in records}) == len(records), "a connection carried two requests"
+    assert len({r.pid for r in posts}) > 1, "every request reached one worker"
+
+
+def test_the_typescript_sdk_1_completes_50_eliciting_calls_over_4_workers(
+    start_traced_server, redis_server, ts_sdk1_modules
+):
+    """The TypeScript SDK 1.x client, a new TCP connection for every request, 50 eliciting calls."""
+    server = start_traced_server(**redis_settings(redis_server.url))
+    summary = run_legacy_calls(server.url, 50, 120, modules=ts_sdk1_modules)
+    assert summary["exitCode"] == 0 and summary["failures"] == [], summary
+    assert summary["ok"] == 50 and summary["elicitations"] == 50, summary
+    assert summary["requests"] == summary["connections"], summary
+    posts = [r for r in trace_records(server) if r.http == "POST"]
+    assert len({r.pid for r in posts}) > 1, "every request reached one worker"

@@ -1,0 +1,124 @@
+"""A real ``redis-server`` for the tests: on a free loopback port, no persistence, stopped by PID.
+
+Debian's ``redis-server`` package provides it (``.ci/run`` installs it). Where it is missing,
+:func:`require_redis` skips the test and says so.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.processes import stop_group
+
+HOST = "127.0.0.1"
+#: [seconds] how long redis-server may take to accept connections.
+START_TIMEOUT = 10.0
+
+
+def redis_binary() -> str | None:
+    """The path of ``redis-server``, or None (also looked for in /usr/sbin and /usr/bin)."""
+    return shutil.which("redis-server") or shutil.which("redis-server", path="/usr/sbin:/usr/bin:/sbin")
+
+
+def require_redis() -> str:
+    """The path of ``redis-server``; skips the test, saying why, where it is missing."""
+    binary = redis_binary()
+    if binary is None:
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server; .ci/run installs it)")
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        pytest.skip("the redis package is not installed (pip install 'zemcp[redis]')")
+    return binary
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """One ``redis-server`` on 127.0.0.1, without persistence; :meth:`stop` and :meth:`start`
+    stop it (its data is lost, as after a crash) and start it again on the same port.
+
+    Attributes:
+        port: its TCP port.
+        url: ``redis://127.0.0.1:<port>/0``.
+    """
+
+    def __init__(self, binary: str):
+        self.binary = binary
+        self.port = _free_port()
+        self.url = f"redis://{HOST}:{self.port}/0"
+        self._dir = Path(tempfile.mkdtemp(prefix="zemcp-redis-"))
+        self.proc: subprocess.Popen | None = None
+        self.start()
+
+    def start(self) -> None:
+        """Start the server (again); returns once it accepts connections."""
+        log = open(self._dir / "redis.log", "ab")
+        self.proc = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                HOST,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self._dir),
+                "--protected-mode",
+                "yes",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        end = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                pytest.fail(f"redis-server exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                with socket.create_connection((HOST, self.port), timeout=0.5) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        pytest.fail(f"redis-server did not answer on {HOST}:{self.port} within {START_TIMEOUT} s:\n{self.log()}")
+
+    def stop(self) -> None:
+        """Stop the server (its data is gone)."""
+        if self.proc is not None:
+            stop_group(self.proc, 5.0)
+            self.proc = None
+
+    def flush(self) -> None:
+        """Forget every key (between tests)."""
+        import redis
+
+        client = redis.Redis.from_url(self.url)
+        try:
+            client.flushall()
+        finally:
+            client.close()
+
+    def log(self) -> str:
+        """What the server wrote to its log."""
+        path = self._dir / "redis.log"
+        return path.read_text(errors="replace") if path.exists() else ""

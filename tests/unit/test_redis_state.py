@@ -1,0 +1,208 @@
+"""The Redis backend across processes: two servers' states over one real redis-server stand
+for two gunicorn workers (each its own node, connections and local objects), and what one
+does, the other sees. The contract every backend passes alone is tests/unit/test_state_contracts.py."""
+
+import threading
+import time
+
+import pytest
+
+from tests.unit.test_state_contracts import Ended, RunningCall
+from zemcp.config import Settings
+from zemcp.protocol import jsonrpc
+from zemcp.protocol.elicitation import RequestCancelled, SessionEnded
+from zemcp.state import open_state
+from zemcp.state.interfaces import CapacityError, SessionLimitReached, SessionNotFound
+
+
+class Worker:
+    """One process's state over the shared Redis."""
+
+    def __init__(self, url: str, name: str, **settings):
+        self.ended = Ended()
+        base = dict(instance=name, max_sessions=4, max_pending=8, max_pending_per_session=2, session_ttl=60.0)
+        self.state = open_state(Settings(redis_url=url, **{**base, **settings}), self.ended)
+        self.sessions, self.pending, self.fanout = self.state.sessions, self.state.pending, self.state.fanout
+
+    def close(self):
+        self.sessions.close()
+
+
+@pytest.fixture
+def workers(redis_server):
+    made = [Worker(redis_server.url, "a"), Worker(redis_server.url, "b")]
+    yield made
+    for worker in made:
+        worker.close()
+
+
+def new_session(worker, principal=None):
+    return worker.sessions.create("2025-11-25", {"name": "two"}, {"elicitation": {}}, principal)
+
+
+def ask_in_background(worker, call, timeout=5.0):
+    """Run ``ask_all`` of one question on a thread; returns the thread and what it ended with."""
+    outcome = []
+
+    def ask():
+        try:
+            outcome.append(worker.pending.ask_all(call, [("elicitation/create", {})], timeout))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=ask)
+    thread.start()
+    return thread, outcome
+
+
+def wait_for(predicate, deadline=3.0):
+    end = time.monotonic() + deadline
+    while not predicate():
+        assert time.monotonic() < end, "the condition did not hold in time"
+        time.sleep(0.01)
+
+
+def test_a_session_made_in_one_process_is_served_by_the_other_with_its_changes(workers):
+    a, b = workers
+    session = new_session(a, principal="alice")
+    there = b.sessions.get(session.id)
+    assert (there.principal, there.client_info, there.protocol_version) == ("alice", {"name": "two"}, "2025-11-25")
+    there.log_level = "error"
+    there.mark_initialized()
+    assert there.subscribe("test://x", 8)
+    time.sleep(1.1)  # a serves its own object of the session for a second before it asks again (RECHECK)
+    here = a.sessions.get(session.id)
+    assert here.log_level == "error" and here.initialized and here.subscribed("test://x")
+
+
+def test_the_session_cap_counts_every_process(workers):
+    a, b = workers
+    for worker in (a, b, a, b):
+        new_session(worker)
+    with pytest.raises(SessionLimitReached, match="this deployment holds its maximum of 4 sessions"):
+        new_session(b)
+
+
+def test_an_answer_posted_to_the_other_process_reaches_the_waiting_call_once(workers):
+    a, b = workers
+    session = new_session(a)
+    call = RunningCall(a.sessions.get(session.id))
+    answers = []
+    waiter = threading.Thread(target=lambda: answers.extend(a.pending.ask_all(call, [("elicitation/create", {})], 5)))
+    waiter.start()
+    wait_for(lambda: call.sink.sent)
+    request_id = call.sink.sent[0]["id"]
+    b.sessions.get(session.id)
+    assert b.pending.count(session.id) == 1  # the listing is shared
+    assert b.pending.resolve(session.id, jsonrpc.Response(request_id, {"action": "accept"}, None))
+    waiter.join(5)
+    assert [answer.result for answer in answers] == [{"action": "accept"}]
+    # Taken once: the same answer again, or under another session, reaches nothing.
+    assert not b.pending.resolve(session.id, jsonrpc.Response(request_id, {"action": "accept"}, None))
+    assert not b.pending.resolve(new_session(b).id, jsonrpc.Response(request_id, {}, None))
+
+
+def test_the_per_session_cap_counts_the_waits_of_every_process(workers):
+    a, b = workers
+    session = new_session(a)
+    calls = [RunningCall(a.sessions.get(session.id), 1), RunningCall(b.sessions.get(session.id), 2)]
+    threads = [ask_in_background(w, c)[0] for w, c in zip((a, b), calls)]
+    wait_for(lambda: all(c.sink.sent for c in calls))
+    with pytest.raises(CapacityError, match="per-session cap, across every process"):
+        b.pending.ask_all(RunningCall(b.sessions.get(session.id), 3), [("x", {})], 1)
+    a.sessions.end(session.id, "deleted by the client")
+    for thread in threads:
+        thread.join(5)
+
+
+def test_a_cancel_and_an_end_reach_the_process_that_runs_the_call(workers):
+    a, b = workers
+    session = new_session(a)
+    here = a.sessions.get(session.id)
+    call = here.begin(RunningCall(here, 7))
+    outcome = []
+
+    def wait():
+        try:
+            a.pending.ask_all(call, [("elicitation/create", {})], 5)
+        except BaseException as exc:
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    wait_for(lambda: call.sink.sent)
+    b.sessions.get(session.id).relay_cancel(7, "not now")
+    waiter.join(5)
+    assert isinstance(outcome[0], RequestCancelled) and "not now" in str(outcome[0])
+
+    other = here.begin(RunningCall(here, 8))
+    assert b.sessions.end(session.id, "deleted by the client")
+    wait_for(lambda: isinstance(other.aborted, SessionEnded) or a.ended.calls)
+    assert a.ended.calls == [(session.id, "deleted by the client")]
+    with pytest.raises(SessionNotFound):
+        a.sessions.get(session.id)
+
+
+def test_idle_sessions_are_ended_by_any_process_and_busy_ones_kept(redis_server):
+    # A short TTL and real time: each process sweeps on its own (every second, its heartbeat),
+    # and the process running a request keeps its session alive for the others.
+    a, b = Worker(redis_server.url, "a", session_ttl=3.0), Worker(redis_server.url, "b", session_ttl=3.0)
+    try:
+        idle, busy = new_session(a), new_session(a)
+        busy_here = a.sessions.get(busy.id)
+        busy_here.begin(RunningCall(busy_here))
+        wait_for(lambda: (idle.id, "expired") in a.ended.calls, deadline=8.0)
+        assert busy.id in b.sessions and b.sessions.get(busy.id).id == busy.id
+        assert idle.id not in b.sessions
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_redis_that_lost_its_data_means_unknown_sessions(workers, redis_server):
+    a, b = workers
+    session = new_session(a)
+    redis_server.flush()
+    time.sleep(1.1)  # a process asks Redis again a second after it last did (RECHECK)
+    with pytest.raises(SessionNotFound, match="send initialize again"):
+        b.sessions.get(session.id)
+    with pytest.raises(SessionNotFound):
+        a.sessions.get(session.id)
+
+
+def test_every_key_expires(workers, redis_server):
+    import redis
+
+    a, b = workers
+    session = new_session(a)
+    here = a.sessions.get(session.id)
+    here.subscribe("test://x", 8)
+    call = RunningCall(here)
+    waiter, _ = ask_in_background(a, call)
+    wait_for(lambda: call.sink.sent)
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        keys = client.keys("zemcp:*")
+        assert keys, "nothing was written under the prefix"
+        assert all(client.pttl(key) > 0 for key in keys if client.type(key) != b"none"), {
+            key: client.pttl(key) for key in keys
+        }
+    finally:
+        client.close()
+        a.sessions.end(session.id, "deleted by the client")
+        waiter.join(5)
+
+
+def test_a_list_change_in_one_process_reaches_a_listen_stream_of_the_other(workers):
+    from tests.unit.test_state_contracts import Channel
+
+    a, b = workers
+    channel = Channel()
+    acknowledged, kinds, uris = a.fanout.honoured({"toolsListChanged": True}, {"toolsListChanged": True})
+    a.fanout.open("sub-1", acknowledged, kinds, uris, channel)
+    new_session(b)  # b serves a request, so its announcements go to the deployment
+    time.sleep(0.3)  # a's bus subscription is in place
+    b.fanout.list_changed("toolsListChanged")
+    wait_for(lambda: len(channel.sent) == 2)
+    assert channel.sent[1]["method"] == "notifications/tools/list_changed"
+    assert channel.sent[1]["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": "sub-1"}

@@ -1,0 +1,190 @@
+"""Server-to-client requests waiting for answers that may arrive at any process (a
+:class:`zemcp.state.interfaces.WaitingCalls`).
+
+A handler waits in its own process, in the process's correlation table
+(:class:`zemcp.state.correlation.CorrelationTable`), as without Redis. What Redis adds is the
+way there: every waiting request is also listed in a hash of its session (request id ->
+the node id of the waiting process), which caps the waiting requests of one session across
+every process (``max_pending_per_session``); the process cap stays per process, since it
+protects this process's threads. An answer POSTed to another process is looked up there and
+handed to the waiting node's inbox (:meth:`zemcp.state.redis.node.Node.ask`), which replies
+whether the waiting call took it; so the POST learns the truth and no answer is lost,
+duplicated or given to another call. Only what the waiting call needs travels: the answer,
+once, through a list that the waiting node empties and that expires.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from zemcp.protocol import jsonrpc
+from zemcp.state.correlation import CorrelationTable, Pending
+from zemcp.state.interfaces import CapacityError, StateUnavailable
+from zemcp.state.redis.client import Redis
+from zemcp.state.redis.node import HEARTBEAT_TTL, Node
+
+if TYPE_CHECKING:
+    from zemcp.state.interfaces import Identified, RunningCall
+
+log = logging.getLogger("zemcp.redis")
+
+#: [seconds] the longest an answer POST waits for the waiting process to take the answer.
+HANDOVER_TIMEOUT = 2.0
+#: [seconds] how long a listing outlives its timeout, for a process that died before it
+#: could remove it.
+MARGIN = 10.0
+
+# KEYS: the session's hash of waiting requests. ARGV: request id, node id, cap, lifetime ms.
+_LIST = """
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+"""
+
+# The handover of an answer, in one round trip. KEYS: the session's hash of waiting requests.
+# ARGV: request id, this node's id, the inbox key prefix, the heartbeat key prefix, the
+# message, the inbox's lifetime ms. Returns false when nothing waits for that id, "here" when
+# this node waits for it, {"dead", node} when the waiting node's heartbeat is missing (the
+# caller looks again before it believes it), else {"sent", node}.
+_HAND_OVER = """
+local owner = redis.call('HGET', KEYS[1], ARGV[1])
+if not owner then return false end
+if owner == ARGV[2] then return 'here' end
+if redis.call('EXISTS', ARGV[4] .. owner) == 0 then return {'dead', owner} end
+redis.call('RPUSH', ARGV[3] .. owner, ARGV[5])
+redis.call('PEXPIRE', ARGV[3] .. owner, ARGV[6])
+return {'sent', owner}
+"""
+
+
+class RedisWaitingCalls(CorrelationTable):
+    """The waiting requests of this process, reachable from every process.
+
+    Args:
+        redis: the connection.
+        node: this process's node (its inbox receives answers POSTed elsewhere).
+        max_pending: requests waiting in this process at most.
+        max_per_session: requests of one session waiting at once at most, in all processes.
+        timeout: [seconds] the longest wait of one request (``elicitation_timeout``), which
+            bounds how long its listing lives.
+    """
+
+    def __init__(self, redis: Redis, node: Node, max_pending: int, max_per_session: int, timeout: float):
+        # The local table caps the process; the per-session cap is counted in Redis.
+        super().__init__(max_pending, max_pending)
+        self.max_per_session = max_per_session
+        self.redis = redis
+        self.node = node
+        self._lifetime_ms = round((timeout + MARGIN) * 1000)
+        self._list = redis.client.register_script(_LIST)
+        self._hand_over = redis.client.register_script(_HAND_OVER)
+        self._inbox_ms = round((HANDOVER_TIMEOUT + HEARTBEAT_TTL) * 1000)
+        # Ids of waiting requests whose answer came through the inbox: the reply that said
+        # so removed their listing in the same round trip, one less on the waiting thread's way.
+        self._handed: set[str] = set()
+        node.on_inbox("answer", self._answer_here, self._listed)
+
+    def _listing(self, session_id: str) -> str:
+        return self.redis.key("waiting", session_id)
+
+    def register(self, session: Identified, call: RunningCall) -> Pending:
+        """Reserve a slot here and a listing in Redis for a new request of ``call``.
+
+        Raises:
+            CapacityError: the process's cap, or the session's cap across processes, is reached.
+            StateUnavailable: Redis cannot be reached.
+        """
+        pending = super().register(session, call)
+        try:
+            with self.redis.guard():
+                listed = self._list(
+                    keys=[self._listing(session.id)],
+                    args=[pending.id, self.node.ensure(), self.max_per_session, self._lifetime_ms],
+                )
+        except BaseException:
+            super().discard(pending)
+            raise
+        if not listed:
+            super().discard(pending)
+            raise CapacityError(
+                f"this session already has {self.max_per_session} (the per-session cap, across every process)"
+            )
+        return pending
+
+    def discard(self, pending: Pending) -> None:
+        """Free the slot of ``pending`` here and its listing in Redis (unless the answer came
+        through the inbox, whose reply removed the listing already)."""
+        super().discard(pending)
+        if pending.id in self._handed:
+            self._handed.discard(pending.id)
+            return
+        try:
+            with self.redis.guard():
+                self.redis.client.hdel(self._listing(pending.session_id), pending.id)
+        except StateUnavailable:
+            pass  # the listing expires on its own
+
+    def resolve(self, session_id: str, answer: jsonrpc.Response) -> bool:
+        """Hand the client's answer to the request it answers, in whichever process waits.
+
+        Returns:
+            True once the waiting call took it; False when no request of that session with
+            that id waits anywhere (already answered, timed out, or its process is gone).
+        Raises:
+            StateUnavailable: Redis cannot be reached.
+        """
+        if not isinstance(answer.id, str):
+            return False
+        if super().resolve(session_id, answer):
+            return True
+        me = self.node.ensure()
+        message, reply_key = self.node.message("answer", HANDOVER_TIMEOUT, session=session_id, answer=_encode(answer))
+        with self.redis.guard():
+            outcome = self._hand_over(
+                keys=[self._listing(session_id)],
+                args=[answer.id, me, self.redis.key("inbox", ""), self.redis.key("node", ""), message, self._inbox_ms],
+            )
+        if not outcome or outcome == b"here":
+            return False
+        kind, node_id = outcome[0], outcome[1].decode()
+        if kind == b"dead":
+            # A missing heartbeat may be one Redis lost a moment ago: look again before giving up.
+            if not self.node.alive(node_id):
+                return False
+            self.node.deliver(node_id, message, HANDOVER_TIMEOUT)
+        return self.node.reply(reply_key, HANDOVER_TIMEOUT) is True
+
+    def _answer_here(self, message: dict[str, Any]) -> bool:
+        session_id, raw = message.get("session"), message.get("answer")
+        if not isinstance(session_id, str) or not isinstance(raw, dict):
+            return False
+        answer = jsonrpc.Response(raw.get("id"), raw.get("result"), raw.get("error"))
+        if not isinstance(answer.id, str):
+            return False
+        # The reply removes the listing (see __init__), so the waiting thread skips it in
+        # discard; marked before the waiter can wake, unmarked when nothing took the answer.
+        self._handed.add(answer.id)
+        taken = super().resolve(session_id, answer)
+        if not taken:
+            self._handed.discard(answer.id)
+        return taken
+
+    def _listed(self, message: dict[str, Any]) -> tuple[str, str]:
+        return self._listing(message["session"]), message["answer"]["id"]
+
+    def count(self, session_id: str | None = None) -> int:
+        """Requests waiting: in the whole process (None), or of one session in every process.
+
+        Raises:
+            StateUnavailable: Redis cannot be reached (only when ``session_id`` is given).
+        """
+        if session_id is None:
+            return super().count()
+        with self.redis.guard():
+            return int(self.redis.client.hlen(self._listing(session_id)))
+
+
+def _encode(answer: jsonrpc.Response) -> dict[str, Any]:
+    return {"id": answer.id, "result": answer.result, "error": answer.error}
