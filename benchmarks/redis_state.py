@@ -1,37 +1,34 @@
-"""Benchmark: handshake-era calls with the in-process state (one worker) and with Redis (several workers).
+"""Benchmark: handshake-era calls with the in-process state and with the state in Redis.
 
-Runs the reference server (``gunicorn -c gunicorn.conf.py wsgi:app``) on a free 127.0.0.1
-port twice, one after the other, with the same client and load:
+Starts, on free 127.0.0.1 ports, the reference server (``gunicorn -c gunicorn.conf.py
+wsgi:app``) three times at once, and a ``redis-server`` (``--save '' --appendonly no``):
 
 * **in-process**: the default state, one worker (a session lives in its process);
-* **Redis**: ``ZEMCP_REDIS_URL`` set to a ``redis-server`` this script starts on a free
-  loopback port (``--save '' --appendonly no``, stopped at the end), ``--workers`` workers
-  (4 by default), so that any worker serves any request of a session.
+* **Redis, one worker**: ``ZEMCP_REDIS_URL`` set, the same CPU as in-process;
+* **Redis, several workers** (``--workers``, 2): any worker serves any request of a session.
 
-For each it measures:
+Then, in ``--rounds`` rounds that alternate between the servers (so that a slower stretch of
+the machine falls on both sides), it measures:
 
 a. plain ``tools/call`` (``ze_execute`` with ``help``, the application/json path) from
-   ``--clients`` threads, each with a session created on a connection of its own and its
-   calls on one kept-alive connection (so with several workers a session's calls are mostly
-   served by another worker than the one that created it): calls per second and latency;
-b. the elicitation round trip of one client: ``ze_execute`` without a command, its
-   ``elicitation/create`` read from the call's event stream, the answer POSTed, the result
-   read; every request on a new TCP connection (``Connection: close``), so the kernel hands
-   the answer to whichever worker accepts it. gunicorn's access log (on in both runs, so
-   that both pay for it) records the worker of each request, and the script counts the
-   answers served by another worker than their call.
+   ``--clients`` threads, each with a session of its own and its calls on one kept-alive
+   connection: in-process against Redis with one worker;
+b. the elicitation round trip of one client: ``ze_execute`` without a command on a new
+   connection (the kernel hands it to any worker), its ``elicitation/create`` read from the
+   call's event stream, the answer POSTed on a kept-alive connection, the result read:
+   in-process against Redis with several workers, counting only the round trips whose answer
+   another worker served than the call (gunicorn's access log, on for every server, names the
+   worker of each request).
 
-Then it prints each figure, the ratios of Redis to in-process and the targets: a plain call's
-p50 latency with Redis within 1.3x of in-process (and its throughput at least 1/1.3 of it),
-the round trip's p50 within 1.5x. The Redis run needs the Redis state backend
-(``zemcp.state.redis``, registered in ``zemcp.state.BACKENDS``), the ``redis`` package
-(``pip install 'zemcp[redis]'``) and ``redis-server`` (Debian: ``apt-get install
-redis-server``); without one of them the script says which and measures the in-process run
-only. Every process it starts is stopped at the end, also on failure. Figures depend on the
-machine (the client threads share one core's worth of Python with each other); compare runs
+It prints every figure, then the medians' ratios of Redis to in-process beside the targets:
+a plain call's p50 within 1.3x (and its throughput at least 1/1.3), the round trip's p50
+within 1.5x. The Redis runs need the Redis state backend, the ``redis`` package (``pip
+install 'zemcp[redis]'``) and ``redis-server`` (Debian: ``apt-get install redis-server``);
+without one of them the script says which and measures in-process only. Every process it
+starts is stopped at the end, also on failure. Figures depend on the machine; compare runs
 on the same one. Usage::
 
-    python benchmarks/redis_state.py [--seconds 5] [--clients 8] [--workers 4]
+    python benchmarks/redis_state.py [--seconds 3] [--rounds 3] [--clients 8] [--workers 2]
 """
 
 from __future__ import annotations
@@ -360,21 +357,30 @@ def warm_up(url: str) -> None:
 
 
 def measure_plain(name: str, server: Server, args: argparse.Namespace) -> Figure:
-    """The plain-call figure of ``server``, after a warm-up."""
-    warm_up(server.url)
+    """One plain-call figure of ``server``."""
     return run(f"{name} plain tools/call", lambda: Session(server.url).plain, args.clients, args.seconds)
 
 
 def measure_trips(name: str, server: Server, args: argparse.Namespace, elsewhere_only: bool) -> Figure:
-    """The round-trip figure of ``server``: every round trip, or (``elsewhere_only``) only those
+    """One round-trip figure of ``server``: every round trip, or (``elsewhere_only``) only those
     whose answer another worker served than the one running the call."""
-    warm_up(server.url)
     latencies = round_trips(server.url, args.seconds)
     if not elsewhere_only:
         return trip_figure(f"{name} elicitation round trip", list(latencies.values()), args.seconds)
     crossed = answered_elsewhere(server.access_log, list(latencies))
     print(f"{'':>34}  {len(crossed)} of {len(latencies)} answers served by another worker than their call", flush=True)
     return trip_figure(f"{name} round trip, answer elsewhere", [latencies[t] for t in crossed], args.seconds)
+
+
+def median_figure(figures: list[Figure]) -> Figure:
+    """The figure whose every number is the median of the rounds' ``figures``."""
+    return Figure(
+        figures[0].label,
+        statistics.median(f.rate for f in figures),
+        statistics.median(f.p50 for f in figures),
+        statistics.median(f.p99 for f in figures),
+        sum(f.calls for f in figures),
+    )
 
 
 def verdict(ratio: float, target: float) -> str:
@@ -387,7 +393,7 @@ def report(local: Half, shared: Half) -> None:
     plain_p50 = shared.plain.p50 / local.plain.p50
     plain_rate = local.plain.rate / shared.plain.rate
     trip_p50 = shared.round_trip.p50 / local.round_trip.p50
-    print("\nRedis / in-process:")
+    print("\nRedis / in-process (medians of the rounds):")
     rows = [
         ("plain tools/call p50 (one worker each)", plain_p50, PLAIN_TARGET),
         ("plain tools/call calls/s, in-process / Redis", plain_rate, PLAIN_TARGET),
@@ -402,9 +408,10 @@ def report(local: Half, shared: Half) -> None:
 def main() -> int:
     """Run both halves (or the in-process one alone) and print the figures; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=5.0, help="duration of each measurement [s]")
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement [s]")
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients of the plain-call figure")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers of the Redis round trips (at least 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every figure, alternating between the servers")
     args = parser.parse_args()
     unavailable = redis_unavailable()
     running: list[subprocess.Popen] = []
@@ -412,28 +419,41 @@ def main() -> int:
         workdir = Path(tmp)
         try:
             print(
-                f"{args.clients} clients for plain calls, 1 for round trips, {args.seconds:g} s per figure; "
-                f"workers: 1 in-process, 1 and {args.workers} with Redis",
+                f"{args.clients} clients for plain calls, 1 for round trips, {args.rounds} rounds of {args.seconds:g} s "
+                f"per figure; workers: 1 in-process, 1 and {args.workers} with Redis",
                 flush=True,
             )
-            server = start_reference(free_port(), 1, "", workdir)
-            running.append(server.process)
-            local = Half(measure_plain("in-process", server, args), measure_trips("in-process", server, args, False))
-            stop_gunicorn(running.pop())
+            local_server = start_reference(free_port(), 1, "", workdir)
+            running.append(local_server.process)
+            servers = [local_server]
+            if unavailable is None:
+                redis_port = free_port()
+                redis_url = f"redis://{HOST}:{redis_port}/0"
+                running.append(start_redis(redis_port, workdir))
+                # The plain call with Redis on the same CPU as in-process: one worker.
+                one = start_reference(free_port(), 1, redis_url, workdir)
+                running.append(one.process)
+                several = start_reference(free_port(), args.workers, redis_url, workdir)
+                running.append(several.process)
+                servers += [one, several]
+            for server in servers:
+                warm_up(server.url)
+            figures: dict[str, list[Figure]] = {"local plain": [], "local trips": [], "plain": [], "trips": []}
+            # Rounds alternate between the servers, so that a slower stretch of the machine
+            # falls on both sides; the medians of the rounds are compared.
+            for n in range(args.rounds):
+                print(f"round {n + 1} of {args.rounds}", flush=True)
+                figures["local plain"].append(measure_plain("in-process", local_server, args))
+                if unavailable is None:
+                    figures["plain"].append(measure_plain("Redis", one, args))
+                figures["local trips"].append(measure_trips("in-process", local_server, args, False))
+                if unavailable is None:
+                    figures["trips"].append(measure_trips("Redis", several, args, True))
+            local = Half(median_figure(figures["local plain"]), median_figure(figures["local trips"]))
             if unavailable is not None:
                 print(f"\nRedis run skipped: {unavailable}.", flush=True)
                 return 0
-            redis_port = free_port()
-            redis_url = f"redis://{HOST}:{redis_port}/0"
-            running.append(start_redis(redis_port, workdir))
-            # The plain call on the same CPU as in-process: one worker.
-            server = start_reference(free_port(), 1, redis_url, workdir)
-            running.append(server.process)
-            plain = measure_plain("Redis", server, args)
-            stop_gunicorn(running.pop())
-            server = start_reference(free_port(), args.workers, redis_url, workdir)
-            running.append(server.process)
-            shared = Half(plain, measure_trips("Redis", server, args, True))
+            shared = Half(median_figure(figures["plain"]), median_figure(figures["trips"]))
         except RuntimeError as exc:
             print(f"benchmark failed: {exc}", file=sys.stderr)
             for log in sorted(workdir.glob("gunicorn-*.log")):

@@ -291,3 +291,21 @@ def test_the_typescript_sdk_1_completes_50_eliciting_calls_over_4_workers(
     assert summary["requests"] == summary["connections"], summary
     posts = [r for r in trace_records(server) if r.http == "POST"]
     assert len({r.pid for r in posts}) > 1, "every request reached one worker"
+
+
+def test_a_call_waiting_when_redis_stops_still_ends_with_its_response(start_server, start_redis):
+    """Redis goes away while a call waits for its answer: the call keeps its stream, and its
+    response (here the elicitation timeout's) still reaches its own connection."""
+    redis = start_redis()
+    server = start_server(**redis_settings(redis.url, workers=2, elicitation_timeout=3))
+    client = server.session()
+    runner, _ = worker_connection(client)
+    call, stream, ask = start_call(client, runner)
+    redis.stop()
+    rest = stream.rest()
+    # The question is withdrawn, then the response ends the stream.
+    assert rest[0]["method"] == "notifications/cancelled" and rest[0]["params"]["requestId"] == ask["id"], rest
+    final = rest[-1]
+    assert final["id"] == call["id"] and final["result"]["isError"] is True, final
+    assert "within 3 s" in final["result"]["content"][0]["text"], final
+    assert "Traceback" not in server.log(), server.log()[-3000:]

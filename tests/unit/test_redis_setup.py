@@ -111,3 +111,16 @@ def test_redis_is_an_extra_not_a_requirement():
     setup.read(REPO / "setup.cfg")
     assert "redis" not in setup["options"]["install_requires"]
     assert "redis" in setup["options.extras_require"]["redis"]
+
+
+def test_refused_credentials_say_to_check_the_password_not_to_wait():
+    redis = pytest.importorskip("redis", reason="the redis package is not installed (pip install 'zemcp[redis]')")
+    from zemcp.state.redis.client import Redis
+
+    client = Redis(Settings(redis_url="redis://:s3cret@127.0.0.1:6379/0"))
+    try:
+        message = str(client.unavailable(redis.AuthenticationError("invalid username-password pair")))
+    finally:
+        client.close()
+    assert "refused this server's credentials" in message and "password in ZEMCP_REDIS_URL" in message
+    assert "s3cret" not in message and "retry" not in message

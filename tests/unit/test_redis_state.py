@@ -206,3 +206,20 @@ def test_a_list_change_in_one_process_reaches_a_listen_stream_of_the_other(worke
     wait_for(lambda: len(channel.sent) == 2)
     assert channel.sent[1]["method"] == "notifications/tools/list_changed"
     assert channel.sent[1]["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": "sub-1"}
+
+
+def test_an_answer_claimed_as_the_wait_runs_out_is_still_taken(workers):
+    a, b = workers
+    session = new_session(a)
+    call = RunningCall(a.sessions.get(session.id))
+    deliver = a.pending.node._inbox["answer"]
+    # The waiting process reads its inbox late: the claim lands before the wait runs out,
+    # the answer after.
+    a.pending.node._inbox["answer"] = lambda message: (time.sleep(0.6), deliver(message))
+    waiter, outcome = ask_in_background(a, call, timeout=0.4)
+    wait_for(lambda: call.sink.sent)
+    b.sessions.get(session.id)
+    assert b.pending.resolve(session.id, jsonrpc.Response(call.sink.sent[0]["id"], {"action": "accept"}, None))
+    waiter.join(5)
+    assert [answer.result for answer in outcome[0]] == [{"action": "accept"}], outcome
+    assert b.pending.count(session.id) == 0

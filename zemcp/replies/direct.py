@@ -21,7 +21,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from zemcp.replies.encoding import encode
 from zemcp.replies.sinks import CloseCallbacks
 from zemcp.replies.streams import PEER_CHECK_INTERVAL, SSE_HEADERS, peer_closed
-from zemcp.state.interfaces import retry_field
+from zemcp.state.interfaces import StateUnavailable, retry_field
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse
@@ -90,6 +90,8 @@ class DirectSink(CloseCallbacks):
         #: The stream's events, once it started (resumable streams only).
         self.log: EventLog | None = None
         self._token = 0
+        # True while the first event went out with the stream's opening (see _start_stream).
+        self._folded = False
 
     def bind(self, start_response: StartResponse) -> None:
         """Take the WSGI ``start_response`` of the request (before the job runs)."""
@@ -106,7 +108,7 @@ class DirectSink(CloseCallbacks):
         with self._lock:
             if self._closed or self._finished:
                 return False
-            if self.log is not None and self.log.abandoned():
+            if self.log is not None and self._abandoned(self.log, time.monotonic()):
                 give_up = True
             else:
                 gone = not self._write_event(encode(message))
@@ -118,9 +120,13 @@ class DirectSink(CloseCallbacks):
     def _write_event(self, payload: bytes) -> bool:
         # Called with the lock held. False when the client's connection failed.
         try:
-            self._start_stream()
+            self._start_stream(payload)
         except OSError:
             self._lost()
+        if self._folded:
+            # The stream's opening carried this first event.
+            self._folded = False
+            return True
         log = self.log
         if log is None:
             try:
@@ -129,8 +135,12 @@ class DirectSink(CloseCallbacks):
                 return False
             self._last_write = time.monotonic()
             return True
-        data = log.append(payload)
-        if data is not None and log.reads(self._token):
+        try:
+            data = log.append(payload)
+        except StateUnavailable:
+            # The stream's log cannot keep it now: this connection still gets it (not resumable).
+            data = b"event: message\ndata: " + payload + b"\n\n"
+        if data is not None and self._reads(log):
             try:
                 self._emit(data)
             except OSError:
@@ -151,9 +161,9 @@ class DirectSink(CloseCallbacks):
                 return
             log = self.log
             now = time.monotonic()
-            if log is not None and not log.reads(self._token):
+            if log is not None and not self._reads(log):
                 # Another connection reads the stream, or none: only the window is left to watch.
-                give_up = log.abandoned(now)
+                give_up = self._abandoned(log, now)
             elif peer_closed(self._client):
                 gone = True
             else:
@@ -173,6 +183,19 @@ class DirectSink(CloseCallbacks):
                     self._lost()
         if give_up:
             self.close()
+
+    def _reads(self, log: EventLog) -> bool:
+        # While the shared state cannot tell, this connection counts as the reader: keep serving it.
+        try:
+            return log.reads(self._token)
+        except StateUnavailable:
+            return True
+
+    def _abandoned(self, log: EventLog, now: float) -> bool:
+        try:
+            return log.abandoned(now)
+        except StateUnavailable:
+            return False
 
     def end_stream(self) -> None:
         """End the client's connection now, with a ``retry`` field, and go on (SSE polling,
@@ -210,18 +233,23 @@ class DirectSink(CloseCallbacks):
         log = self.log
         if log is None:
             return b"event: message\ndata: " + encode(final) + b"\n\n" if final is not None else None
-        data = log.finish(encode(final) if final is not None else None)
-        assert self.streams is not None  # a log belongs to a session's streams
-        self.streams.ended(log)
-        return data if log.reads(self._token) else None
+        try:
+            data = log.finish(encode(final) if final is not None else None)
+            assert self.streams is not None  # a log belongs to a session's streams
+            self.streams.ended(log)
+            return data if log.reads(self._token) else None
+        except StateUnavailable:
+            # The stream's log cannot keep the response now: this connection still gets it.
+            return b"event: message\ndata: " + encode(final) + b"\n\n" if final is not None else None
 
     @property
     def finished(self) -> bool:
         """True once the final response (or its absence) was given."""
         return self._finished
 
-    def _start_stream(self) -> None:
-        # Called with the lock held.
+    def _start_stream(self, first: bytes | None = None) -> None:
+        # Called with the lock held. A resumable stream's opening carries ``first`` (then
+        # ``_folded`` is set): one round trip of its log less.
         if self.started:
             return
         start_response = self._start_response
@@ -234,10 +262,11 @@ class DirectSink(CloseCallbacks):
             self._client.settimeout(self._send_timeout)
         if self.streams is None:
             return
-        self.log, self._token, priming = self.streams.open_reading(self._request_id)
+        self.log, self._token, opening = self.streams.open_reading(self._request_id, first)
+        self._folded = first is not None
         # The connection may be ended on purpose: the client must not send its next request on it.
         _close_after(self._write)
-        self._emit(priming)
+        self._emit(opening)
         self._last_write = time.monotonic()
 
     def _end_own(self) -> None:

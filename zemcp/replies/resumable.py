@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from zemcp.replies.encoding import encode
 from zemcp.replies.sinks import ReplySink
+from zemcp.state.interfaces import StateUnavailable
 
 if TYPE_CHECKING:
     from zemcp.protocol.jsonrpc import RequestId
@@ -86,5 +87,9 @@ class ResumableReplySink(ReplySink):
     def tick(self) -> None:
         """While the handler waits: give up on a client gone longer than the resumption window."""
         log = self.log
-        if log is not None and log.abandoned():
+        try:
+            gone = log is not None and log.abandoned()
+        except StateUnavailable:
+            gone = False  # the shared state cannot tell now: keep waiting
+        if gone:
             self.close()

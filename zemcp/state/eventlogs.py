@@ -360,11 +360,14 @@ class SessionStreams:
                     self._logs.pop(old.id, None)
         return log
 
-    def open_reading(self, request_id: RequestId | None = None) -> tuple[interfaces.EventLog, int, bytes]:
+    def open_reading(
+        self, request_id: RequestId | None = None, first: bytes | None = None
+    ) -> tuple[interfaces.EventLog, int, bytes]:
         """A new request stream read from the start by the connection that opens it: the log,
-        that connection's token and the priming event."""
+        that connection's token, and the priming event followed by the event of ``first``."""
         log = self.open(REQUEST, request_id)
-        return log, log.attach(), log.prime()
+        token, priming = log.attach(), log.prime()
+        return log, token, priming + ((log.append(first) or b"") if first is not None else b"")
 
     def ended(self, log: interfaces.EventLog) -> None:
         """A request's stream finished: keep it ``window`` seconds within the process budget."""

@@ -355,10 +355,14 @@ class StreamLogs(Protocol):
                 with an error for that request when that process dies; None when unknown.
         """
 
-    def open_reading(self, request_id: jsonrpc.RequestId | None = None) -> tuple[EventLog, int, bytes]:
+    def open_reading(
+        self, request_id: jsonrpc.RequestId | None = None, first: bytes | None = None
+    ) -> tuple[EventLog, int, bytes]:
         """A new request stream read from the start by the connection of the request that opens
-        it: the log, that connection's token and the stream's priming event (what
-        :meth:`open`, :meth:`EventLog.attach` and :meth:`EventLog.prime` give, in one step)."""
+        it: the log, that connection's token, and the SSE bytes to write first: the priming
+        event, then the event of ``first`` (one encoded message) when given (what :meth:`open`,
+        :meth:`EventLog.attach`, :meth:`EventLog.prime` and :meth:`EventLog.append` give, in
+        one step)."""
 
     def ended(self, log: EventLog) -> None:
         """A request's stream finished: keep it for its window, within the process's byte budget."""

@@ -125,6 +125,13 @@ class Redis:
                     type(exc).__name__,
                     str(exc)[:200],
                 )
+        if isinstance(exc, redis.AuthenticationError):
+            # Waiting does not help: the configuration does.
+            return StateUnavailable(
+                f"Service Unavailable: the shared session state (Redis at {self.where}) refused this server's "
+                f"credentials ({type(exc).__name__}); check the user name and password in ZEMCP_REDIS_URL",
+                RETRY_AFTER,
+            )
         return StateUnavailable(
             f"Service Unavailable: the shared session state (Redis at {self.where}, ZEMCP_REDIS_URL) cannot be "
             f"reached ({type(exc).__name__}); retry in {RETRY_AFTER} s, and if it lasts, check that Redis is up "
@@ -137,7 +144,7 @@ class Redis:
             since, self._down_since = self._down_since, None
             self._last_logged = 0.0
         if since is not None:
-            log.warning("Redis at %s answers again after %.1f s", self.where, time.monotonic() - since)
+            log.info("Redis at %s answers again after %.1f s", self.where, time.monotonic() - since)
 
     def close(self) -> None:
         """Close both clients' connections."""

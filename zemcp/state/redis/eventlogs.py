@@ -28,6 +28,7 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
+from zemcp.config import StreamLimits
 from zemcp.protocol import jsonrpc
 from zemcp.state import interfaces
 from zemcp.state.eventlogs import parse_event_id
@@ -61,6 +62,11 @@ _NOT_FOUND = (
     "Not Found: no stream of this session has that event id (it belongs to another session, or the stream "
     "ended and was forgotten); send the request again"
 )
+
+
+def _priming(stream_id: str, n: int, limits: StreamLimits) -> bytes:
+    """The priming event numbered ``n`` of a stream (SEP-1699): an id, ``retry`` and empty data."""
+    return f"id: {stream_id}-{n}\n".encode() + retry_field(limits)[:-1] + b"data:\n\n"
 
 
 class RedisEventLog:
@@ -128,7 +134,7 @@ class RedisEventLog:
         n = int(self.run("prime", self._replay.ttl))
         if not n:
             raise StreamNotFound(_NOT_FOUND)
-        return f"id: {self.id}-{n}\n".encode() + retry_field(self.limits)[:-1] + b"data:\n\n"
+        return _priming(self.id, n, self.limits)
 
     def append(self, payload: bytes) -> bytes | None:
         """Add a ``message`` event carrying ``payload`` (one JSON-RPC message, encoded), trimming
@@ -378,28 +384,34 @@ class RedisStreamLogs:
         Raises:
             StateUnavailable: Redis cannot be reached.
         """
-        return self._open(kind, request_id, "")
+        return self._open(kind, request_id, "")[0]
 
-    def open_reading(self, request_id: jsonrpc.RequestId | None = None) -> tuple[RedisEventLog, int, bytes]:
+    def open_reading(
+        self, request_id: jsonrpc.RequestId | None = None, first: bytes | None = None
+    ) -> tuple[RedisEventLog, int, bytes]:
         """A new request stream read from the start by the connection of the request that opens
-        it, in one round trip: the log, that connection's token and the priming event.
+        it, in one round trip: the log, that connection's token, and the priming event followed
+        by the event of ``first`` (a message, when given).
 
         Raises:
             StateUnavailable: Redis cannot be reached.
         """
-        log = self._open(REQUEST, request_id, "read")
+        log, data = self._open(REQUEST, request_id, "read", first)
         log._floor = time.monotonic()
-        return log, 1, f"id: {log.id}-1\n".encode() + retry_field(self.limits)[:-1] + b"data:\n\n"
+        return log, 1, _priming(log.id, 1, self.limits) + data
 
-    def _open(self, kind: str, request_id: jsonrpc.RequestId | None, read: str) -> RedisEventLog:
+    def _open(
+        self, kind: str, request_id: jsonrpc.RequestId | None, read: str, first: bytes | None = None
+    ) -> tuple[RedisEventLog, bytes]:
         log = RedisEventLog(self._replay, self.session_id, secrets.token_urlsafe(12), kind)
         writer = self._replay.node.ensure() if kind == REQUEST else ""
-        log.run("open", log.id, kind, writer, json.dumps(request_id), self._replay.ttl, read)
+        ids = (log.id, kind, writer, json.dumps(request_id), self._replay.ttl, read)
+        data = log.run("open", *ids, first or b"", self.limits.max_events, self.limits.max_bytes)
         with self._lock:
             self._logs[log.id] = log
         if kind == REQUEST:
             self._replay.renew_while_writing(log)
-        return log
+        return log, data or b""
 
     @property
     def standalone(self) -> RedisEventLog | None:

@@ -3,10 +3,9 @@
 A running call and the thread that waits for its answers stay in the process that runs
 them. What must reach that process from another one travels here:
 
-- the **inbox** (a Redis list per node, read with ``BLPOP``): a message for one node that
-  wants a reply, such as an elicitation answer POSTed to another worker; the sender waits
-  for the reply on a list of its own (:meth:`Node.message`, :meth:`Node.deliver`,
-  :meth:`Node.reply`), so the answer POST learns whether the waiting call took it;
+- the **inbox** (a Redis list per node, read with ``BLPOP``): a message for one node, such
+  as an elicitation answer POSTed to another worker and claimed there for the request that
+  waits here (:mod:`zemcp.state.redis.waiting`);
 - the **bus** (one pub/sub channel): a message for every node, such as a session's end, a
   ``notifications/cancelled``, or a list change; pub/sub delivers at most once, to the
   nodes connected at that moment;
@@ -33,7 +32,7 @@ from typing import Any
 import redis
 
 from zemcp.state.interfaces import StateUnavailable
-from zemcp.state.redis.client import MAX_BLOCK, Redis
+from zemcp.state.redis.client import Redis
 
 log = logging.getLogger("zemcp.redis")
 
@@ -68,7 +67,7 @@ class Node:
         self._pid = 0
         self.id = ""
         self._bus: dict[str, Handler] = {}
-        self._inbox: dict[str, tuple[Handler, Callable[[dict[str, Any]], tuple[str, str]] | None]] = {}
+        self._inbox: dict[str, Handler] = {}
         self._periodic: list[Callable[[], None]] = []
         self._closed = False
 
@@ -78,16 +77,9 @@ class Node:
         """Call ``handler(message)`` for every bus message of ``kind`` another node publishes."""
         self._bus[kind] = handler
 
-    def on_inbox(
-        self, kind: str, handler: Handler, forget: Callable[[dict[str, Any]], tuple[str, str]] | None = None
-    ) -> None:
-        """Answer every inbox message of ``kind`` with ``handler(message)`` (a JSON value).
-
-        Args:
-            forget: ``forget(message)`` names a hash field (key, field) to delete with the
-                reply, in its round trip.
-        """
-        self._inbox[kind] = (handler, forget)
+    def on_inbox(self, kind: str, handler: Handler) -> None:
+        """Call ``handler(message)`` for every inbox message of ``kind`` (from :meth:`message`)."""
+        self._inbox[kind] = handler
 
     def every_heartbeat(self, task: Callable[[], None]) -> None:
         """Run ``task()`` on the heartbeat thread after each heartbeat (errors are logged)."""
@@ -150,43 +142,14 @@ class Node:
         with self.redis.guard():
             self.redis.client.publish(self.redis.key("bus"), message)
 
-    def message(self, kind: str, timeout: float, **fields: Any) -> tuple[str, str]:
-        """An inbox message of ``kind`` carrying ``fields`` and the key its reply comes on.
+    def message(self, kind: str, timeout: float, **fields: Any) -> str:
+        """An inbox message of ``kind`` carrying ``fields`` (JSON), to put in a node's inbox.
 
         Args:
-            timeout: [seconds] how long the sender waits for the reply; the message carries
-                the deadline, so a node that reads it later drops it instead of acting on it.
-        Returns:
-            the message (JSON) and the reply key (for :meth:`reply`).
+            timeout: [seconds] how long the message stays worth acting on; a node that reads
+                it later drops it.
         """
-        reply_key = self.redis.key("reply", secrets.token_urlsafe(12))
-        message = json.dumps(
-            {"kind": kind, "reply": reply_key, "until": time.time() + timeout, **fields}, separators=(",", ":")
-        )
-        return message, reply_key
-
-    def deliver(self, node_id: str, message: str, timeout: float) -> None:
-        """Put ``message`` (from :meth:`message`) in the inbox of ``node_id``.
-
-        Raises:
-            StateUnavailable: Redis cannot be reached.
-        """
-        inbox = self.redis.key("inbox", node_id)
-        with self.redis.guard():
-            pipe = self.redis.client.pipeline(transaction=False)
-            pipe.rpush(inbox, message)
-            pipe.pexpire(inbox, round((timeout + HEARTBEAT_TTL) * 1000))
-            pipe.execute()
-
-    def reply(self, reply_key: str, timeout: float) -> Any:
-        """Wait for the reply to a delivered message: the reply, or None when none came in time.
-
-        Raises:
-            StateUnavailable: Redis cannot be reached.
-        """
-        with self.redis.guard():
-            popped = self.redis.blocking.blpop([reply_key], timeout=min(timeout, MAX_BLOCK))
-        return None if popped is None else json.loads(popped[1])
+        return json.dumps({"kind": kind, "until": time.time() + timeout, **fields}, separators=(",", ":"))
 
     # -- the threads -----------------------------------------------------------------------
 
@@ -242,21 +205,10 @@ class Node:
     def _serve(self, raw: bytes | str) -> None:
         try:
             message = json.loads(raw)
-            served = self._inbox.get(message.get("kind"))
-            # Past its deadline the sender answered its client already: acting now would contradict it.
-            if served is None or time.time() > message.get("until", 0):
-                return
-            handler, forget = served
-            outcome = handler(message)
-            with self.redis.guard():
-                pipe = self.redis.client.pipeline(transaction=False)
-                pipe.rpush(message["reply"], json.dumps(outcome))
-                pipe.pexpire(message["reply"], round(HEARTBEAT_TTL * 1000))
-                if forget is not None:
-                    pipe.hdel(*forget(message))
-                pipe.execute()
-        except StateUnavailable:
-            pass
+            handler = self._inbox.get(message.get("kind"))
+            # Past its deadline the message is stale (its sender gave up on it).
+            if handler is not None and time.time() <= message.get("until", 0):
+                handler(message)
         except Exception:
             log.exception("an inbox message could not be served")
 

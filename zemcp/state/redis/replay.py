@@ -95,12 +95,16 @@ end
 #: and the session's hash (as ``RedisEventLog.keys``); ARGV as its comment says.
 SCRIPTS = {
     # ARGV: stream id, kind, writer node, request id (JSON), ttl ms, and "read" when the writer's
-    # own connection reads it from the start (token 1, event 1 its priming event).
+    # own connection reads it from the start (token 1, event 1 its priming event), then the
+    # payload of its first message event ('' none), max events, max bytes. Returns that
+    # event's SSE bytes ('' none).
     "open": r"""
 redis.call('HSET', KEYS[1], 'kind', ARGV[2], 'seq', 0, 'dropped', 0, 'bytes', 0, 'tokens', 0, 'reader', 0,
   'seen', now_ms(), 'writer', ARGV[3], 'request', ARGV[4])
+local first = ''
 if ARGV[6] == 'read' then
   redis.call('HSET', KEYS[1], 'seq', 1, 'tokens', 1, 'reader', 1, 'holds', 0, 'rnode', ARGV[3])
+  if ARGV[7] ~= '' then first = add(ARGV[1], ARGV[7], ARGV[8], ARGV[9]) end
 end
 signal('open')
 if ARGV[2] == 'standalone' then
@@ -110,6 +114,7 @@ if ARGV[2] == 'standalone' then
 end
 redis.call('HSET', KEYS[4], ARGV[1], ARGV[2])
 renew(ARGV[5])
+return first
 """,
     # ARGV: ttl ms. Returns the new number, 0 when the stream is gone.
     "prime": r"""

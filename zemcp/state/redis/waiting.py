@@ -6,11 +6,13 @@ A handler waits in its own process, in the process's correlation table
 way there: every waiting request is also listed in a hash of its session (request id ->
 the node id of the waiting process), which caps the waiting requests of one session across
 every process (``max_pending_per_session``); the process cap stays per process, since it
-protects this process's threads. An answer POSTed to another process is looked up there and
-handed to the waiting node's inbox (:meth:`zemcp.state.redis.node.Node.ask`), which replies
-whether the waiting call took it; so the POST learns the truth and no answer is lost,
-duplicated or given to another call. Only what the waiting call needs travels: the answer,
-once, through a list that the waiting node empties and that expires.
+protects this process's threads. An answer POSTed to another process claims the waiting
+request there, in one script: its listing goes (so a second answer finds nothing to claim and
+gets 404) and the answer goes to the waiting node's inbox (:mod:`zemcp.state.redis.node`),
+which hands it to the waiting thread, even one whose wait runs out at that moment. So the
+POST's 202 means the answer belongs to the waiting call, and no answer is lost, duplicated
+or given to another call. Only what the waiting call needs travels: the answer, once,
+through a list that the waiting node empties and that expires.
 """
 
 from __future__ import annotations
@@ -45,14 +47,17 @@ return 1
 
 # The handover of an answer, in one round trip. KEYS: the session's hash of waiting requests.
 # ARGV: request id, this node's id, the inbox key prefix, the heartbeat key prefix, the
-# message, the inbox's lifetime ms. Returns false when nothing waits for that id, "here" when
-# this node waits for it, {"dead", node} when the waiting node's heartbeat is missing (the
-# caller looks again before it believes it), else {"sent", node}.
+# message, the inbox's lifetime ms, "force" to skip the heartbeat check. Returns false when
+# nothing waits for that id, "here" when this node does, {"dead", node} when the waiting
+# node's heartbeat is missing (the caller looks again before it believes it), else claims
+# the answer for the waiting request (its listing goes, so no other answer can claim it),
+# puts it in the waiting node's inbox and returns {"sent", node}.
 _HAND_OVER = """
 local owner = redis.call('HGET', KEYS[1], ARGV[1])
 if not owner then return false end
 if owner == ARGV[2] then return 'here' end
-if redis.call('EXISTS', ARGV[4] .. owner) == 0 then return {'dead', owner} end
+if ARGV[7] ~= 'force' and redis.call('EXISTS', ARGV[4] .. owner) == 0 then return {'dead', owner} end
+redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('RPUSH', ARGV[3] .. owner, ARGV[5])
 redis.call('PEXPIRE', ARGV[3] .. owner, ARGV[6])
 return {'sent', owner}
@@ -81,10 +86,9 @@ class RedisWaitingCalls(CorrelationTable):
         self._list = redis.client.register_script(_LIST)
         self._hand_over = redis.client.register_script(_HAND_OVER)
         self._inbox_ms = round((HANDOVER_TIMEOUT + HEARTBEAT_TTL) * 1000)
-        # Ids of waiting requests whose answer came through the inbox: the reply that said
-        # so removed their listing in the same round trip, one less on the waiting thread's way.
+        # Ids of waiting requests whose answer was claimed elsewhere (their listing is gone).
         self._handed: set[str] = set()
-        node.on_inbox("answer", self._answer_here, self._listed)
+        node.on_inbox("answer", self._answer_here)
 
     def _listing(self, session_id: str) -> str:
         return self.redis.key("waiting", session_id)
@@ -114,8 +118,8 @@ class RedisWaitingCalls(CorrelationTable):
         return pending
 
     def discard(self, pending: Pending) -> None:
-        """Free the slot of ``pending`` here and its listing in Redis (unless the answer came
-        through the inbox, whose reply removed the listing already)."""
+        """Free the slot of ``pending`` here and its listing in Redis (unless an answer claimed
+        elsewhere removed the listing already)."""
         super().discard(pending)
         if pending.id in self._handed:
             self._handed.discard(pending.id)
@@ -126,12 +130,47 @@ class RedisWaitingCalls(CorrelationTable):
         except StateUnavailable:
             pass  # the listing expires on its own
 
+    def wait(self, pending: Pending, timeout: float) -> jsonrpc.Response:
+        """Block until ``pending`` is resolved or abandoned (see the in-process table); an
+        answer that another process claimed for it as the wait ran out is still taken.
+
+        Raises:
+            TimeoutError: nothing arrived in time, and no answer was claimed for it.
+            the reason given to :meth:`end_session` or :meth:`end_call`.
+        """
+        try:
+            return super().wait(pending, timeout)
+        except TimeoutError:
+            if not self._claimed(pending):
+                raise
+        # Claimed: its answer is on its way through the inbox, a moment behind the claim.
+        with self._lock:
+            if isinstance(pending._outcome, TimeoutError):
+                pending._outcome = None
+        return super().wait(pending, HANDOVER_TIMEOUT)
+
+    def _claimed(self, pending: Pending) -> bool:
+        # Removing our own listing fails only when an answer's handover removed it first.
+        try:
+            with self.redis.guard():
+                removed = self.redis.client.hdel(self._listing(pending.session_id), pending.id)
+        except StateUnavailable:
+            return False
+        if removed:
+            self._handed.add(pending.id)  # nothing left to remove in discard
+        return not removed
+
     def resolve(self, session_id: str, answer: jsonrpc.Response) -> bool:
         """Hand the client's answer to the request it answers, in whichever process waits.
 
+        Another process's request is claimed in Redis (its listing goes, atomically, so one
+        answer only is taken) and the answer put in that process's inbox, which it takes
+        even if its wait runs out meanwhile (:meth:`wait`).
+
         Returns:
-            True once the waiting call took it; False when no request of that session with
-            that id waits anywhere (already answered, timed out, or its process is gone).
+            True once the waiting call took the answer, or it was claimed for a call of a live
+            process; False when no request of that session with that id waits anywhere
+            (already answered, timed out, or its process is gone).
         Raises:
             StateUnavailable: Redis cannot be reached.
         """
@@ -139,40 +178,40 @@ class RedisWaitingCalls(CorrelationTable):
             return False
         if super().resolve(session_id, answer):
             return True
-        me = self.node.ensure()
-        message, reply_key = self.node.message("answer", HANDOVER_TIMEOUT, session=session_id, answer=_encode(answer))
-        with self.redis.guard():
-            outcome = self._hand_over(
-                keys=[self._listing(session_id)],
-                args=[answer.id, me, self.redis.key("inbox", ""), self.redis.key("node", ""), message, self._inbox_ms],
-            )
-        if not outcome or outcome == b"here":
-            return False
-        kind, node_id = outcome[0], outcome[1].decode()
-        if kind == b"dead":
+        message = self.node.message("answer", HANDOVER_TIMEOUT, session=session_id, answer=_encode(answer))
+        outcome = self._hand(session_id, answer.id, message, "")
+        if outcome and outcome[0] == b"dead":
             # A missing heartbeat may be one Redis lost a moment ago: look again before giving up.
-            if not self.node.alive(node_id):
+            if not self.node.alive(outcome[1].decode()):
                 return False
-            self.node.deliver(node_id, message, HANDOVER_TIMEOUT)
-        return self.node.reply(reply_key, HANDOVER_TIMEOUT) is True
+            outcome = self._hand(session_id, answer.id, message, "force")
+        return bool(outcome) and outcome != b"here" and outcome[0] == b"sent"
 
-    def _answer_here(self, message: dict[str, Any]) -> bool:
+    def _hand(self, session_id: str, request_id: str, message: str, force: str) -> Any:
+        with self.redis.guard():
+            return self._hand_over(
+                keys=[self._listing(session_id)],
+                args=[
+                    request_id,
+                    self.node.ensure(),
+                    self.redis.key("inbox", ""),
+                    self.redis.key("node", ""),
+                    message,
+                    self._inbox_ms,
+                    force,
+                ],
+            )
+
+    def _answer_here(self, message: dict[str, Any]) -> None:
         session_id, raw = message.get("session"), message.get("answer")
-        if not isinstance(session_id, str) or not isinstance(raw, dict):
-            return False
-        answer = jsonrpc.Response(raw.get("id"), raw.get("result"), raw.get("error"))
-        if not isinstance(answer.id, str):
-            return False
-        # The reply removes the listing (see __init__), so the waiting thread skips it in
-        # discard; marked before the waiter can wake, unmarked when nothing took the answer.
-        self._handed.add(answer.id)
-        taken = super().resolve(session_id, answer)
-        if not taken:
-            self._handed.discard(answer.id)
-        return taken
-
-    def _listed(self, message: dict[str, Any]) -> tuple[str, str]:
-        return self._listing(message["session"]), message["answer"]["id"]
+        if not isinstance(session_id, str) or not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+            return
+        request_id: str = raw["id"]
+        # Its listing went with the claim: the waiting thread skips it in discard. Marked
+        # before the waiter can wake, unmarked when nothing here waits for it any more.
+        self._handed.add(request_id)
+        if not super().resolve(session_id, jsonrpc.Response(request_id, raw.get("result"), raw.get("error"))):
+            self._handed.discard(request_id)
 
     def count(self, session_id: str | None = None) -> int:
         """Requests waiting: in the whole process (None), or of one session in every process.
