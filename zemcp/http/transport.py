@@ -36,7 +36,7 @@ from zemcp.eras.modern.era import ModernEra
 from zemcp.http import cors
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
-from zemcp.replies.responses import WSGIResponse, challenge_response, error_response, json_response
+from zemcp.replies.responses import WSGIResponse, challenge_response, empty_response, error_response, json_response
 from zemcp.state.interfaces import StateUnavailable
 
 if TYPE_CHECKING:
@@ -187,9 +187,9 @@ class McpApp:
         """``OPTIONS``: a browser's CORS preflight (from an allowed Origin, checked before), else the methods."""
         origin = request.headers.get("Origin")
         if origin is None or "Access-Control-Request-Method" not in request.headers:
-            return Response(status=204, headers={"Allow": ALLOW})
-        return Response(
-            status=204, headers=cors.preflight_headers(origin, request.headers.get("Access-Control-Request-Headers"))
+            return empty_response(204, {"Allow": ALLOW})
+        return empty_response(
+            204, cors.preflight_headers(origin, request.headers.get("Access-Control-Request-Headers"))
         )
 
     def _metadata(self, request: Request) -> Response:

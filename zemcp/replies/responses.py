@@ -27,6 +27,14 @@ if TYPE_CHECKING:
     from zemcp.state.interfaces import StreamLogs
 
 
+def empty_response(status: int, headers: dict[str, str] | list[tuple[str, str]] | None = None) -> Response:
+    """A response without a body, hence without ``Content-Type`` (202 for an accepted
+    notification or answer, 204 for DELETE and preflights)."""
+    response = Response(status=status, headers=headers)
+    del response.headers["Content-Type"]
+    return response
+
+
 def json_response(status: int, message: dict[str, Any], headers: dict[str, Any] | None = None) -> Response:
     """One JSON-RPC message as an ``application/json`` response."""
     return Response(encode(message), status=status, content_type="application/json", headers=headers)

@@ -30,7 +30,15 @@ from zemcp.protocol.capabilities import LOG_LEVELS, check_size
 from zemcp.protocol.elicitation import ClientDisconnected, RequestCancelled
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.replies.direct import DirectSink
-from zemcp.replies.responses import WSGIResponse, challenge_response, error_response, json_response, new_sink, reply
+from zemcp.replies.responses import (
+    WSGIResponse,
+    challenge_response,
+    empty_response,
+    error_response,
+    json_response,
+    new_sink,
+    reply,
+)
 from zemcp.replies.sinks import ReplySink
 from zemcp.state.interfaces import (
     SessionLimitReached,
@@ -105,7 +113,7 @@ class HandshakeEra:
             return error_response(404, INVALID_REQUEST, text, id=request_id)
         if isinstance(message, jsonrpc.Response):
             if self.server.pending.resolve(session.id, message):
-                return Response(status=202)
+                return empty_response(202)
             return error_response(
                 404,
                 INVALID_REQUEST,
@@ -118,7 +126,7 @@ class HandshakeEra:
             elif message.method == "notifications/initialized":
                 # Server-to-client requests of the session wait for it (Session.wait_initialized).
                 session.mark_initialized()
-            return Response(status=202)
+            return empty_response(202)
         try:
             outcome = self.handle(session, message, request.environ, principal)
         except SessionNotFound as exc:
@@ -188,7 +196,7 @@ class HandshakeEra:
         assert session_id is not None  # sessions.get refused a missing one
         if not self.server.end_session(session_id):
             return error_response(404, INVALID_REQUEST, "Session not found: it already ended or was never created here")
-        return Response(status=204)
+        return empty_response(204)
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ import threading
 import weakref
 from typing import Any, cast
 
-from werkzeug.wrappers import Request, Response
+from werkzeug.wrappers import Request
 
 from zemcp import logsafe
 from zemcp.auth.principal import InsufficientScope, Principal
@@ -46,7 +46,15 @@ from zemcp.protocol.capabilities import LOG_LEVELS, ClientView
 from zemcp.protocol.elicitation import ClientDisconnected
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.replies.direct import DirectSink
-from zemcp.replies.responses import WSGIResponse, challenge_response, error_response, json_response, new_sink, reply
+from zemcp.replies.responses import (
+    WSGIResponse,
+    challenge_response,
+    empty_response,
+    error_response,
+    json_response,
+    new_sink,
+    reply,
+)
 from zemcp.replies.sinks import ReplySink
 from zemcp.state.interfaces import ListenLimitReached
 
@@ -155,7 +163,7 @@ class ModernEra:
         """
         if isinstance(message, jsonrpc.Notification):
             # The revision defines no client notifications over HTTP: closing a stream cancels.
-            return Response(status=202)
+            return empty_response(202)
         if isinstance(message, jsonrpc.Response):
             return error_response(
                 400,
