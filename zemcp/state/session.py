@@ -35,6 +35,12 @@ log = logging.getLogger("zemcp.session")
 _C = TypeVar("_C", bound="RunningCall")
 
 
+def new_session_id(instance: str) -> str:
+    """A new ``Mcp-Session-Id``: the instance's name, this worker's tag, then 192 random bits
+    from ``secrets`` in URL-safe base64 (``<instance>.<worker>.<random>``)."""
+    return f"{instance}.{workers.tag()}.{secrets.token_urlsafe(24)}"
+
+
 def fingerprint(session_id: str) -> str:
     """A short, non-reversible label for a session id (safe to log and to show)."""
     return hashlib.sha256(session_id.encode()).hexdigest()[:12]
@@ -78,7 +84,7 @@ class Session(ClientView):
         super().__init__(protocol_version, client_info, capabilities, log_level="info")
         self.principal = principal
         self.streams: StreamLogs = streams if streams is not None else SessionStreams(StreamLimits(), ReplayBudget(0))
-        self.id = f"{instance}.{workers.tag()}.{secrets.token_urlsafe(24)}"
+        self.id = new_session_id(instance)
         self.created = time.time()
         self._lock = threading.Lock()
         self._last_seen = time.monotonic()

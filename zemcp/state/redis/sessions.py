@@ -31,7 +31,7 @@ from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, Session
 from zemcp.state.redis.client import Redis, text
 from zemcp.state.redis.node import Node
 from zemcp.state.redis.session import RedisSession
-from zemcp.state.session import UNKNOWN_SESSION, Session, fingerprint
+from zemcp.state.session import UNKNOWN_SESSION, Session, fingerprint, new_session_id
 
 log = logging.getLogger("zemcp.session")
 
@@ -215,18 +215,19 @@ class RedisSessionStore:
             "lvl": "info",
             "init": "0",
         }
-        draft = Session(protocol_version, client_info, capabilities, self.instance, principal)
+        session_id = new_session_id(self.instance)
         flat = [item for pair in fields.items() for item in pair]
         with self.redis.guard():
             made = self._create(
-                keys=self._keys(draft.id)[:2], args=[draft.id, self.max_sessions, self._ttl_ms, self._keep_ms, *flat]
+                keys=self._keys(session_id)[:2],
+                args=[session_id, self.max_sessions, self._ttl_ms, self._keep_ms, *flat],
             )
         if not made:
             raise SessionLimitReached(
                 f"this deployment holds its maximum of {self.max_sessions} sessions (ZEMCP_MAX_SESSIONS); retry "
                 f"later or end unused sessions with DELETE"
             )
-        session = RedisSession(self, draft.id, fields, self._new_streams(draft.id))
+        session = RedisSession(self, session_id, fields, self._new_streams(session_id))
         with self._lock:
             self._local[session.id] = session
         return session
