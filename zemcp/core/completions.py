@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from zemcp.core import coroutines
 from zemcp.core.errors import HANDLER_ERRORS
 from zemcp.core.prompts import PromptRegistry
 from zemcp.core.resources import ResourceRegistry
@@ -42,7 +43,8 @@ class CompletionRegistry:
     def __init__(self, prompts: PromptRegistry, resources: ResourceRegistry):
         self._prompts = prompts
         self._resources = resources
-        self._providers: dict[tuple[str, str], Provider] = {}
+        # (ref type, key) -> (provider, whether it is async def)
+        self._providers: dict[tuple[str, str], tuple[Provider, bool]] = {}
 
     def __len__(self) -> int:
         return len(self._providers)
@@ -56,6 +58,7 @@ class CompletionRegistry:
         Raises:
             ValueError: not exactly one of ``prompt`` and ``resource`` is a non-empty string,
                 or that ref has a provider already.
+            TypeError: ``provider`` is an async generator function.
         """
         if (prompt is None) == (resource is None):
             raise ValueError("give exactly one of prompt='<prompt name>' and resource='<URI template>'")
@@ -67,7 +70,10 @@ class CompletionRegistry:
         key = (_PROMPT if prompt is not None else _RESOURCE, target)
         if key in self._providers:
             raise ValueError(f"{key[0]} {key[1]!r} already has a completion provider")
-        self._providers[key] = provider
+        self._providers[key] = (
+            provider,
+            coroutines.handler_is_async(provider, f"the completion provider of {target!r}"),
+        )
         return provider
 
     def complete(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -100,8 +106,8 @@ class CompletionRegistry:
                 f"its arguments are: {', '.join(names) or 'none'}",
             )
         context = _context(params.get("context"))
-        provider = self._providers.get((ref_type, key))
-        values = [] if provider is None else self._call(provider, ref_type, key, argument, context)
+        entry = self._providers.get((ref_type, key))
+        values = [] if entry is None else self._call(*entry, ref_type, key, argument, context)
         return {
             "completion": {"values": values[:MAX_VALUES], "total": len(values), "hasMore": len(values) > MAX_VALUES}
         }
@@ -130,10 +136,23 @@ class CompletionRegistry:
         return _RESOURCE, uri, list(template.template.variables)
 
     def _call(
-        self, provider: Provider, ref_type: str, key: str, argument: dict[str, Any], context: dict[str, str]
+        self,
+        provider: Provider,
+        is_async: bool,
+        ref_type: str,
+        key: str,
+        argument: dict[str, Any],
+        context: dict[str, str],
     ) -> list[str]:
         try:
-            values = provider(argument["name"], argument["value"], context)
+            values = coroutines.call(
+                provider,
+                is_async,
+                f"the completion provider of {ref_type} {key!r}",
+                argument["name"],
+                argument["value"],
+                context,
+            )
         except ProtocolError:
             raise
         except HANDLER_ERRORS as exc:

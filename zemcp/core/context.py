@@ -9,6 +9,11 @@ before anything is sent, then handed to the request's exchange (:mod:`zemcp.core
 pushes them on the stream (handshake era) or asks by multi-round-trip (2026-07-28). The
 questions are defined in :mod:`zemcp.core.questions`, the exceptions of asking in
 :mod:`zemcp.core.errors`.
+
+Every method that waits for the client has an awaitable form for ``async def`` handlers
+(``aelicit``, ``aelicit_url``, ``asample``, ``alist_roots``, ``aask_all``), which leaves the
+handler's event loop free while it waits (:func:`zemcp.core.coroutines.waiting`). The other
+methods only write on the request's stream and stay plain calls in either kind of handler.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from zemcp.core.coroutines import waiting
 from zemcp.core.errors import CannotWait, CapabilityMissing, new_elicitation_id
 from zemcp.core.questions import Ask, Elicit, ElicitURL, ListRoots, Sample
 from zemcp.protocol import elicitation, jsonrpc, versions
@@ -26,6 +32,7 @@ if TYPE_CHECKING:
     from zemcp.auth.principal import Principal
     from zemcp.core.exchange import Exchange
     from zemcp.protocol.capabilities import ClientView
+    from zemcp.protocol.inputs import InputRequest
     from zemcp.state.session import Session
 
 T = TypeVar("T")
@@ -40,6 +47,10 @@ class Context:
     returns its recorded answer, and the first new question ends the round (so ask before
     doing side effects, and ask the same questions in the same order for the same
     arguments: docs/elicitation.md, "Replay").
+
+    An ``async def`` handler awaits the forms whose names start with ``a`` (``aelicit`` for
+    ``elicit`` ...), which leave its event loop free while they wait; the plain forms work
+    there too, but hold the loop until the client answers.
 
     Attributes:
         client: what the client declared for this request (``protocol_version``,
@@ -179,6 +190,109 @@ class Context:
             timeout is reported as the first ask's kind of error.
             CannotWait: (handshake era) the WSGI server is not multithreaded; nothing was sent.
         """
+        requests, wait = self._requests(asks, timeout)
+        try:
+            answers = self._exchange.ask(requests, wait)
+        except (CapacityError, TimeoutError) as exc:
+            raise _refusal(asks, exc, wait) from None
+        return [a.interpret(answer) for a, answer in zip(asks, answers)]
+
+    # -- the awaitable forms, for async def handlers ---------------------------------------
+
+    async def aelicit(
+        self,
+        message: str,
+        requested_schema: dict[str, Any] | type[T],
+        *,
+        key: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any] | T:
+        """Ask the user for information (MCP client/elicitation, form mode), awaitably: :meth:`elicit`
+        for an ``async def`` handler.
+
+        While the answer is awaited in the handshake era, the handler's event loop runs its
+        other tasks (see :meth:`aask_all`).
+
+        Args:
+            message, requested_schema, key, timeout: as for :meth:`elicit` (``timeout`` [seconds]).
+        Returns:
+            the accepted content, validated; an instance of the class when a class was given.
+        Raises:
+            zemcp.ElicitError: as :meth:`elicit`.
+        """
+        answers = await self.aask_all(Elicit(message, requested_schema, key), timeout=timeout)
+        content: dict[str, Any] | T = answers[0]
+        return content
+
+    async def aelicit_url(
+        self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None
+    ) -> str:
+        """Ask the user to open ``url`` (URL mode, 2025-11-25 on), awaitably: :meth:`elicit_url`
+        for an ``async def`` handler.
+
+        Returns:
+            the ``elicitationId`` (generated when not given).
+        Raises:
+            zemcp.ElicitError: as :meth:`elicit_url`.
+        """
+        elicitation_id = elicitation_id or new_elicitation_id()
+        await self.aask_all(ElicitURL(message, url, elicitation_id, key))
+        return elicitation_id
+
+    async def asample(
+        self, messages: list[dict[str, Any]] | str, max_tokens: int, *, key: str | None = None, **options: Any
+    ) -> dict[str, Any]:
+        """Ask the client's language model for a completion (``sampling/createMessage``), awaitably:
+        :meth:`sample` for an ``async def`` handler.
+
+        Args:
+            messages, max_tokens, key, options: as for :class:`Sample`.
+        Returns:
+            the client's ``CreateMessageResult`` (``role``, ``content``, ``model``, ``stopReason``).
+        Raises:
+            as :meth:`sample`.
+        """
+        answers = await self.aask_all(Sample(messages, max_tokens, key, **options))
+        result: dict[str, Any] = answers[0]
+        return result
+
+    async def alist_roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
+        """The client's roots (``roots/list``), awaitably: :meth:`list_roots` for an ``async def``
+        handler; a list of ``{"uri", "name"?}``.
+
+        Raises:
+            as :meth:`list_roots`.
+        """
+        answers = await self.aask_all(ListRoots(key))
+        roots: list[dict[str, Any]] = answers[0]
+        return roots
+
+    async def aask_all(self, *asks: Ask, timeout: float | None = None) -> list[Any]:
+        """Ask several questions at once, awaitably: :meth:`ask_all` for an ``async def`` handler,
+        with the same arguments (``timeout`` [seconds]), values and exceptions.
+
+        In the handshake era the wait for the answers runs on a thread of its own (one a
+        call of this method, for as long as it waits), so the handler's event loop goes on
+        meanwhile: other tasks of the handler run, and several of these awaited with
+        ``asyncio.gather`` wait together. A 2026-07-28 round never waits, so no thread is
+        used there: the answers recorded in earlier rounds come back at once, and the first
+        new question ends the round. Stopping to await (a cancelled task) does not withdraw
+        the question: it stays open to the client until answered, timed out or the call ends.
+        """
+        requests, wait = self._requests(asks, timeout)
+        try:
+            if self._exchange.session is None:
+                # A 2026-07-28 round answers or ends at once: no thread is worth its cost there.
+                answers = self._exchange.ask(requests, wait)
+            else:
+                answers = await waiting(lambda: self._exchange.ask(requests, wait), "zemcp-ask")
+        except (CapacityError, TimeoutError) as exc:
+            raise _refusal(asks, exc, wait) from None
+        return [a.interpret(answer) for a, answer in zip(asks, answers)]
+
+    def _requests(self, asks: tuple[Ask, ...], timeout: float | None) -> tuple[list[InputRequest], float]:
+        """The input requests of ``asks`` and the wait [seconds] for their answers, checked
+        as :meth:`ask_all` documents before anything is sent."""
         if not asks:
             raise ValueError("ask_all needs at least one question")
         keys = [a.key for a in asks if a.key is not None]
@@ -207,13 +321,7 @@ class Context:
             jsonrpc.encode(jsonrpc.request(0, request.method, request.params))
         if not self._exchange.can_wait:
             raise CannotWait()
-        try:
-            answers = self._exchange.ask(requests, wait)
-        except (CapacityError, TimeoutError) as exc:
-            if isinstance(exc, TimeoutError) and not exc.args:
-                exc = TimeoutError(wait)
-            raise asks[0].refusal(exc) from None
-        return [a.interpret(answer) for a, answer in zip(asks, answers)]
+        return requests, wait
 
     def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send a log message to the client (``notifications/message``, MCP server/utilities/logging).
@@ -288,3 +396,10 @@ class Context:
         # Raise in the handler, where the mistake is, rather than drop it from the stream.
         jsonrpc.encode(message)
         self._exchange.notify(message)
+
+
+def _refusal(asks: tuple[Ask, ...], exc: CapacityError | TimeoutError, wait: float) -> Exception:
+    """A reached cap or a timeout as the first ask's kind of error (``ElicitTimeout``, ``ClientTimeout`` ...)."""
+    if isinstance(exc, TimeoutError) and not exc.args:
+        exc = TimeoutError(wait)
+    return asks[0].refusal(exc)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from zemcp import logsafe
-from zemcp.core import schemas
+from zemcp.core import coroutines, schemas
 from zemcp.core.docstrings import docstring_entries, docstring_summary
 from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError
 from zemcp.protocol import pagination
@@ -60,6 +60,7 @@ class Prompt:
         context_param: the parameter that receives the request's :class:`zemcp.Context`
             (annotated ``Context`` or named ``ctx``), or None.
         cache: its part of the ``prompts/list`` caching hint (2026-07-28).
+        is_async: whether ``handler`` is ``async def`` (run in a loop of its own per request).
     """
 
     name: str
@@ -69,6 +70,7 @@ class Prompt:
     arguments: tuple[PromptArgument, ...] = ()
     context_param: str | None = None
     cache: CacheHint = NO_CACHE
+    is_async: bool = False
 
     def definition(self) -> dict[str, Any]:
         """The prompt as ``prompts/list`` shows it."""
@@ -102,7 +104,7 @@ class Prompt:
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         try:
-            messages = to_messages(self.handler(**kwargs))
+            messages = to_messages(coroutines.call(self.handler, self.is_async, f"prompt {self.name!r}", **kwargs))
         except (ProtocolError, ElicitAborted):
             raise
         except (ElicitError, ClientRequestError) as exc:
@@ -176,10 +178,12 @@ def make_prompt(
         ValueError: an empty name, a ``*args`` or ``**kwargs`` parameter, or a parameter
             annotated with something other than ``str`` or ``str | None`` (prompt arguments
             are strings).
+        TypeError: the function is an async generator function.
     """
     name = name if name is not None else handler.__name__
     if not isinstance(name, str) or not name:
         raise ValueError(f"prompt name must be a non-empty string, got {name!r}")
+    is_async = coroutines.handler_is_async(handler, f"prompt {name!r}")
     if description is None:
         description = docstring_summary(handler)
     try:
@@ -187,7 +191,7 @@ def make_prompt(
     except TypeError:
         context = None  # unresolvable hints: every parameter stays an argument, as _arguments allows
     arguments = _arguments(handler, name, docstring_entries(handler), context)
-    return Prompt(name, handler, title, description, tuple(arguments), context, cache)
+    return Prompt(name, handler, title, description, tuple(arguments), context, cache, is_async)
 
 
 def _arguments(

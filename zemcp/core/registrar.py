@@ -83,7 +83,9 @@ class Registrar:
         """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
 
         The input schema comes from the function's typed parameters (see
-        :class:`zemcp.core.tools.Tool` and docs/authoring.md).
+        :class:`zemcp.core.tools.Tool` and docs/authoring.md). Like every handler below, the
+        function may be ``async def``: each call then runs in an event loop of its own
+        (:mod:`zemcp.core.coroutines`, docs/authoring.md "Async handlers").
 
         Args:
             name: the tool name; the function's name when omitted.
@@ -117,7 +119,8 @@ class Registrar:
                 annotations or ``x-mcp-header`` marks, a bad caching hint, an
                 ``elicit_missing`` that names an unknown argument or one a form cannot ask
                 for (or, as True, finds none), a blank ``elicit_message``.
-            TypeError: a parameter or return type that cannot be expressed as JSON Schema.
+            TypeError: a parameter or return type that cannot be expressed as JSON Schema,
+                or an async generator function.
         """
         cache = CacheHint(ttl_ms, cache_scope)
 
@@ -182,6 +185,7 @@ class Registrar:
         Raises:
             ValueError: the URI is taken or malformed, the function's parameters do not
                 fit the template's variables, or a bad caching hint.
+            TypeError: an async generator function.
         """
         cache = CacheHint(ttl_ms, cache_scope)
 
@@ -242,6 +246,7 @@ class Registrar:
         Raises:
             ValueError: a taken name, a parameter that cannot be a prompt argument, or a bad
                 caching hint.
+            TypeError: an async generator function.
         """
         cache = CacheHint(ttl_ms, cache_scope)
 
@@ -274,6 +279,7 @@ class Registrar:
         Raises:
             ValueError: not exactly one of ``prompt`` and ``resource``, or that ref already
                 has a provider.
+            TypeError: an async generator function.
         """
 
         def register(func: _F) -> _F:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from urllib.parse import unquote
 
 from zemcp import logsafe
-from zemcp.core import schemas
+from zemcp.core import coroutines, schemas
 from zemcp.core.docstrings import docstring_summary
 from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError
 from zemcp.protocol import pagination
@@ -136,9 +136,11 @@ class Resource:
         mime_type: MIME type of its contents, or None to leave it out.
         size: optional size [bytes] of the raw contents.
         cache: the caching hint of its ``resources/read``, and its part of ``resources/list``'s.
+        is_async: whether ``handler`` is ``async def`` (run in a loop of its own per read).
     Raises:
         ValueError: a URI without scheme, an empty name, a negative size, or a handler that
             cannot be called without arguments.
+        TypeError: a handler that is an async generator function.
     """
 
     uri: str
@@ -150,6 +152,7 @@ class Resource:
     size: int | None = None
     cache: CacheHint = NO_CACHE
     context_param: str | None = field(init=False, default=None)
+    is_async: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         _check_uri(self.uri)
@@ -157,6 +160,7 @@ class Resource:
         if self.size is not None and (not isinstance(self.size, int) or self.size < 0):
             raise ValueError(f"resource {self.uri!r}: size must be a non-negative number of bytes, got {self.size!r}")
         self.context_param = _check_callable(self.handler, {}, self.uri)
+        self.is_async = coroutines.handler_is_async(self.handler, f"resource {self.uri!r}")
 
     def definition(self) -> dict[str, Any]:
         """The resource as ``resources/list`` shows it."""
@@ -180,9 +184,11 @@ class ResourceTemplate:
         cache: the caching hint of reading a matching resource, and its part of
             ``resources/templates/list``'s.
         template: the parsed template.
+        is_async: whether ``handler`` is ``async def`` (run in a loop of its own per read).
     Raises:
         ValueError: a bad template (see :class:`UriTemplate`), an empty name, or a handler
             that cannot be called with exactly the template's variables.
+        TypeError: a handler that is an async generator function.
     """
 
     uri_template: str
@@ -194,6 +200,7 @@ class ResourceTemplate:
     cache: CacheHint = NO_CACHE
     template: UriTemplate = field(init=False, repr=False)
     context_param: str | None = field(init=False, default=None)
+    is_async: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         _check_uri(self.uri_template)
@@ -202,6 +209,7 @@ class ResourceTemplate:
         self.context_param = _check_callable(
             self.handler, dict.fromkeys(self.template.variables, ""), self.uri_template
         )
+        self.is_async = coroutines.handler_is_async(self.handler, f"resource template {self.uri_template!r}")
 
     def definition(self) -> dict[str, Any]:
         """The template as ``resources/templates/list`` shows it."""
@@ -349,7 +357,7 @@ class ResourceRegistry:
         if target.context_param is not None:
             kwargs[target.context_param] = ctx
         try:
-            value = target.handler(**kwargs)
+            value = coroutines.call(target.handler, target.is_async, f"resource {uri}", **kwargs)
             return {"contents": to_contents(value, uri, target.mime_type)}
         except (ProtocolError, ElicitAborted):
             raise

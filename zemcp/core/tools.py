@@ -1,8 +1,10 @@
 """Tools (MCP server/tools): the registry, argument checking and call results.
 
-A handler is a plain blocking function. Its typed parameters are the tool's arguments: the
-``inputSchema`` is derived from them (see :mod:`zemcp.core.schemas`), arguments are validated
-against it before the handler runs, and arrive converted to the declared types. A parameter
+A handler is a plain blocking function, or an ``async def`` one, which each call runs to
+completion in an event loop of its own (:mod:`zemcp.core.coroutines`). Its typed parameters
+are the tool's arguments: the ``inputSchema`` is derived from them (see
+:mod:`zemcp.core.schemas`), arguments are validated against it before the handler runs, and
+arrive converted to the declared types. A parameter
 annotated :class:`zemcp.Context` (or named ``ctx`` without annotation) receives the call's
 context instead. An explicit ``input_schema`` replaces the derived one verbatim; the
 arguments then arrive as the JSON values they are.
@@ -25,7 +27,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
 from zemcp import logsafe
-from zemcp.core import schemas
+from zemcp.core import coroutines, schemas
 from zemcp.core.context import Context
 from zemcp.core.docstrings import docstring_summary
 from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError, URLElicitationRequired
@@ -86,8 +88,8 @@ class Tool:
             cannot ask for, ``elicit_missing=True`` without a required argument a form can
             ask for, or an ``elicit_message`` that is not a non-empty string.
         TypeError: a parameter or return type the schemas cannot express (the message
-            names it and lists what is supported), or ``structured_output`` without a
-            return annotation.
+            names it and lists what is supported), ``structured_output`` without a
+            return annotation, or a handler that is an async generator function.
         jsonschema.SchemaError: an explicit schema that is not valid JSON Schema.
 
     Attributes:
@@ -120,6 +122,7 @@ class Tool:
         if not _NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '.', '-'")
         self.handler = handler
+        self._async = coroutines.handler_is_async(handler, f"tool {self.name!r}")
         self.cache = cache
         self.title = title
         self.description = description or docstring_summary(handler) or self.name
@@ -306,7 +309,7 @@ class Tool:
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         try:
-            value = self.handler(**kwargs)
+            value = coroutines.call(self.handler, self._async, f"tool {self.name!r}", **kwargs)
         except (elicitation.ElicitAborted, URLElicitationRequired):
             raise
         except ToolError as exc:

@@ -1,0 +1,513 @@
+"""``async def`` handlers in-process, in both eras: tools, resources, templates, prompts and
+completion providers run to completion in a loop of their own per call; the awaitable context
+methods (``aelicit``, ``aelicit_url``, ``asample``, ``alist_roots``, ``aask_all``) ask the
+client without blocking that loop; cancellation, the end of a 2026-07-28 round and the
+plain context methods work inside them; what cannot work is refused at registration."""
+
+import asyncio
+import functools
+import json
+import threading
+import time
+
+import pytest
+
+import zemcp
+from tests.inprocess.test_context import Peer1125, messages
+from tests.inprocess.test_modern import Modern, result_of, retry
+from tests.inprocess.test_transport import HEADERS, events
+from tests.inprocess.threaded import Client
+from zemcp import Settings
+from zemcp.core.questions import Elicit
+
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+COLOUR = {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]}
+ELICIT = {"elicitation": {}}
+#: (tool, event loop id, thread id, loop ticks while it waited) of every finished ask_name call.
+RUNS: list[tuple[str, int, int, int]] = []
+SEEN: list[str] = []
+
+
+async def ticking_ask(ctx, tool):
+    """Ask for a name while another task of the same loop counts its ticks: the wait must not block the loop."""
+    ticks = 0
+
+    async def tick():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    answer = await ctx.aelicit("Name?", NAME, key="name")
+    ticker.cancel()
+    RUNS.append((tool, id(asyncio.get_running_loop()), threading.get_ident(), ticks))
+    return answer["name"]
+
+
+class Greeter:
+    """A tool that is a bound async method."""
+
+    async def greet(self, ctx: zemcp.Context) -> str:
+        return "method says " + await ticking_ask(ctx, "greeter")
+
+
+class Motto:
+    """A resource that is an object whose ``__call__`` is async def."""
+
+    async def __call__(self) -> str:
+        return "carpe diem"
+
+
+async def shout(word, times=1):
+    return " ".join([word.upper()] * times)
+
+
+async def complete_from(words, argument, value, context):
+    return [w for w in words if w.startswith(value)]
+
+
+@pytest.fixture
+def server():
+    RUNS.clear()
+    SEEN.clear()
+    server = zemcp.Server(
+        "async-demo", "1", settings=Settings(threads=8, keepalive_interval=0.05, elicitation_timeout=5)
+    )
+
+    @server.tool
+    async def add(a: int, b: int = 2) -> int:
+        """Add two numbers.
+
+        Args:
+            a: the first
+        """
+        await asyncio.sleep(0)
+        return a + b
+
+    @server.tool
+    def add_sync(a: int, b: int = 2) -> int:
+        """Add two numbers.
+
+        Args:
+            a: the first
+        """
+        return a + b
+
+    @server.tool
+    async def ask_name(ctx: zemcp.Context) -> str:
+        """Greet someone by the name the user gives."""
+        return "Hello, " + await ticking_ask(ctx, "ask_name")
+
+    @server.tool
+    async def ask_blocking(ctx: zemcp.Context) -> str:
+        """The plain ctx.elicit inside an async def: it holds the loop, and works."""
+        return "Hi, " + ctx.elicit("Name?", NAME, key="name")["name"]
+
+    @server.tool
+    async def ask_both(ctx: zemcp.Context) -> str:
+        """Two questions at once."""
+        name, colour = await ctx.aask_all(Elicit("Name?", NAME, "name"), Elicit("Colour?", COLOUR, "colour"))
+        return f"{name['name']} likes {colour['colour']}"
+
+    @server.tool
+    async def ask_twice(ctx: zemcp.Context) -> str:
+        """Two questions awaited together with asyncio.gather."""
+        name, colour = await asyncio.gather(ctx.aelicit("Name?", NAME, key="name"), ctx.aelicit("Colour?", COLOUR))
+        return f"{name['name']} likes {colour['colour']}"
+
+    @server.tool
+    async def model_and_roots(ctx: zemcp.Context) -> str:
+        """Sampling and roots awaited together."""
+        sampled, roots = await asyncio.gather(ctx.asample("Say hi", 20), ctx.alist_roots())
+        return f"{sampled['content']['text']} from {roots[0]['uri']}"
+
+    @server.tool
+    async def login(ctx: zemcp.Context) -> str:
+        """A URL-mode elicitation."""
+        eid = await ctx.aelicit_url("Sign in", "https://auth.example.com/start", "login-1")
+        ctx.elicitation_complete(eid)
+        return f"consented {eid}"
+
+    @server.tool
+    async def wait_cancelled(ctx: zemcp.Context) -> str:
+        """Waits for an answer that the client cancels."""
+        try:
+            await ctx.aelicit("Name?", NAME)
+        except zemcp.RequestCancelled:
+            SEEN.append("cancelled")
+            raise
+        return "answered"
+
+    @server.tool
+    async def logs(ctx: zemcp.Context) -> str:
+        """The plain notification methods from an async def."""
+        ctx.log("info", "started")
+        ctx.report_progress(1, 1)
+        return "logged"
+
+    @server.tool
+    def returns_coroutine() -> str:
+        """A plain def that returns a coroutine by mistake."""
+        return shout("oops")
+
+    @server.tool
+    async def cancels_itself() -> str:
+        """Its own task is cancelled."""
+        asyncio.current_task().cancel()
+        await asyncio.sleep(0)
+        return "never"
+
+    @server.tool
+    async def exits() -> str:
+        """Raises SystemExit, as argparse does."""
+        raise SystemExit(2)
+
+    server.tool("greeter")(Greeter().greet)
+    server.resource("notes://motto", name="motto")(Motto())
+    server.prompt("shout_twice")(functools.partial(shout, times=2))
+    server.completion(prompt="shout_twice")(functools.partial(complete_from, ["hey", "hi", "ho"]))
+
+    @server.resource("notes://index")
+    async def index() -> str:
+        await asyncio.sleep(0)
+        return "a\nb"
+
+    @server.resource("notes://note/{name}")
+    async def note(name: str) -> str:
+        return f"note {name}"
+
+    @server.resource("secret://{name}")
+    async def secret(name: str, ctx: zemcp.Context) -> str:
+        answer = await ctx.aelicit(f"Show {name}?", {"type": "object", "properties": {"show": {"type": "boolean"}}})
+        return f"secret {name}" if answer.get("show") else "(hidden)"
+
+    @server.prompt
+    async def brief(topic: str) -> str:
+        """A briefing."""
+        return f"Brief me on {topic}."
+
+    @server.prompt
+    async def brief_for(ctx: zemcp.Context, topic: str) -> str:
+        """A briefing for the audience the user names."""
+        answer = await ctx.aelicit("Audience?", NAME, key="audience")
+        return f"Brief {answer['name']} on {topic}."
+
+    @server.completion(prompt="brief")
+    async def complete_topic(argument: str, value: str, context: dict) -> list[str]:
+        await asyncio.sleep(0)
+        return [t for t in ("tax", "travel", "food") if t.startswith(value)]
+
+    return server
+
+
+@pytest.fixture
+def app(server):
+    return zemcp.McpApp(server)
+
+
+def session(app, capabilities):
+    """An initialized 2025-11-25 session (notifications/initialized sent, so asks go out at once)."""
+    peer = Peer1125(app, capabilities)
+    assert peer.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
+    return peer
+
+
+def rpc(peer, method, params):
+    return peer.post({"jsonrpc": "2.0", "id": next(peer.ids), "method": method, "params": params}).get_json()
+
+
+# -- plain calls ------------------------------------------------------------------------------
+
+
+def test_async_tool_schema_is_the_sync_twins(app):
+    """The inputSchema and description of an async def come from its signature as for a plain def."""
+    tools = {t["name"]: t for t in rpc(session(app, {}), "tools/list", {})["result"]["tools"]}
+    assert tools["add"]["inputSchema"] == tools["add_sync"]["inputSchema"]
+    assert tools["add"]["inputSchema"]["properties"]["a"] == {"type": "integer", "description": "the first"}
+    assert tools["add"]["description"] == "Add two numbers."
+    assert tools["greeter"]["inputSchema"] == {"type": "object", "additionalProperties": False}
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+def test_async_tool_resource_template_prompt_and_completion(app, era):
+    """Each kind of handler answers as its plain twin would, in both eras."""
+    if era == "handshake":
+        peer = session(app, {})
+
+        def ask(method, params):
+            return rpc(peer, method, params)["result"]
+    else:
+        modern = Modern(app)
+
+        def ask(method, params):
+            return result_of(modern.post(method, params))
+
+    assert ask("tools/call", {"name": "add", "arguments": {"a": 40}})["content"][0]["text"] == "42"
+    assert ask("resources/read", {"uri": "notes://index"})["contents"][0]["text"] == "a\nb"
+    assert ask("resources/read", {"uri": "notes://motto"})["contents"][0]["text"] == "carpe diem"
+    assert ask("resources/read", {"uri": "notes://note/x"})["contents"][0]["text"] == "note x"
+    messages_ = ask("prompts/get", {"name": "brief", "arguments": {"topic": "tax"}})["messages"]
+    assert messages_ == [{"role": "user", "content": {"type": "text", "text": "Brief me on tax."}}]
+    completion = ask(
+        "completion/complete",
+        {"ref": {"type": "ref/prompt", "name": "brief"}, "argument": {"name": "topic", "value": "t"}},
+    )["completion"]
+    assert completion["values"] == ["tax", "travel"]
+    shouted = ask("prompts/get", {"name": "shout_twice", "arguments": {"word": "hey"}})["messages"]
+    assert shouted[0]["content"]["text"] == "HEY HEY"
+    completion = ask(
+        "completion/complete",
+        {"ref": {"type": "ref/prompt", "name": "shout_twice"}, "argument": {"name": "word", "value": "h"}},
+    )["completion"]
+    assert completion["values"] == ["hey", "hi", "ho"]
+
+
+def test_plain_context_methods_work_in_an_async_handler(app):
+    """ctx.log and ctx.report_progress from an async def ride the call's stream."""
+    peer = session(app, {})
+    rid, r = peer.call_with("logs", {}, meta={"progressToken": "p"})
+    got = messages(events(r))
+    assert [m["method"] for m in got[:-1]] == ["notifications/message", "notifications/progress"]
+    assert got[-1]["id"] == rid and got[-1]["result"]["content"][0]["text"] == "logged"
+
+
+def test_a_plain_def_returning_a_coroutine_is_told_what_to_do(app, recwarn):
+    """The isError result names the tool and says to declare it async def; no 'never awaited' warning."""
+    result = rpc(session(app, {}), "tools/call", {"name": "returns_coroutine", "arguments": {}})["result"]
+    assert result["isError"]
+    text = result["content"][0]["text"]
+    assert "tool 'returns_coroutine' returned an awaitable (coroutine) from a plain def" in text
+    assert "declare the handler async def" in text
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+def test_a_cancelled_coroutine_and_system_exit_are_tool_errors(app):
+    """A coroutine cancelled inside its loop, and SystemExit, end in isError results, not in the worker."""
+    peer = session(app, {})
+    cancelled = rpc(peer, "tools/call", {"name": "cancels_itself", "arguments": {}})["result"]
+    assert cancelled["isError"] and "was cancelled before it returned" in cancelled["content"][0]["text"]
+    exited = rpc(peer, "tools/call", {"name": "exits", "arguments": {}})["result"]
+    assert exited["isError"] and exited["content"][0]["text"] == "2"
+
+
+# -- asking the client, handshake era ------------------------------------------------------------
+
+
+def start_ask(peer, tool, meta=None):
+    rid, r = peer.call_with(tool, {}, meta)
+    stream = events(r)
+    question = next(e for e in stream if e != "keep-alive")
+    return rid, stream, question
+
+
+@pytest.mark.parametrize(
+    "answer, text, is_error",
+    [
+        ({"action": "accept", "content": {"name": "Ada"}}, "Hello, Ada", False),
+        ({"action": "decline"}, "the user declined to provide the requested information", True),
+        ({"action": "cancel"}, "the user cancelled the request", True),
+    ],
+    ids=["accept", "decline", "cancel"],
+)
+def test_aelicit_in_a_session(app, answer, text, is_error):
+    """The question goes out on the stream; the loop keeps running while it waits; each outcome is the sync one's."""
+    peer = session(app, ELICIT)
+    rid, stream, question = start_ask(peer, "ask_name")
+    assert question["method"] == "elicitation/create" and question["params"]["requestedSchema"] == NAME
+    time.sleep(0.1)
+    assert peer.respond(question["id"], answer).status_code == 202
+    final = messages(stream)[-1]
+    assert final["id"] == rid and final["result"]["isError"] is is_error
+    assert text in final["result"]["content"][0]["text"]
+    if not is_error:
+        assert RUNS[0][3] > 0, "the handler's loop did not run while it waited"
+
+
+@pytest.mark.parametrize("tool, greeting", [("ask_blocking", "Hi, Ada"), ("greeter", "method says Ada")])
+def test_sync_elicit_and_async_methods_in_a_session(app, tool, greeting):
+    """The plain ctx.elicit works inside an async def; a bound async method is run as one."""
+    peer = session(app, ELICIT)
+    rid, stream, question = start_ask(peer, tool)
+    peer.respond(question["id"], {"action": "accept", "content": {"name": "Ada"}})
+    assert messages(stream)[-1]["result"]["content"][0]["text"] == greeting
+
+
+def test_gathered_asks_wait_together_in_a_session(app):
+    """asample and alist_roots under asyncio.gather: both questions are out before either is answered."""
+    peer = session(app, {"sampling": {}, "roots": {}})
+    rid, r = peer.call_with("model_and_roots", {})
+    stream = events(r)
+    first = next(e for e in stream if e != "keep-alive")
+    second = next(e for e in stream if e != "keep-alive")
+    by_method = {m["method"]: m for m in (first, second)}
+    assert set(by_method) == {"sampling/createMessage", "roots/list"}
+    peer.respond(by_method["roots/list"]["id"], {"roots": [{"uri": "file:///srv"}]})
+    peer.respond(
+        by_method["sampling/createMessage"]["id"],
+        {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"},
+    )
+    assert messages(stream)[-1]["result"]["content"][0]["text"] == "hi from file:///srv"
+
+
+def test_a_failed_gather_does_not_hold_the_call_for_its_sibling(app, server):
+    """Declining one of two gathered asks ends the call at once; the unanswered one is withdrawn, its slot freed."""
+    peer = session(app, ELICIT)
+    rid, r = peer.call_with("ask_twice", {})
+    stream = events(r)
+    questions = [next(e for e in stream if e != "keep-alive") for _ in range(2)]
+    assert server.pending.count() == 2
+    started = time.monotonic()
+    name = next(q for q in questions if q["params"]["message"] == "Name?")
+    peer.respond(name["id"], {"action": "decline"})
+    final = messages(stream)[-1]
+    assert time.monotonic() - started < 2, "the call waited for the sibling's answer"
+    assert final["id"] == rid and final["result"]["isError"]
+    assert "declined" in final["result"]["content"][0]["text"]
+    deadline = time.monotonic() + 2
+    while server.pending.count() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.pending.count() == 0
+
+
+def test_aelicit_url_in_a_session(app):
+    """aelicit_url sends the URL-mode request and returns its id once the user consented."""
+    peer = session(app, {"elicitation": {"url": {}}})
+    rid, stream, question = start_ask(peer, "login")
+    assert question["params"]["mode"] == "url" and question["params"]["elicitationId"] == "login-1"
+    peer.respond(question["id"], {"action": "accept"})
+    rest = messages(stream)
+    assert rest[0]["method"] == "notifications/elicitation/complete"
+    assert rest[-1]["result"]["content"][0]["text"] == "consented login-1"
+
+
+def test_cancellation_reaches_an_awaiting_async_handler(app, server):
+    """notifications/cancelled wakes the awaiting aelicit with RequestCancelled; no response is sent."""
+    peer = session(app, ELICIT)
+    rid, stream, question = start_ask(peer, "wait_cancelled")
+    Client(app).post(
+        "/mcp",
+        headers={**HEADERS, "Mcp-Session-Id": peer.sid},
+        data=json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}),
+    )
+    rest = messages(stream)
+    assert all(m.get("id") != rid for m in rest)
+    assert rest[0]["method"] == "notifications/cancelled" and rest[0]["params"]["requestId"] == question["id"]
+    assert SEEN == ["cancelled"] and server.pending.count() == 0
+
+
+def test_two_awaiting_calls_have_loops_of_their_own_and_do_not_wait_for_each_other(app, server):
+    """Two concurrent async elicitations: the second answered completes while the first still waits;
+    each ran in its own loop on its own thread."""
+    peer = session(app, ELICIT)
+    rid1, stream1, q1 = start_ask(peer, "ask_name")
+    rid2, stream2, q2 = start_ask(peer, "ask_name")
+    assert server.pending.count() == 2
+    time.sleep(0.1)
+    peer.respond(q2["id"], {"action": "accept", "content": {"name": "Bo"}})
+    assert messages(stream2)[-1]["result"]["content"][0]["text"] == "Hello, Bo"
+    assert server.pending.count() == 1
+    time.sleep(0.1)
+    peer.respond(q1["id"], {"action": "accept", "content": {"name": "Ada"}})
+    assert messages(stream1)[-1]["result"]["content"][0]["text"] == "Hello, Ada"
+    (_, loop2, thread2, ticks2), (_, loop1, thread1, ticks1) = RUNS
+    assert loop1 != loop2 and thread1 != thread2
+    assert ticks1 > ticks2 > 0
+
+
+# -- asking the client, 2026-07-28 ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer, text, is_error",
+    [
+        ({"action": "accept", "content": {"name": "Ada"}}, "Hello, Ada", False),
+        ({"action": "decline"}, "the user declined to provide the requested information", True),
+        ({"action": "cancel"}, "the user cancelled the request", True),
+    ],
+    ids=["accept", "decline", "cancel"],
+)
+def test_aelicit_by_multi_round_trip(app, answer, text, is_error):
+    """The first round ends input_required from inside the coroutine; the replay gets the recorded answer."""
+    client = Modern(app)
+    first = result_of(client.call("ask_name"))
+    assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["name"]
+    assert RUNS == []
+    done = result_of(retry(client, "ask_name", first, {"name": answer}))
+    assert done["resultType"] == "complete" and done["isError"] is is_error
+    assert text in done["content"][0]["text"]
+
+
+def test_aask_all_is_one_round_and_gather_one_round_a_question(app):
+    """aask_all asks both questions in one round; asyncio.gather of two aelicit asks them one round each."""
+    client = Modern(app)
+    answers = {
+        "name": {"action": "accept", "content": {"name": "Ada"}},
+        "colour": {"action": "accept", "content": {"colour": "red"}},
+        "elicitation-2": {"action": "accept", "content": {"colour": "red"}},
+    }
+    first = result_of(client.call("ask_both"))
+    assert sorted(first["inputRequests"]) == ["colour", "name"]
+    done = result_of(retry(client, "ask_both", first, {k: answers[k] for k in ("name", "colour")}))
+    assert done["content"][0]["text"] == "Ada likes red"
+
+    first = result_of(client.call("ask_twice"))
+    assert list(first["inputRequests"]) == ["name"]
+    second = result_of(retry(client, "ask_twice", first, {"name": answers["name"]}))
+    assert list(second["inputRequests"]) == ["elicitation-2"]
+    done = result_of(retry(client, "ask_twice", second, {"elicitation-2": answers["elicitation-2"]}))
+    assert done["content"][0]["text"] == "Ada likes red"
+
+
+def test_async_prompt_and_template_ask_by_multi_round_trip(app):
+    """prompts/get and resources/read of async functions that take ctx end their round and complete on replay."""
+    client = Modern(app)
+    params = {"name": "brief_for", "arguments": {"topic": "tax"}}
+    first = result_of(client.post("prompts/get", params))
+    assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["audience"]
+    answer = {"audience": {"action": "accept", "content": {"name": "managers"}}}
+    done = result_of(
+        client.post("prompts/get", {**params, "requestState": first["requestState"], "inputResponses": answer})
+    )
+    assert done["messages"][0]["content"]["text"] == "Brief managers on tax."
+
+    first = result_of(client.post("resources/read", {"uri": "secret://q3"}))
+    (key,) = first["inputRequests"]
+    answer = {key: {"action": "accept", "content": {"show": True}}}
+    done = result_of(
+        client.post(
+            "resources/read", {"uri": "secret://q3", "requestState": first["requestState"], "inputResponses": answer}
+        )
+    )
+    assert done["contents"][0]["text"] == "secret q3"
+
+
+# -- registration ----------------------------------------------------------------------------------
+
+
+async def stream_words(name="x"):
+    yield name
+
+
+class StreamingObject:
+    async def __call__(self, name="x"):
+        yield name
+
+
+@pytest.mark.parametrize(
+    "register",
+    [
+        lambda s, f: s.tool("streams")(f),
+        lambda s, f: s.resource("gen://x", name="gen")(f),
+        lambda s, f: s.resource("gen://{name}", name="gen")(f),
+        lambda s, f: s.prompt("streams")(f),
+        lambda s, f: s.completion(prompt="p")(f),
+    ],
+    ids=["tool", "resource", "template", "prompt", "completion"],
+)
+@pytest.mark.parametrize("handler", [stream_words, StreamingObject()], ids=["function", "object"])
+def test_async_generators_are_refused_at_registration(register, handler):
+    """An async generator has no single result: registering one raises TypeError saying what to write instead."""
+    server = zemcp.Server("gen", "1", settings=Settings(threads=4))
+    with pytest.raises(TypeError, match=r"async generator \(async def with yield\).*return the whole value"):
+        register(server, handler)
