@@ -94,7 +94,8 @@ class Context:
         Args:
             message: the question shown to the user.
             requested_schema: a flat ``{"type": "object", "properties": {...}}`` schema, or a
-                dataclass or TypedDict of primitive fields (the schema is derived from it).
+                dataclass, TypedDict or pydantic model of primitive fields (the schema is
+                derived from it).
             key: the ``inputRequests`` key in the 2026-07-28 era (``elicitation-N`` by
                 position when omitted).
             timeout: [seconds] the longest wait for this answer in the handshake era, at

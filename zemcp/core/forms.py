@@ -1,21 +1,24 @@
 """Elicitation forms (MCP client/elicitation, form mode, "Requested Schema"): the
-``requestedSchema`` of a dataclass or TypedDict and the instance for its accepted content,
-and the form fields that ask for a tool's missing arguments.
+``requestedSchema`` of a dataclass, TypedDict or pydantic model and the instance for its
+accepted content, and the form fields that ask for a tool's missing arguments.
 
 A form asks only for primitive values (a string, a number, a boolean, one of several
 strings), so its schema is a flat object schema within the subset each protocol version
 allows (checked by :mod:`zemcp.protocol.elicitation`). Field types come from
-:mod:`zemcp.core.type_schemas`. Pure Python: no HTTP here.
+:mod:`zemcp.core.type_schemas`, a pydantic model's fields from pydantic's own schema
+(:mod:`zemcp.core.pydantic_types`). Pure Python: no HTTP here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import types
 import typing
 from typing import Any, Literal, Union
 
+from zemcp.core import pydantic_types
 from zemcp.core.docstrings import docstring_entries
 from zemcp.core.type_schemas import (
     JSON_TYPES,
@@ -30,29 +33,33 @@ from zemcp.core.type_schemas import (
 from zemcp.protocol import elicitation, versions
 
 _ELICITABLE = "str, int, float, bool, Literal of str values, an Enum of str values, or X | None of these"
+_DEFS = "#/$defs/"
 
 
 # -- typed elicitation -------------------------------------------------------------------
 
 
 def elicitation_schema(cls: type) -> dict[str, Any]:
-    """A ``requestedSchema`` from a dataclass or TypedDict of primitive fields.
+    """A ``requestedSchema`` from a dataclass, TypedDict or pydantic model of primitive fields.
 
     Allowed field types: str, int, float, bool, ``Literal`` of str values, an Enum of str
     values, and ``X | None`` of these, which makes the field optional. A field is required
     when it has no default and is not ``X | None``; defaults other than None become
     ``default``. Descriptions come from ``Annotated[X, "text"]`` or the class docstring's
     ``Attributes:`` section; ``Annotated[X, {"title": ..., "format": "email", ...}]`` adds
-    keywords.
+    keywords. A pydantic model's fields are those of its own JSON Schema (see
+    :func:`_model_schema`).
 
     Args:
-        cls: the dataclass or TypedDict class.
+        cls: the dataclass, TypedDict or pydantic model class.
     Returns:
         ``{"type": "object", "properties": {...}, "required": [...]}``.
     Raises:
-        TypeError: ``cls`` is neither, has no fields, or a field has another type; the
-            message names the field.
+        TypeError: ``cls`` is none of these, has no fields, or a field has another type
+            (a nested model, a list ...); the message names the field.
     """
+    if pydantic_types.is_model(cls):
+        return _model_schema(cls)
     if not (is_typeddict(cls) or (isinstance(cls, type) and dataclasses.is_dataclass(cls))):
         raise TypeError(f"an elicitation schema comes from a dataclass or TypedDict class, not {cls!r}")
     notes = docstring_entries(cls)
@@ -81,14 +88,18 @@ def from_content(cls: type, content: dict[str, Any]) -> Any:
     :func:`elicitation_schema` of ``cls``.
 
     Args:
-        cls: the dataclass or TypedDict class the schema came from.
+        cls: the dataclass, TypedDict or pydantic model class the schema came from.
         content: the accepted content.
     Returns:
-        a ``cls`` instance (a dict for a TypedDict). A dataclass field the user left empty
-        gets its default, or None when it is ``X | None`` without one.
+        a ``cls`` instance (a dict for a TypedDict). A field the user left empty gets its
+        default, or None when it is ``X | None`` without one.
     Raises:
         ValueError: a value that the schema does not cover (an Enum value that is not a member).
+        zemcp.ElicitMalformed: pydantic refused the content for the model (a constraint or
+            validator the form could not carry); the message names the field.
     """
+    if pydantic_types.is_model(cls):
+        return _model_instance(cls, content)
     hints = member_hints(cls)
     # Content may carry keys the class does not have (the schema allows them); drop them.
     values = {key: to_python(hints[key], item) for key, item in content.items() if key in hints}
@@ -126,6 +137,96 @@ def _primitive(annotation: Any, where: str) -> tuple[dict[str, Any], bool]:
         raise TypeError(f"field {where}: type {tp!r} cannot be elicited; allowed: {_ELICITABLE}")
     schema.update(keywords)
     return schema, optional
+
+
+def _model_schema(cls: type) -> dict[str, Any]:
+    """The form of a pydantic model: each property of pydantic's schema as a form field.
+
+    An Enum's definition is put in place of its reference and ``X | None`` becomes X's field,
+    not required, as for a dataclass. The keywords a form cannot carry (``pattern``,
+    ``exclusiveMinimum`` ...) are left out, as for a missing argument's field
+    (:func:`form_field`): the model validates the answer afterwards (:func:`_model_instance`).
+    """
+    name = cls.__qualname__
+    schema = pydantic_types.json_schema(cls, "validation", name)
+    defs = schema.get("$defs", {})
+    needed = schema.get("required", ())
+    properties: dict[str, dict[str, Any]] = {}
+    required: list[str] = []
+    for key, prop in schema.get("properties", {}).items():
+        prop, optional, named = _flat_property(prop, defs)
+        field = form_field(prop, False)
+        if field is None:
+            raise TypeError(f"field {name}.{key}: {_unelicitable(prop, named, name)}")
+        properties[key] = field
+        if key in needed and not optional:
+            required.append(key)
+    if not properties:
+        raise TypeError(f"{name} has no fields; an elicitation asks for at least one")
+    form: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        form["required"] = required
+    return form
+
+
+def _flat_property(prop: dict[str, Any], defs: dict[str, Any]) -> tuple[dict[str, Any], bool, str | None]:
+    """A property with its reference resolved and ``X | None`` unwrapped; whether it was
+    nullable; the name of the definition it referred to."""
+    options = prop.get("anyOf")
+    optional = False
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        optional = True
+        outer = {k: v for k, v in prop.items() if k != "anyOf" and not (k == "default" and v is None)}
+        prop = {**next(o for o in options if o != {"type": "null"}), **outer}
+    ref = prop.get("$ref")
+    named = ref.removeprefix(_DEFS) if isinstance(ref, str) and ref.startswith(_DEFS) else None
+    if named in defs:
+        # The definition's title and description name its class (an Enum's), not this field.
+        definition = {k: v for k, v in defs[named].items() if k not in ("title", "description")}
+        prop = {**definition, **{k: v for k, v in prop.items() if k != "$ref"}}
+    return prop, optional, named
+
+
+def _unelicitable(prop: dict[str, Any], named: str | None, model: str) -> str:
+    kind = prop.get("type")
+    if named and (kind == "object" or "$ref" in prop):
+        what, instead = (
+            f"a nested model ({named})",
+            f"ask for it with a ctx.elicit of its own, or make its fields fields of {model}",
+        )
+    elif kind == "object":
+        what, instead = "a dict", "declare one field per key"
+    elif kind == "array":
+        what, instead = (
+            "a list",
+            "declare one field per value, or pass a dict requestedSchema (multi-select arrays, 2025-11-25)",
+        )
+    else:
+        return f"{json.dumps(prop)} cannot be elicited; allowed: {_ELICITABLE}"
+    return (
+        f"{what} cannot be elicited: an elicitation form is flat, each field a string, number, integer, "
+        f"boolean or string enum (MCP client/elicitation, Requested Schema); {instead}"
+    )
+
+
+def _model_instance(cls: type, content: dict[str, Any]) -> Any:
+    fields: dict[str, Any] = getattr(cls, "model_fields", {})
+    keys = {field.alias or name: field for name, field in fields.items()}
+    # Unknown keys are dropped as for a dataclass; a nullable field left empty is None.
+    values = {key: value for key, value in content.items() if key in keys}
+    for key, field in keys.items():
+        if key not in values and field.is_required():
+            values[key] = None
+    try:
+        return pydantic_types.validate(cls, values)
+    except pydantic_types.ModelInvalid as exc:
+        name = cls.__qualname__
+        raise elicitation.ElicitMalformed(
+            "; ".join(
+                f"content does not fit {name}{' at ' + pydantic_types.path_text(loc) if loc else ''}: {text}"
+                for loc, text in exc.problems
+            )
+        ) from None
 
 
 # -- asking for missing tool arguments ---------------------------------------------------

@@ -53,7 +53,8 @@ class Elicit(Ask):
 
     Args:
         message: the question shown to the user.
-        requested_schema: a flat object schema, or a dataclass or TypedDict of primitive fields.
+        requested_schema: a flat object schema, or a dataclass, TypedDict or pydantic model
+            of primitive fields.
         key: the ``inputRequests`` key in the 2026-07-28 era.
     """
 

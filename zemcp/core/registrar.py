@@ -95,7 +95,8 @@ class Registrar:
                 signature when omitted.
             output_schema: JSON Schema of the structured result; the return value is then
                 the ``structuredContent``.
-            structured_output: derive the output schema from the return annotation.
+            structured_output: derive the output schema from the return annotation (a
+                pydantic model as the return annotation derives it without).
             annotations: ToolAnnotations (``title``, ``readOnlyHint``, ``destructiveHint``,
                 ``idempotentHint``, ``openWorldHint``).
             ttl_ms, cache_scope: this tool's part of the ``tools/list`` caching hint

@@ -3,7 +3,7 @@
 A handler returns a ``str`` (one text item), a list of content items, a full
 ``CallToolResult`` dict, or any other value (sent as JSON text). A tool with an output
 schema returns the structured value itself, sent as ``structuredContent`` and as its JSON
-text. Pure Python: no HTTP here.
+text, as is a pydantic model without one. Pure Python: no HTTP here.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from zemcp.core import pydantic_types
 from zemcp.core.schemas import structured_content
 from zemcp.core.type_schemas import to_json
 
@@ -24,7 +25,9 @@ def to_result(value: Any) -> dict[str, Any]:
     """Shape a handler's return value as a ``CallToolResult``.
 
     ``str`` becomes one text item; a list of content items (dicts with ``type``) is taken as
-    the content; a dict with ``content`` is passed through; anything else (numbers, other
+    the content; a dict with ``content`` is passed through; a pydantic model that dumps to an
+    object is that object as ``structuredContent`` (MCP server/tools, "Structured Content":
+    allowed without an ``outputSchema``) and its JSON text; anything else (numbers, other
     lists and dicts, dataclasses, Enums, None) is sent as its JSON text.
 
     Raises:
@@ -39,10 +42,10 @@ def to_result(value: Any) -> dict[str, Any]:
     if isinstance(value, dict) and "content" in value:
         _check_result(value)
         return {"isError": False, **value}
-    return {
-        "content": [{"type": "text", "text": json.dumps(to_json(value), allow_nan=False)}],
-        "isError": False,
-    }
+    data = to_json(value)
+    if pydantic_types.is_model_instance(value) and isinstance(data, dict):
+        return _structured(data)
+    return {"content": [{"type": "text", "text": json.dumps(data, allow_nan=False)}], "isError": False}
 
 
 def structured_result(value: Any, wrapped: bool) -> dict[str, Any]:
@@ -63,7 +66,11 @@ def structured_result(value: Any, wrapped: bool) -> dict[str, Any]:
     """
     if isinstance(value, dict) and "structuredContent" in value:
         return {"isError": False, **value}
-    structured = structured_content(value, wrapped)
+    return _structured(structured_content(value, wrapped))
+
+
+def _structured(structured: Any) -> dict[str, Any]:
+    # The JSON text too, for clients that read only content (MCP server/tools, "Structured Content").
     return {
         "content": [{"type": "text", "text": json.dumps(structured, allow_nan=False)}],
         "structuredContent": structured,

@@ -4,7 +4,8 @@ call's :class:`~zemcp.core.context.Context`, and the ``structuredContent`` of a 
 
 Each parameter's and the return value's schema is its type's (:mod:`zemcp.core.type_schemas`
 gives the type mapping), described by ``Annotated`` or the handler's ``Args:`` docstring
-section. Pure Python: no HTTP here.
+section. The named definitions of pydantic's schemas (``$defs``) are lifted to the root of the
+tool's schema, where their references resolve. Pure Python: no HTTP here.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from zemcp.core import pydantic_types
 from zemcp.core.context import Context
 from zemcp.core.docstrings import docstring_entries
 from zemcp.core.type_schemas import (
@@ -21,7 +23,11 @@ from zemcp.core.type_schemas import (
     property_schema,
     to_json,
     type_hints,
+    unannotate,
 )
+
+#: Keywords whose values are JSON data, not schemas: no ``$defs`` is looked for inside them.
+_DATA_KEYWORDS = ("default", "const", "enum", "examples")
 
 
 def context_parameter(func: Callable[..., Any]) -> str | None:
@@ -50,14 +56,16 @@ def input_schema(func: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
     A parameter is required exactly when it has no default; JSON-serializable defaults are
     given as ``default``. Unknown arguments are refused (``additionalProperties: false``).
     A handler without parameters gets ``{"type": "object", "additionalProperties": false}``.
+    The ``$defs`` of pydantic models among the parameters are at the root (:func:`lift_defs`).
 
     Args:
         func: the handler; its parameters must be keyword-passable.
     Returns:
         the schema, and the name of the context parameter (left out of the schema) or None.
     Raises:
-        TypeError: a ``*args``, ``**kwargs`` or positional-only parameter, or a parameter of
-            a type outside the mapping; the message names the parameter and the type.
+        TypeError: a ``*args``, ``**kwargs`` or positional-only parameter, a parameter of
+            a type outside the mapping, or a pydantic ``Field(...)`` as a default; the message
+            names the parameter and the type.
     """
     hints = type_hints(func)
     context = context_parameter(func)
@@ -80,6 +88,7 @@ def input_schema(func: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
                 f"{where}: {kind} parameters cannot be tool arguments; declare each argument as a "
                 "named parameter, or pass input_schema and take the arguments as keywords"
             )
+        pydantic_types.check_default(param.default, where)
         properties[param.name] = property_schema(
             hints.get(param.name, Any), where, notes.get(param.name), param.default
         )
@@ -91,15 +100,16 @@ def input_schema(func: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
     if required:
         schema["required"] = required
     schema["additionalProperties"] = False
-    return schema, context
+    return lift_defs(schema, label(func)), context
 
 
 def output_schema(func: Callable[..., Any]) -> dict[str, Any] | None:
     """A tool's ``outputSchema`` from the handler's return annotation.
 
-    A dataclass, TypedDict or ``dict[str, X]`` gives an object schema as is; any other type
-    is wrapped as ``{"type": "object", "properties": {"result": ...}, "required": ["result"]}``
-    (see :func:`wraps_result`).
+    A dataclass, TypedDict, pydantic model or ``dict[str, X]`` gives an object schema as is;
+    any other type is wrapped as ``{"type": "object", "properties": {"result": ...},
+    "required": ["result"]}`` (see :func:`wraps_result`). A type of pydantic's gets pydantic's
+    serialization schema, the shape of what the handler's value is sent as.
 
     Args:
         func: the handler.
@@ -108,13 +118,12 @@ def output_schema(func: Callable[..., Any]) -> dict[str, Any] | None:
     Raises:
         TypeError: the return type is outside the mapping.
     """
-    hints = type_hints(func)
-    if "return" not in hints:
+    if "return" not in type_hints(func):
         return None
-    schema = annotation_schema(hints["return"], f"{label(func)} return value", frozenset())
-    if _is_object(schema):
-        return schema
-    return {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+    schema = _return_schema(func)
+    if not _is_object(schema):
+        schema = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+    return lift_defs(schema, label(func))
 
 
 def wraps_result(func: Callable[..., Any]) -> bool:
@@ -123,8 +132,71 @@ def wraps_result(func: Callable[..., Any]) -> bool:
     Raises:
         TypeError: the return type is outside the mapping.
     """
+    return not _is_object(_return_schema(func))
+
+
+def returns_model(func: Callable[..., Any]) -> bool:
+    """True when the handler's return annotation is a pydantic model (``-> Model``), whose
+    ``outputSchema`` is then derived without ``structured_output=True``.
+
+    Raises:
+        TypeError: the annotations cannot be resolved.
+    """
+    returned, _ = unannotate(type_hints(func).get("return", Any))
+    return pydantic_types.is_model(returned)
+
+
+def _return_schema(func: Callable[..., Any]) -> dict[str, Any]:
     returned = type_hints(func).get("return", Any)
-    return not _is_object(annotation_schema(returned, f"{label(func)} return value", frozenset()))
+    where = f"{label(func)} return value"
+    if pydantic_types.involves(returned):
+        # Serialization mode: a model's computed fields are part of what is sent.
+        return pydantic_types.json_schema(returned, "serialization", where)
+    return annotation_schema(returned, where, frozenset())
+
+
+def lift_defs(schema: dict[str, Any], where: str) -> dict[str, Any]:
+    """The schema with every ``$defs`` inside it merged into one at its root.
+
+    pydantic's references are ``#/$defs/<name>``, relative to the root of the document: a
+    model's schema placed under ``properties`` keeps them only when its definitions move to
+    the root. Nothing else changes; the schema given is not modified.
+
+    Args:
+        schema: a tool's ``inputSchema`` or ``outputSchema``, as composed.
+        where: the handler, for the message.
+    Returns:
+        a new schema when there were definitions, else ``schema`` itself.
+    Raises:
+        TypeError: two different definitions have one name (two models of one name from
+            different modules).
+    """
+    lifted: dict[str, Any] = {}
+
+    def lift(node: Any) -> Any:
+        if isinstance(node, list):
+            return [lift(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        kept = {}
+        for key, value in node.items():
+            if key == "$defs" and isinstance(value, dict):
+                for name, definition in value.items():
+                    definition = lift(definition)
+                    if lifted.setdefault(name, definition) != definition:
+                        raise TypeError(
+                            f"{where}: two different types are both named {name!r} in the schema's $defs; "
+                            "rename one of them"
+                        )
+            else:
+                kept[key] = value if key in _DATA_KEYWORDS else lift(value)
+        return kept
+
+    result: dict[str, Any] = lift(schema)
+    if not lifted:
+        return schema
+    result["$defs"] = lifted
+    return result
 
 
 def structured_content(value: Any, wrapped: bool) -> Any:

@@ -32,6 +32,7 @@ from zemcp.core.context import Context
 from zemcp.core.docstrings import docstring_summary
 from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError, URLElicitationRequired
 from zemcp.core.forms import elicited_fields
+from zemcp.core.pydantic_types import ModelInvalid, path_text
 from zemcp.core.results import error_result, structured_result, to_result
 from zemcp.core.type_schemas import to_python, type_hints
 from zemcp.protocol import elicitation, param_headers, versions
@@ -69,7 +70,8 @@ class Tool:
         output_schema: JSON Schema of the structured result, rooted at ``type: object``;
             the handler's return value is the ``structuredContent``.
         structured_output: derive the output schema from the return annotation (a
-            dataclass, TypedDict or ``dict[str, X]`` as is, other types under ``result``).
+            dataclass, TypedDict, pydantic model or ``dict[str, X]`` as is, other types
+            under ``result``); a pydantic model as the return annotation derives it without.
         annotations: ToolAnnotations: ``title`` (str), ``readOnlyHint``,
             ``destructiveHint``, ``idempotentHint``, ``openWorldHint`` (bool).
         cache: its part of the ``tools/list`` caching hint (2026-07-28).
@@ -143,7 +145,7 @@ class Tool:
         if output_schema is not None and structured_output:
             raise ValueError(f"tool {self.name!r}: give output_schema or structured_output=True, not both")
         self._wrapped = False
-        if structured_output:
+        if structured_output or (output_schema is None and schemas.returns_model(handler)):
             output_schema = schemas.output_schema(handler)
             if output_schema is None:
                 raise TypeError(
@@ -304,8 +306,8 @@ class Tool:
             try:
                 kwargs[name] = value if self._types is None else to_python(self._types.get(name, Any), value)
             except Exception as exc:
-                # A dataclass's __post_init__ may refuse what the schema let through.
-                return error_result(f"invalid arguments for tool {self.name!r}: argument {name!r}: {exc}")
+                # A dataclass's __post_init__ or a pydantic validator may refuse what the schema let through.
+                return error_result(f"invalid arguments for tool {self.name!r}: {_refusal(name, exc)}")
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         try:
@@ -424,10 +426,19 @@ def _describe(error: ValidationError, noun: str) -> str:
         problem = error.message
     if not path:
         return problem
-    where = f"{noun} {path[0]!r}"
-    if len(path) > 1:
-        where += " at " + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
-    return f"{where}: {problem}"
+    return f"{_where(noun, path)}: {problem}"
+
+
+def _where(noun: str, path: list[Any]) -> str:
+    """``argument 'item'``, or ``argument 'item' at item.tags[0]`` below the top level."""
+    return f"{noun} {path[0]!r}" + (f" at {path_text(path)}" if len(path) > 1 else "")
+
+
+def _refusal(name: str, exc: Exception) -> str:
+    """What a conversion of argument ``name`` refused, as :func:`_describe` words it."""
+    if isinstance(exc, ModelInvalid):
+        return "; ".join(f"{_where('argument', [name, *loc])}: {text}" for loc, text in exc.problems)
+    return f"argument {name!r}: {exc}"
 
 
 def _plural(noun: str, items: list[Any]) -> str:

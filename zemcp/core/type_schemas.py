@@ -25,7 +25,11 @@ keywords into the schema (``{"minimum": 0}``, ``{"title": "Count"}``);
 ``Annotated[X, McpHeader("Region")]`` adds ``"x-mcp-header": "Region"`` (see
 :mod:`zemcp.protocol.headers`). Without them, the description comes from the Google-style ``Args:``
 section of a function's docstring or the ``Attributes:`` section of a class's
-(:mod:`zemcp.core.docstrings`). Pure Python: no HTTP here.
+(:mod:`zemcp.core.docstrings`).
+
+pydantic's types (models, ``Annotated[X, Field(...)]``: see :mod:`zemcp.core.pydantic_types`)
+get pydantic's own schema, validation and JSON form, wherever they appear in the mapping. Pure
+Python: no HTTP here.
 """
 
 from __future__ import annotations
@@ -39,12 +43,13 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, Required, Union, cast
 
+from zemcp.core import pydantic_types
 from zemcp.core.docstrings import docstring_entries
 from zemcp.protocol.param_headers import X_MCP_HEADER, McpHeader
 
 _SUPPORTED = (
     "int, float, str, bool, Literal[...], an Enum, X | None, list[X], tuple[...], dict[str, X], "
-    "a dataclass, a TypedDict or Any"
+    "a dataclass, a TypedDict, a pydantic model or Any"
 )
 #: The type of None: the ``null`` of ``X | None``.
 NONE_TYPE = type(None)
@@ -73,7 +78,7 @@ def type_hints(obj: Any) -> dict[str, Any]:
 
 def to_json(value: Any) -> Any:
     """The JSON form of a Python value: dataclasses as objects of their fields, Enums by value,
-    tuples as lists, recursively.
+    tuples as lists, pydantic models as their ``model_dump`` in JSON mode, recursively.
 
     Raises:
         TypeError: a value that JSON cannot carry (including dict keys that are not str).
@@ -91,6 +96,8 @@ def to_json(value: Any) -> Any:
         return {key: to_json(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_json(item) for item in value]
+    if pydantic_types.is_model_instance(value):
+        return pydantic_types.dump(value)
     raise TypeError(
         f"a {type(value).__qualname__} has no JSON form; use str, int, float, bool, None, "
         "an Enum, a dataclass, or lists and dicts of these"
@@ -101,7 +108,8 @@ def to_python(annotation: Any, value: Any) -> Any:
     """Turn a JSON value that passed the annotation's schema into what the annotation declares.
 
     Enums become members, dataclasses instances (recursively), tuples tuples, ``float`` a
-    float even when the JSON had an integer; a TypedDict stays a dict (its values converted).
+    float even when the JSON had an integer; a TypedDict stays a dict (its values converted);
+    pydantic validates the types that are its own (a model becomes an instance).
 
     Args:
         annotation: the declared type (as in a signature, ``Annotated`` allowed).
@@ -110,8 +118,12 @@ def to_python(annotation: Any, value: Any) -> Any:
         the Python value.
     Raises:
         ValueError, TypeError: a value the schema did not check (an Enum value that is
-            not a member, or whatever a dataclass's ``__post_init__`` raises).
+            not a member, or whatever a dataclass's ``__post_init__`` raises);
+            :class:`~zemcp.core.pydantic_types.ModelInvalid` (a ValueError) when pydantic
+            refuses it.
     """
+    if pydantic_types.involves(annotation):
+        return pydantic_types.validate(annotation, value)
     tp, _ = unannotate(annotation)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if value is None:
@@ -153,13 +165,18 @@ def annotation_schema(annotation: Any, where: str, seen: frozenset[type]) -> dic
         where: what declares it, for messages (``"f() return value"``).
         seen: the dataclasses and TypedDicts being expanded (empty at the top), against recursion.
     Returns:
-        the schema; ``{}`` for ``Any``.
+        the schema; ``{}`` for ``Any``. A pydantic type's may hold ``$defs`` (its models),
+        which :func:`zemcp.core.schemas.lift_defs` moves to the root of the tool's schema.
     Raises:
         TypeError: the type is outside the mapping, or a class contains itself; the message
             names ``where``.
     """
     tp, keywords = unannotate(annotation)
-    schema = _bare_schema(tp, where, seen)
+    if pydantic_types.involves(annotation):
+        # pydantic ignores zemcp's own metadata (text, keyword dicts, McpHeader), merged here as for any type.
+        schema = pydantic_types.json_schema(annotation, "validation", where)
+    else:
+        schema = _bare_schema(tp, where, seen)
     schema.update(keywords)
     return schema
 
