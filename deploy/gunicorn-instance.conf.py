@@ -41,6 +41,10 @@ if not os.environ.get("ZEMCP_INSTANCE", "").strip():
         "(1-40 characters of A-Za-z0-9_-) that the nginx map and the logs refer to"
     )
 
+# The proxies in deploy/ run on this host and pass the client's address in X-Forwarded-For:
+# believe them, so that each client behind them gets its own fair share of the threads.
+os.environ.setdefault("ZEMCP_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
+
 _base_path = Path(__file__).resolve().parent.parent / "gunicorn.conf.py"
 _spec = importlib.util.spec_from_file_location("zemcp_gunicorn_base", _base_path)
 _base = importlib.util.module_from_spec(_spec)

@@ -44,6 +44,7 @@ from typing import Any
 
 import pytest
 import requests
+import requests.adapters
 
 from tests.processes import stop_group
 from tests.redisserver import RedisServer, require_redis
@@ -209,6 +210,27 @@ class SseStream:
 # -- the MCP client -----------------------------------------------------------------------
 
 
+class SourceAddress(requests.adapters.HTTPAdapter):
+    """Connects from ``address`` (another loopback address, such as 127.0.0.2), so that the
+    server sees a client of its own: Linux routes all of 127.0.0.0/8 to the loopback."""
+
+    def __init__(self, address: str):
+        self.address = address
+        super().__init__()
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["source_address"] = (self.address, 0)
+        super().init_poolmanager(*args, **kwargs)
+
+
+def http_session(source: str | None = None) -> requests.Session:
+    """A ``requests.Session``, connecting from the loopback address ``source`` when given."""
+    http = requests.Session()
+    if source is not None:
+        http.mount("http://", SourceAddress(source))
+    return http
+
+
 class McpClient:
     """A minimal MCP Streamable HTTP client for tests.
 
@@ -221,16 +243,18 @@ class McpClient:
         session_id: the ``Mcp-Session-Id`` from initialize, or None.
         protocol_version: the negotiated version, sent as ``MCP-Protocol-Version``.
         init_response: the HTTP response to initialize.
+        source: the loopback address it connects from (None: the system's choice, 127.0.0.1).
     """
 
-    def __init__(self, url: str, name: str = "zemcp-tests", version: str = "1.0"):
+    def __init__(self, url: str, name: str = "zemcp-tests", version: str = "1.0", source: str | None = None):
         self.url = url
         self.name = name
         self.version = version
+        self.source = source
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.init_response: requests.Response | None = None
-        self.http = requests.Session()
+        self.http = http_session(source)
         self._next_id = 0
         self._streams: list[SseStream] = []
 
@@ -281,7 +305,7 @@ class McpClient:
             the response and, when it is ``text/event-stream``, a reader for it (closed at
             the end of the test if still open).
         """
-        http = requests.Session()
+        http = http_session(self.source)
         response = http.post(
             self.url,
             data=json.dumps(message),
@@ -312,7 +336,7 @@ class McpClient:
         Returns:
             the response and, when it is ``text/event-stream``, a reader for it.
         """
-        http = requests.Session()
+        http = http_session(self.source)
         extra = {"Accept": "text/event-stream", "Content-Type": None}
         if last_event_id:
             extra["Last-Event-ID"] = last_event_id
@@ -749,9 +773,10 @@ class GunicornServer:
         """Everything gunicorn wrote so far (it writes to the file directly)."""
         return self.log_path.read_text(errors="replace")
 
-    def client(self, name: str = "zemcp-tests", version: str = "1.0") -> McpClient:
-        """A new, uninitialized client of this server (closed when the server stops)."""
-        client = McpClient(self.url, name, version)
+    def client(self, name: str = "zemcp-tests", version: str = "1.0", source: str | None = None) -> McpClient:
+        """A new, uninitialized client of this server (closed when the server stops), connecting
+        from the loopback address ``source`` when given."""
+        client = McpClient(self.url, name, version, source)
         self._clients.append(client)
         return client
 
@@ -762,9 +787,10 @@ class GunicornServer:
         name: str = "zemcp-tests",
         version: str = "1.0",
         protocol_version: str = CLIENT_VERSION,
+        source: str | None = None,
     ) -> McpClient:
-        """A client with a live session (initialize must succeed)."""
-        client = self.client(name, version)
+        """A client with a live session (initialize must succeed), from loopback address ``source`` if given."""
+        client = self.client(name, version, source)
         response = client.initialize(elicitation=elicitation, protocol_version=protocol_version)
         assert response.status_code == 200, (response.status_code, response.text)
         return client

@@ -61,7 +61,8 @@ def run_legacy_calls(url: str, n: int, timeout: float, *, concurrency: int = 1, 
         ``{"call": index or None, "message": text}``; a None index is a failure of the run:
         the deadline, ``initialize``, the DELETE, elicitations not one per call, or
         ``requests`` != ``connections``), ``elicitations`` (questions answered),
-        ``requests`` (HTTP requests sent), ``connections`` (TCP connections opened),
+        ``transportErrors`` (``{"message": text}`` for each error the SDK reported
+        through ``Client.onerror`` while the calls ran), ``requests`` (HTTP requests sent), ``connections`` (TCP connections opened),
         ``seconds`` (wall time of the run); plus ``exitCode`` (0 exactly when every call
         succeeded and ``failures`` is empty) and ``stderr`` (what Node wrote there).
     """

@@ -60,6 +60,15 @@ class Settings:
             deployment); beyond it ``initialize`` gets 429.
         max_pending_per_session: pending elicitations one session may have at once; never
             more than half the process's budget (see :attr:`session_pending_budget`).
+        client_share: the fraction of each thread budget (running calls and streams, pending
+            elicitations, listen streams, standalone streams) that one client may hold, at
+            least one place; a client beyond it gets 429 with ``Retry-After``. A client is the
+            principal with authorization on, else the client address. 1 lets one client take
+            everything (a server whose only client is one backend).
+        forwarded_allow_ips: the addresses or CIDR networks of the reverse proxies whose
+            ``X-Forwarded-For`` header names the client address (``*`` trusts any peer);
+            empty (the default) believes no such header, so behind a proxy every client
+            counts as the proxy's address until the proxy is listed.
         max_client_info_bytes: [bytes] the largest ``clientInfo``, and the largest
             ``capabilities``, a client may declare at initialize (each measured as compact
             JSON; a session keeps both); beyond it initialize is refused with 400.
@@ -152,6 +161,8 @@ class Settings:
     session_ttl: float = 1800.0
     max_sessions: int = 1024
     max_pending_per_session: int = 32
+    client_share: float = 0.75
+    forwarded_allow_ips: tuple[str, ...] = ()
     max_client_info_bytes: int = 4096
     access_log: str = ""
     max_pending: int | None = None
@@ -222,6 +233,23 @@ class Settings:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
+        share = self.client_share
+        if not (isinstance(share, (int, float)) and math.isfinite(share) and 0 < share <= 1):
+            raise ValueError(
+                f"client_share (ZEMCP_CLIENT_SHARE) must be above 0 and at most 1 (the fraction of each thread "
+                f"budget one client may hold; 1 turns fair shares off), got {share!r}"
+            )
+        proxies = self.forwarded_allow_ips
+        proxies = tuple(p.strip() for p in proxies.split(",") if p.strip()) if isinstance(proxies, str) else proxies
+        object.__setattr__(self, "forwarded_allow_ips", tuple(proxies))
+        for entry in (p for p in proxies if p != "*"):
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"forwarded_allow_ips (ZEMCP_FORWARDED_ALLOW_IPS) takes comma-separated IP addresses, CIDR "
+                    f"networks such as 10.0.0.0/8, or *; got {entry!r}"
+                ) from None
         if self.threads < 3:
             raise ValueError(
                 f"threads must be at least 3 (a waiting elicitation holds one thread and its "
@@ -414,42 +442,19 @@ class Settings:
         return cls(**values)
 
 
+#: Tuple fields whose variable is split by ``Settings.__post_init__`` (on commas and spaces).
+_SPLIT_LATER = frozenset({"auth_algorithms", "auth_scopes"})
+#: Float fields that are not seconds.
+_FRACTIONS = frozenset({"client_share"})
+
+
 def _parse(name: str, raw: str) -> object:
     var = ENV_PREFIX + name.upper()
-    kind = {
-        "bind": str,
-        "access_log": str,
-        "endpoint": str,
-        "instance": str,
-        "state_backend": str,
-        "redis_url": str,
-        "redis_prefix": str,
-        "redis_timeout": float,
-        "allowed_origins": tuple,
-        "request_state_key": tuple,
-        "auth": str,
-        "auth_resource": str,
-        "auth_issuer": str,
-        "auth_jwks_url": str,
-        "auth_algorithms": str,
-        "auth_introspection_url": str,
-        "auth_client_id": str,
-        "auth_client_secret": str,
-        "auth_scopes": str,
-        "auth_leeway": float,
-        "auth_jwks_lifespan": float,
-        "auth_jwks_cooldown": float,
-        "auth_timeout": float,
-        "auth_introspection_cache": float,
-        "session_ttl": float,
-        "elicitation_timeout": float,
-        "keepalive_interval": float,
-        "body_timeout": float,
-        "head_timeout": float,
-        "stream_retry": float,
-        "resume_window": float,
-        "stream_poll_interval": float,
-    }.get(name, int)
+    # The field's annotation (a string: annotations are postponed) decides how its variable parses.
+    annotation = str(next(f.type for f in dataclasses.fields(Settings) if f.name == name))
+    kind: type = {"float": float, "str": str}.get(annotation, int)
+    if annotation.startswith("tuple"):
+        kind = str if name in _SPLIT_LATER else tuple
     if kind is str:
         return raw
     if kind is tuple:
@@ -457,7 +462,7 @@ def _parse(name: str, raw: str) -> object:
     try:
         return kind(raw)
     except ValueError:
-        unit = "a number of seconds" if kind is float else "a whole number"
+        unit = ("a number" if name in _FRACTIONS else "a number of seconds") if kind is float else "a whole number"
         raise ValueError(f"{var}={raw!r} is not {unit}") from None
 
 

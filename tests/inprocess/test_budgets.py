@@ -18,6 +18,9 @@ PIN = {"type": "object", "properties": {"pin": {"type": "string", "maxLength": 4
 
 
 def make_app(**settings):
+    # Every werkzeug test client comes from one address: the process's budgets are under test
+    # here, each client's share of them in tests/unit/test_fair_shares.py.
+    settings.setdefault("client_share", 1)
     server = zemcp.Server("budgets", settings=Settings(keepalive_interval=0.05, elicitation_timeout=5, **settings))
 
     @server.tool

@@ -454,3 +454,33 @@ def test_a_browser_page_can_read_the_challenge(jwt_server):
         },
     )
     assert preflight.status_code == 204 and preflight.headers["Access-Control-Allow-Headers"] == "authorization"
+
+
+def test_fair_shares_belong_to_the_principal_not_the_address(jwt_server, authz):
+    """With authorization on, one principal's sessions hold at most its share (3 of the 4
+    standalone streams at 32 threads) and its next GET is told to come back; another principal
+    from the same address still gets a stream."""
+    alice_token = authz.token(jwt_server.url, subject="alice")
+    opened = []
+    for _ in range(4):
+        session = Session(jwt_server.url, alice_token)
+        response = requests.get(
+            jwt_server.url,
+            headers={**session.headers, "Accept": "text/event-stream"},
+            stream=True,
+            timeout=READ_TIMEOUT,
+        )
+        assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/event-stream")
+        opened.append(response)
+    first_lines = [next(r.iter_lines()) for r in opened]
+    assert [line.startswith(b"id: ") for line in first_lines] == [True, True, True, False], first_lines
+    refusal = first_lines[3].decode()
+    assert refusal.startswith(": ") and "principal" in refusal and "alice" in refusal, refusal
+    assert "ZEMCP_CLIENT_SHARE" in refusal, refusal
+    bob = Session(jwt_server.url, authz.token(jwt_server.url, subject="bob", client_id="client-b"))
+    with requests.get(
+        jwt_server.url, headers={**bob.headers, "Accept": "text/event-stream"}, stream=True, timeout=READ_TIMEOUT
+    ) as response:
+        assert next(response.iter_lines()).startswith(b"id: ")
+    for response in opened:
+        response.close()

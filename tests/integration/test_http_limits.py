@@ -49,8 +49,9 @@ def test_per_session_pending_cap(start_server):
 def test_process_pending_cap_keeps_a_thread_for_the_answer(start_server):
     """With ZEMCP_MAX_PENDING=1 and 4 threads another session's elicitation fails at once, and answers are still served."""
     server = start_server(max_pending=1, threads=4, keepalive_interval=0.5, elicitation_timeout=30)
-    alice = server.session(name="alice")
-    bob = server.session(name="bob")
+    # Two clients (two addresses): the process's cap is under test, not one client's share of it.
+    alice = server.session(name="alice", source="127.0.0.2")
+    bob = server.session(name="bob", source="127.0.0.3")
     call, _, stream, elicitation = alice.start_elicitation()
     _too_many(bob)
     status = bob.status()
@@ -69,14 +70,15 @@ def test_process_pending_cap_keeps_a_thread_for_the_answer(start_server):
 def test_derived_budget_refuses_calls_beyond_it_and_answers_still_work(start_server):
     """With ZEMCP_THREADS=4 the call budget is 2: two pending elicitations take it, a third call gets 503 at once, pings and answers are still served."""
     server = start_server(threads=4, keepalive_interval=0.5, elicitation_timeout=30)
-    observer = server.session(name="observer")
+    # A client (an address) each: the process's budget is under test, not one client's share of it.
+    observer = server.session(name="observer", source="127.0.0.2")
     status = observer.status()
     assert status["threads"] == 4, status["text"]
     cap = status["pending_cap"]
     assert cap == 2 and status["threads_pending"] == cap and status["threads_reserved"] == 4 - cap, status["text"]
     waiting = []
     for n in range(cap):
-        client = server.session(name=f"waiter-{n}")
+        client = server.session(name=f"waiter-{n}", source=f"127.0.0.{10 + n}")
         waiting.append((client, *client.start_elicitation()))
     start = time.monotonic()
     refused = observer.request("tools/call", {"name": "ze_execute", "arguments": {"command": "help"}})

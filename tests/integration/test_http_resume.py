@@ -259,7 +259,7 @@ def test_a_finished_stream_can_still_be_resumed_within_the_window(start_server):
 def test_a_resume_without_room_for_a_thread_is_a_poll(start_server):
     """With the call budget taken by waiting calls, a resuming GET still gets what the stream
     holds and ends with a retry field (it holds no thread); polling again brings the response."""
-    server = start_server(app=STREAMS_APP, threads=4, keepalive_interval=0.3, stream_retry=0.2)
+    server = start_server(app=STREAMS_APP, threads=4, keepalive_interval=0.3, stream_retry=0.2, client_share=1)
     first = server.session(name="first")
     second = server.session(name="second")
     calls = [ask(first), ask(second)]
@@ -369,7 +369,7 @@ def test_a_client_that_stops_reading_is_cut_and_its_call_can_be_cancelled(start_
 
 def test_one_session_holds_at_most_its_share_of_resumed_streams(start_server):
     """Resumed streams of one session hold threads up to its pending share; beyond it a resume is a poll."""
-    server = start_server(app=STREAMS_APP, threads=8, keepalive_interval=0.3, stream_retry=0.2)
+    server = start_server(app=STREAMS_APP, threads=8, keepalive_interval=0.3, stream_retry=0.2, client_share=1)
     client = server.session()
     share = 2  # session_pending_budget at 8 threads
     calls = []
@@ -392,7 +392,7 @@ def test_one_session_holds_at_most_its_share_of_resumed_streams(start_server):
 def test_a_poll_of_a_busy_stream_ends_at_once(start_server):
     """A poll (no room to hold a thread) ends after delivering what the stream holds, even while
     the handler keeps sending: it must not hold a thread outside the budget."""
-    server = start_server(app=STREAMS_APP, threads=4, keepalive_interval=0.3, stream_retry=0.2)
+    server = start_server(app=STREAMS_APP, threads=4, keepalive_interval=0.3, stream_retry=0.2, client_share=1)
     client = server.session()
     calls = []
     for _ in range(2):

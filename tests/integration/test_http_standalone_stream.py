@@ -111,17 +111,25 @@ def test_a_resumed_standalone_stream_replays_what_was_missed(start_server):
 
 
 def test_standalone_streams_are_capped_per_process_and_counted(start_server):
-    """ZEMCP_MAX_STANDALONE_STREAMS caps open standalone streams per process (429 with Retry-After
-    beyond it); an open one counts in the thread budget; ending the session frees its place."""
+    """ZEMCP_MAX_STANDALONE_STREAMS caps open standalone streams per process: beyond it the GET gets
+    an event stream that says why, carries retry (30 s) and no event id, and ends at once; an
+    open one counts in the thread budget; ending the session frees its place."""
     server = start_server(app=STREAMS_APP, max_standalone_streams=1, keepalive_interval=0.3)
     first = server.session(name="first")
     second = server.session(name="second")
     stream = open_listener(first)
     status = first.status()
     assert status["standalone_streams"] == 1 and status["running"] >= 1
+    started = time.monotonic()
     response, _ = second.get_stream()
-    assert response.status_code == 429 and response.headers["Retry-After"], response.text
-    assert "ZEMCP_MAX_STANDALONE_STREAMS" in response.json()["error"]["message"]
+    body = response.text
+    assert time.monotonic() - started < 5, "the refusal stream ends at once"
+    assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/event-stream")
+    assert response.headers["Retry-After"] == "30", response.headers
+    lines = body.splitlines()
+    assert lines[0].startswith(": ") and "ZEMCP_MAX_STANDALONE_STREAMS" in lines[0], body
+    assert "retry: 30000" in lines and not any(line.startswith(("id:", "data:")) for line in lines), body
+    assert first.status()["standalone_streams"] == 1, "the refused GET held no place"
     assert first.delete().status_code == 204
     assert stream.rest() == [] and stream.ended
     response, later = second.get_stream()

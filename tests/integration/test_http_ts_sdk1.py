@@ -51,3 +51,18 @@ def test_sdk1_client_answers_every_elicitation_on_new_connections(ts_sdk1_module
     assert {r.session_in for r in records[1:]} == {summary["sessionId"]}, records
     ports = Counter(r.port for r in records)
     assert len(ports) == len(records), f"requests that shared a connection: {[p for p, n in ports.items() if n > 1]}"
+
+
+def test_sdk1_client_stays_connected_when_the_standalone_cap_is_full(ts_sdk1_modules, start_server):
+    """With the one standalone stream of the process held by another session, the SDK's own
+    standalone GET is told to come back later (an event stream with retry, which it accepts)
+    instead of being refused with a status it reports as a failure; its calls all succeed."""
+    server = start_server(max_standalone_streams=1, keepalive_interval=0.3)
+    holder = server.session(name="holder")
+    response, stream = holder.get_stream()
+    assert response.status_code == 200 and stream is not None
+    stream.read_priming()
+    summary = run_legacy_calls(server.url, 2, RUN_TIMEOUT, modules=ts_sdk1_modules)
+    assert summary["exitCode"] == 0 and summary["ok"] == 2, summary
+    assert summary["transportErrors"] == [], summary
+    assert "no room for a GET of a standalone stream" in server.log()

@@ -51,6 +51,9 @@ const summary = {
     ok: 0,
     failures: [],
     elicitations: 0,
+    // What the SDK reported through Client.onerror while the calls ran (a refused standalone
+    // GET stream, for one), as {message}; its errors after the calls (the DELETE) are not kept.
+    transportErrors: [],
     requests: 0,
     connections: 0,
     seconds: 0,
@@ -97,6 +100,12 @@ async function main() {
         { name: CLIENT_NAME, version: CLIENT_VERSION },
         { capabilities: { elicitation: {} } },
     );
+    let callsDone = false;
+    client.onerror = error => {
+        if (!callsDone) {
+            summary.transportErrors.push({ message: String(error && error.message ? error.message : error) });
+        }
+    };
     client.setRequestHandler(ElicitRequestSchema, async () => {
         summary.elicitations += 1;
         return { action: 'accept', content: { command: 'session show' } };
@@ -121,6 +130,7 @@ async function main() {
     try {
         await Promise.all(Array.from({ length: Math.min(concurrency, calls) }, worker));
     } finally {
+        callsDone = true;
         // DELETE the session, then drop the standalone GET stream.
         await transport.terminateSession().catch(error => {
             summary.failures.push({ call: null, message: `DELETE of the session: ${error.message}` });

@@ -18,7 +18,7 @@ def session():
 
 def waiter():
     """What the table needs of a waiting call: a reply sink to tick while it waits."""
-    return SimpleNamespace(sink=ReplySink())
+    return SimpleNamespace(sink=ReplySink(), client_key=None)
 
 
 def accept(id_):

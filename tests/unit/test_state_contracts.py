@@ -109,9 +109,10 @@ class Channel(Outlet):
 class RunningCall:
     """A running request of a session, as the seams see it."""
 
-    def __init__(self, session, request_id=1):
+    def __init__(self, session, request_id=1, client_key=None):
         self.session = session
         self.request_id = request_id
+        self.client_key = client_key
         self.sink = Outlet()
         self.aborted = None
 

@@ -5,7 +5,9 @@ call, a listen stream, a resumed stream and a standalone GET stream hold one for
 they last. They share the call budget (``Settings.call_budget``: the threads less the
 reserve kept for answers, cancellations and pings), so that an answer, a cancel or a ping is
 always served; beyond it a request is refused with :class:`Busy` (HTTP 503 with
-``Retry-After``).
+``Retry-After``). Each budget is also shared out per client (:mod:`zemcp.state.shares`): a
+client beyond its share is refused with :class:`zemcp.state.shares.ShareTaken` (HTTP 429), so
+that one client cannot take the threads every other client needs.
 """
 
 from __future__ import annotations
@@ -13,12 +15,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from zemcp.config import Settings
 from zemcp.state.interfaces import REQUEST, STANDALONE, FanOut, ListenLimitReached
+from zemcp.state.shares import Shares
 
-_T = TypeVar("_T")
+
+class _Closable(Protocol):
+    def on_close(self, callback: Callable[[], object]) -> None: ...
+
+
+_T = TypeVar("_T", bound=_Closable)
 
 #: [seconds] ``Retry-After`` of a call refused because the call budget is taken.
 BUSY_RETRY_AFTER = 2
@@ -28,8 +36,11 @@ class Busy(Exception):
     """The threads for running calls and streams are all taken (HTTP 503 with ``Retry-After``).
 
     Attributes:
+        status: the HTTP status it is answered with.
         retry_after: [seconds] when to try again.
     """
+
+    status = 503
 
     def __init__(self, held: int, budget: int):
         super().__init__(
@@ -44,8 +55,12 @@ class Admission:
     """The call budget of one server, and the handler pool of servers that run no handler on the request's thread.
 
     Args:
-        settings: ``call_budget``, ``standalone_budget`` and ``threads`` (the pool's size).
+        settings: ``call_budget``, ``standalone_budget``, ``listen_budget``, ``client_share``
+            and ``threads`` (the pool's size).
         fanout: its open listen streams count in the budget.
+
+    A ``client`` argument is the key of the request's client (:func:`zemcp.state.shares.client_key`),
+    or None for a request that has no shares (stdio).
 
     Attributes:
         running: calls whose handler is running.
@@ -61,6 +76,10 @@ class Admission:
         # Connections that read a session's stream by GET (each holds a gunicorn thread).
         self.resuming = 0
         self.standalone = 0
+        share = settings.client_share
+        self._threads = Shares(settings.call_budget, share, "threads for running calls and streams")
+        self._standalones = Shares(settings.standalone_budget, share, "standalone GET streams")
+        self._listens = Shares(settings.listen_budget, share, "subscriptions/listen streams")
         # One worker per gunicorn thread: each thread waits on at most one handler.
         self._pool = ThreadPoolExecutor(max_workers=settings.threads, thread_name_prefix="zemcp-handler")
 
@@ -70,19 +89,35 @@ class Admission:
         if held >= self._settings.call_budget:
             raise Busy(held, self._settings.call_budget)
 
-    def open_stream(self, opener: Callable[[], _T]) -> _T:
-        """Open a stream that holds a thread while it is open (``opener()``, which returns it)
-        if the call budget has room; checked and opened together, so that concurrent opens
-        cannot pass the budget.
+    def open_stream(self, opener: Callable[[], _T], client: str | None = None) -> _T:
+        """Open a listen stream that holds a thread while it is open (``opener()``, which
+        returns it) if the call budget and the client's shares have room; checked and opened
+        together, so that concurrent opens cannot pass the budget. The client's places are
+        given back when the stream closes.
 
         Raises:
             Busy: the call budget is taken; nothing is opened.
+            ShareTaken: the client holds its share of the call budget or of the listen streams.
+            ListenLimitReached: (from ``opener``) the listen-stream cap is reached.
         """
         with self._lock:
             self._check_room()
-            return opener()
+            self._threads.check(client)
+            self._listens.check(client)
+            stream = opener()
+            self._threads.take(client)
+            self._listens.take(client)
 
-    def hold_thread(self, kind: str = REQUEST, force: bool = False) -> Callable[[], None]:
+        def release() -> None:
+            with self._lock:
+                self._threads.give(client)
+                self._listens.give(client)
+
+        if client is not None:
+            stream.on_close(release)
+        return stream
+
+    def hold_thread(self, kind: str = REQUEST, force: bool = False, client: str | None = None) -> Callable[[], None]:
         """Count a connection that reads a session's stream by GET in the call budget (it holds
         a thread while it reads); returns the function that gives the place back (call it once).
 
@@ -91,9 +126,11 @@ class Admission:
                 the session's standalone stream, capped by ``standalone_budget``).
             force: count it without checking (it takes over from a connection that holds a
                 place and is giving it back).
+            client: whose shares it counts in.
         Raises:
             Busy: the call budget is taken.
             ListenLimitReached: (standalone) ``standalone_budget`` standalone streams are open.
+            ShareTaken: the client holds its share of the call budget (or of the standalone streams).
         """
         standalone = kind == STANDALONE
         with self._lock:
@@ -104,22 +141,31 @@ class Admission:
                 )
             if not force:
                 self._check_room()
+                self._threads.check(client)
+                if standalone:
+                    self._standalones.check(client)
+            self._threads.take(client)
             if standalone:
+                self._standalones.take(client)
                 self.standalone += 1
             else:
                 self.resuming += 1
 
         def release() -> None:
             with self._lock:
+                self._threads.give(client)
                 if standalone:
+                    self._standalones.give(client)
                     self.standalone -= 1
                 else:
                     self.resuming -= 1
 
         return release
 
-    def start(self, job: Callable[[], None], sink: Any) -> None:
-        """Run ``job`` for a request whose output goes to ``sink``, counted in the call budget until it returns.
+    def start(self, job: Callable[[], None], sink: Any, client: str | None = None) -> None:
+        """Run ``job`` for a request whose output goes to ``sink``, counted in the call budget
+        (and in ``client``'s share of it) until it returns. A call whose client went away and
+        that waits for it to resume still counts against that client.
 
         With a :class:`zemcp.replies.direct.DirectSink` the job is left on the sink, for the
         request's own thread to run; otherwise it runs on the handler pool. ``job`` must answer
@@ -127,9 +173,12 @@ class Admission:
 
         Raises:
             Busy: the call budget is taken (``Settings.call_budget``); ``job`` does not run.
+            ShareTaken: ``client`` holds its share of the call budget; ``job`` does not run.
         """
         with self._lock:
             self._check_room()
+            self._threads.check(client)
+            self._threads.take(client)
             self.running += 1
 
         def counted() -> None:
@@ -137,6 +186,7 @@ class Admission:
                 job()
             finally:
                 with self._lock:
+                    self._threads.give(client)
                     self.running -= 1
 
         if getattr(sink, "direct", False):

@@ -34,9 +34,11 @@ from zemcp.eras.handshake.era import SESSION_HEADER, HandshakeEra
 from zemcp.eras.modern import era as modern
 from zemcp.eras.modern.era import ModernEra
 from zemcp.http import cors
+from zemcp.http.forwarded import ClientAddresses, trusted_networks
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
 from zemcp.replies.responses import WSGIResponse, challenge_response, empty_response, error_response, json_response
+from zemcp.state import shares
 from zemcp.state.interfaces import StateUnavailable
 
 if TYPE_CHECKING:
@@ -78,6 +80,7 @@ class McpApp:
         self._host_cache: dict[str, bool] = {}
         self._origin_cache: dict[str, bool] = {}
         self.auth = server.auth
+        self._addresses = ClientAddresses(trusted_networks(self.settings.forwarded_allow_ips))
         self._warn_if_exposed()
 
     def _warn_if_exposed(self) -> None:
@@ -149,6 +152,10 @@ class McpApp:
                     f"Service Unavailable: {exc}; try again later",
                     headers={"Retry-After": str(AUTH_RETRY_AFTER)},
                 )
+        # Whose fair shares of the threads this request counts in (zemcp.state.shares).
+        request.environ[shares.ENVIRON_KEY] = shares.client_key(
+            principal.key if principal is not None else None, self._addresses.of(request.environ)
+        )
         try:
             return self._route(request, principal)
         except StateUnavailable as exc:

@@ -35,6 +35,20 @@ def empty_response(status: int, headers: dict[str, str] | list[tuple[str, str]] 
     return response
 
 
+def come_back_later(reason: str, retry_after: float) -> Response:
+    """An SSE stream that only tells the client to come back: a comment with ``reason``, the
+    ``retry`` field (``retry_after`` seconds, sent in milliseconds), then its end.
+
+    For a GET that may be answered only with an event stream or 405 (MCP basic/transports,
+    "Listening for Messages from the Server") when there is no room to keep it open now: the
+    client reconnects after ``retry`` and holds no thread meanwhile. It carries no event id, so
+    the client comes back with a plain GET, not a resumption.
+    """
+    comment = " ".join(reason.split())  # one line: a newline would end the SSE comment
+    body = f": {comment}\nretry: {max(1, round(retry_after * 1000))}\n\n".encode()
+    return event_stream([body], {"Retry-After": str(max(1, round(retry_after)))})
+
+
 def json_response(status: int, message: dict[str, Any], headers: dict[str, Any] | None = None) -> Response:
     """One JSON-RPC message as an ``application/json`` response."""
     return Response(encode(message), status=status, content_type="application/json", headers=headers)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from zemcp.protocol import jsonrpc
 from zemcp.state.interfaces import CapacityError
+from zemcp.state.shares import Shares, client_label
 
 if TYPE_CHECKING:
     from zemcp.state.interfaces import Identified, RunningCall
@@ -54,21 +55,25 @@ class CorrelationTable:
     Args:
         max_pending: entries the process may hold at once.
         max_per_session: entries one session may hold at once.
+        client_share: the share of ``max_pending`` one client (``call.client_key``) may hold
+            (``Settings.client_share``; 1 lets one client take them all).
     """
 
-    def __init__(self, max_pending: int, max_per_session: int):
+    def __init__(self, max_pending: int, max_per_session: int, client_share: float = 1.0):
         self.max_pending = max_pending
         self.max_per_session = max_per_session
         self._lock = threading.Lock()
         self._entries: dict[tuple[str, str], Pending] = {}
         self._per_session: Counter[str] = Counter()
+        self._per_client = Shares(max_pending, client_share, "pending elicitations")
 
     def register(self, session: Identified, call: RunningCall) -> Pending:
         """Reserve a slot and an id for a new request of ``call``.
 
         Raises:
-            CapacityError: the session's or the process's cap is reached.
+            CapacityError: the session's, the client's or the process's cap is reached.
         """
+        client = call.client_key
         with self._lock:
             if self._per_session[session.id] >= self.max_per_session:
                 raise CapacityError(f"this session already has {self.max_per_session} (the per-session cap)")
@@ -76,10 +81,18 @@ class CorrelationTable:
                 raise CapacityError(
                     f"this process already has {self.max_pending} (the process cap, derived from the thread budget)"
                 )
+            if client is not None and self._per_client.cap < self.max_pending:
+                held = self._per_client.held(client)
+                if held >= self._per_client.cap:
+                    raise CapacityError(
+                        f"this client ({client_label(client)}) already has {held} of the process's "
+                        f"{self.max_pending}, its fair share (ZEMCP_CLIENT_SHARE)"
+                    )
             # Random, so an id tells a session nothing about the requests of other sessions.
             pending = Pending(f"zemcp-{secrets.token_urlsafe(12)}", session.id, call, self._lock)
             self._entries[(session.id, pending.id)] = pending
             self._per_session[session.id] += 1
+            self._per_client.take(client)
             return pending
 
     def resolve(self, session_id: str, answer: jsonrpc.Response) -> bool:
@@ -217,6 +230,7 @@ class CorrelationTable:
         """Free the slot of ``pending`` (always call it when the wait is over)."""
         with self._lock:
             if self._entries.pop((pending.session_id, pending.id), None) is not None:
+                self._per_client.give(pending.call.client_key)
                 self._per_session[pending.session_id] -= 1
                 if not self._per_session[pending.session_id]:
                     del self._per_session[pending.session_id]

@@ -97,6 +97,8 @@ class RunningCall(Protocol):
         session: the session it belongs to.
         request_id: its JSON-RPC id.
         sink: where its messages go.
+        client_key: whose fair shares it counts in (:func:`zemcp.state.shares.client_key`),
+            or None (stdio: one client, no shares).
     """
 
     @property
@@ -106,6 +108,7 @@ class RunningCall(Protocol):
     def sink(self) -> Outlet: ...
 
     request_id: jsonrpc.RequestId
+    client_key: str | None
 
     def abort(self, reason: ElicitAborted) -> bool:
         """Mark it as one that can no longer be answered; True if this set the reason."""

@@ -22,7 +22,7 @@ def build(settings: Settings, on_session_end: Callable[[Session, str], None]) ->
     Args:
         settings: ``max_sessions``, ``session_ttl``, ``instance``, ``stream_limits``,
             ``max_replay_bytes``, ``pending_budget``, ``session_pending_budget``,
-            ``listen_budget``.
+            ``client_share``, ``listen_budget``.
         on_session_end: called as ``on_session_end(session, why)`` after a session ended.
     Returns:
         the state of one server.
@@ -37,7 +37,7 @@ def build(settings: Settings, on_session_end: Callable[[Session, str], None]) ->
     )
     return State(
         sessions=sessions,
-        pending=CorrelationTable(settings.pending_budget, settings.session_pending_budget),
+        pending=CorrelationTable(settings.pending_budget, settings.session_pending_budget, settings.client_share),
         replay_budget=replay_budget,
         fanout=SubscriptionHub(settings.listen_budget),
     )

@@ -43,9 +43,11 @@ class Call:
         timeout: [seconds] the longest wait for the answers to one :meth:`ask`.
         can_wait: False under a WSGI server that is not multithreaded: the answer, a request
             of its own, could not be served while this one waits.
+        client_key: whose fair shares its pending requests count in, or None (stdio).
 
     Attributes:
-        session, request_id, sink, progress_token, timeout, can_wait: as given; ``client`` is the session.
+        session, request_id, sink, progress_token, timeout, can_wait, client_key: as given;
+            ``client`` is the session.
         aborted: why it can no longer be answered, or None.
     """
 
@@ -58,6 +60,7 @@ class Call:
         table: WaitingCalls | None = None,
         timeout: float = 600.0,
         can_wait: bool = True,
+        client_key: str | None = None,
     ):
         self._lock = threading.Lock()
         self.session = session
@@ -69,6 +72,7 @@ class Call:
         self._table = table
         self.timeout = timeout
         self.can_wait = can_wait
+        self.client_key = client_key
 
     def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
         """Send ``requests`` on this call's stream and wait for every answer (see

@@ -40,12 +40,14 @@ from zemcp.replies.responses import (
     reply,
 )
 from zemcp.replies.sinks import ReplySink
+from zemcp.state import shares
 from zemcp.state.interfaces import (
     SessionLimitReached,
     SessionNotFound,
     SessionRequired,
 )
 from zemcp.state.session import UNKNOWN_SESSION, Session, fingerprint
+from zemcp.state.shares import ShareTaken
 
 log = logging.getLogger("zemcp.handshake")
 
@@ -134,9 +136,9 @@ class HandshakeEra:
         except InsufficientScope as exc:
             assert self.server.auth is not None  # only authorization raises it
             return challenge_response(self.server.auth.challenge_for(exc), request_id)
-        except Busy as exc:
+        except (Busy, ShareTaken) as exc:
             return error_response(
-                503, INTERNAL_ERROR, str(exc), id=request_id, headers={"Retry-After": str(exc.retry_after)}
+                exc.status, INTERNAL_ERROR, str(exc), id=request_id, headers={"Retry-After": str(exc.retry_after)}
             )
         if isinstance(outcome, dict):
             return json_response(200, outcome)
@@ -303,6 +305,7 @@ class HandshakeEra:
         Raises:
             SessionNotFound: the session ended while the request arrived.
             Busy: the call budget is taken.
+            ShareTaken: the request's client holds its share of the call budget.
         """
         try:
             method = self._session_methods.get(request.method)
@@ -327,6 +330,7 @@ class HandshakeEra:
 
         Raises:
             Busy: the call budget is taken; nothing runs.
+            ShareTaken: the request's client holds its share of the call budget; nothing runs.
         """
         meta = request.params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
@@ -341,6 +345,7 @@ class HandshakeEra:
             self.server.pending,
             self.settings.elicitation_timeout,
             bool(environ.get("wsgi.multithread")),
+            environ.get(shares.ENVIRON_KEY),
         )
         try:
             session.begin(call)
@@ -369,8 +374,8 @@ class HandshakeEra:
                 sink.finish(response)
 
         try:
-            self.server.admission.start(job, sink)
-        except Busy:
+            self.server.admission.start(job, sink, environ.get(shares.ENVIRON_KEY))
+        except (Busy, ShareTaken):
             session.finish(call)
             raise
         return sink

@@ -18,9 +18,10 @@ from werkzeug.wrappers import Request, Response
 
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server
-from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST
-from zemcp.replies.responses import error_response, event_stream
+from zemcp.protocol.jsonrpc import INVALID_REQUEST
+from zemcp.replies.responses import come_back_later, error_response, event_stream
 from zemcp.replies.streams import LogStream
+from zemcp.state import shares
 from zemcp.state.interfaces import (
     REQUEST,
     STANDALONE,
@@ -31,10 +32,11 @@ from zemcp.state.interfaces import (
     retry_field,
 )
 from zemcp.state.session import Session, fingerprint
+from zemcp.state.shares import ShareTaken
 
 log = logging.getLogger("zemcp.handshake")
 
-#: [seconds] ``Retry-After`` when the standalone-stream cap refused a GET.
+#: [seconds] when a standalone GET that found no room is told to come back (its ``retry``).
 STANDALONE_RETRY_AFTER = 30
 
 
@@ -55,8 +57,8 @@ class Streams:
 
         Returns:
             ``text/event-stream``; 400 for an id that is not an event id, 404 for one no stream
-            of the session has, 410 when the events after it were dropped, 429 or 503 when a
-            standalone stream finds no room.
+            of the session has, 410 when the events after it were dropped; a standalone stream
+            that finds no room is answered as :meth:`standalone` does.
         """
         try:
             stream, after = session.streams.find(last_event_id)
@@ -71,7 +73,7 @@ class Streams:
         release: Callable[[], None] | None = None
         # One client must not take the call budget with resumed streams: beyond its share it polls.
         if stream.kind != REQUEST or takeover or session.resumed < self.settings.session_pending_budget:
-            held = self._hold(stream.kind, takeover=takeover)
+            held = self._hold(stream.kind, request, takeover=takeover)
             if isinstance(held, Response):
                 if stream.kind != REQUEST:
                     return held
@@ -106,7 +108,11 @@ class Streams:
 
         Returns:
             ``text/event-stream``; 405 when standalone streams are off, 409 when the stream is
-            read already, 429 or 503 when there is no room for another stream.
+            read already. With no room for another stream (the standalone cap, the call budget
+            or the client's share of either), a stream that carries ``retry`` and ends at once,
+            since the spec allows this GET no other answer than a stream or 405 and clients
+            treat anything else as a failure: the client comes back after
+            :data:`STANDALONE_RETRY_AFTER` and holds no thread meanwhile.
         """
         if self.settings.standalone_budget == 0:
             return error_response(
@@ -124,7 +130,7 @@ class Streams:
                 "Conflict: this session's standalone stream is already open on another connection; close it, or "
                 "resume it with the Last-Event-ID of its last event",
             )
-        release = self._hold(STANDALONE)
+        release = self._hold(STANDALONE, request)
         if isinstance(release, Response):
             return release
         if stream is None or stream.finished or stream.abandoned():
@@ -144,16 +150,16 @@ class Streams:
         )
         return event_stream(body)
 
-    def _hold(self, kind: str, takeover: bool = False) -> Callable[[], None] | Response:
-        """A place in the thread budget for a GET that reads a stream: the function that gives
-        it back, or the refusal (429 beyond the standalone cap, 503 when the budget is taken).
-        A ``takeover`` (the connection it replaces holds a place, which it gives back as it
-        stops) always gets one."""
+    def _hold(self, kind: str, request: Request, takeover: bool = False) -> Callable[[], None] | Response:
+        """A place in the thread budget (and in the request's client's share of it) for a GET
+        that reads a stream: the function that gives it back, or, with no room, the answer
+        that tells the client to come back later (:func:`come_back_later`). A ``takeover``
+        (the connection it replaces holds a place, which it gives back as it stops) always
+        gets one."""
         try:
-            return self.server.admission.hold_thread(kind, force=takeover)
-        except ListenLimitReached as exc:
-            return error_response(
-                429, INVALID_REQUEST, f"Too Many Requests: {exc}", headers={"Retry-After": str(STANDALONE_RETRY_AFTER)}
+            return self.server.admission.hold_thread(
+                kind, force=takeover, client=request.environ.get(shares.ENVIRON_KEY)
             )
-        except Busy as exc:
-            return error_response(503, INTERNAL_ERROR, str(exc), headers={"Retry-After": str(exc.retry_after)})
+        except (ListenLimitReached, Busy, ShareTaken) as exc:
+            log.info("no room for a GET of a %s stream: %s", kind, exc)
+            return come_back_later(str(exc), STANDALONE_RETRY_AFTER)

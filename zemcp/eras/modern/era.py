@@ -56,7 +56,9 @@ from zemcp.replies.responses import (
     reply,
 )
 from zemcp.replies.sinks import ReplySink
+from zemcp.state import shares
 from zemcp.state.interfaces import ListenLimitReached
+from zemcp.state.shares import ShareTaken
 
 log = logging.getLogger("zemcp.modern")
 
@@ -186,9 +188,13 @@ class ModernEra:
                 id=message.id,
                 headers={"Retry-After": str(LISTEN_RETRY_AFTER)},
             )
-        except Busy as exc:
+        except (Busy, ShareTaken) as exc:
             return error_response(
-                503, jsonrpc.INTERNAL_ERROR, str(exc), id=message.id, headers={"Retry-After": str(exc.retry_after)}
+                exc.status,
+                jsonrpc.INTERNAL_ERROR,
+                str(exc),
+                id=message.id,
+                headers={"Retry-After": str(exc.retry_after)},
             )
         if isinstance(outcome, dict):
             outcome = retire_codes(outcome)
@@ -215,7 +221,7 @@ class ModernEra:
 
         Raises:
             ProtocolError: the envelope, the version or the request is invalid.
-            Busy, ListenLimitReached: no room for the request.
+            Busy, ShareTaken, ListenLimitReached: no room for the request.
         """
         client = envelope(message)
         _check_version(client)
@@ -229,7 +235,7 @@ class ModernEra:
         if method == "server/discover":
             return self.result(message.id, method, self.discover(), NO_CACHE)
         if method == "subscriptions/listen":
-            return self._listen(message)
+            return self._listen(message, environ)
         if method not in self.server.methods():
             raise ProtocolError(
                 METHOD_NOT_FOUND, f"Method not found: {method} is not a method of MCP {client.protocol_version}"
@@ -275,7 +281,7 @@ class ModernEra:
             body = {**body, **cache.fields()}
         return jsonrpc.result(request_id, body)
 
-    def _listen(self, request: jsonrpc.Request) -> ReplySink | dict[str, Any]:
+    def _listen(self, request: jsonrpc.Request, environ: dict[str, Any]) -> ReplySink | dict[str, Any]:
         """``subscriptions/listen``: a stream that starts with the acknowledgement (basic/patterns/subscriptions)."""
         if self.server.subscriptions.max_streams == 0:
             # Turned off: server/discover then declares nothing a listen stream would carry.
@@ -299,7 +305,8 @@ class ModernEra:
         # A listen stream holds a thread for as long as it is open: it counts in the call budget.
         sink = ReplySink()
         self.server.admission.open_stream(
-            lambda: self.server.subscriptions.open(request.id, acknowledged, kinds, uris, sink)
+            lambda: self.server.subscriptions.open(request.id, acknowledged, kinds, uris, sink),
+            environ.get(shares.ENVIRON_KEY),
         )
         return sink
 
@@ -366,7 +373,7 @@ class ModernEra:
             finally:
                 sink.finish(response)
 
-        self.server.admission.start(job, sink)
+        self.server.admission.start(job, sink, environ.get(shares.ENVIRON_KEY))
         return sink
 
     def _finish(

@@ -44,7 +44,12 @@ def build(settings: Settings, on_session_end: Callable[[Session, str], None]) ->
     node = Node(redis, settings.instance)
     replay = RedisReplay(redis, node, settings.stream_limits)
     pending = RedisWaitingCalls(
-        redis, node, settings.pending_budget, settings.session_pending_budget, settings.elicitation_timeout
+        redis,
+        node,
+        settings.pending_budget,
+        settings.session_pending_budget,
+        settings.elicitation_timeout,
+        settings.client_share,
     )
 
     def new_streams(session_id: str) -> RedisStreamLogs:

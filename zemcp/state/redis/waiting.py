@@ -74,11 +74,21 @@ class RedisWaitingCalls(CorrelationTable):
         max_per_session: requests of one session waiting at once at most, in all processes.
         timeout: [seconds] the longest wait of one request (``elicitation_timeout``), which
             bounds how long its listing lives.
+        client_share: the share of ``max_pending`` one client may hold in this process (the
+            threads it shares out are this process's).
     """
 
-    def __init__(self, redis: Redis, node: Node, max_pending: int, max_per_session: int, timeout: float):
-        # The local table caps the process; the per-session cap is counted in Redis.
-        super().__init__(max_pending, max_pending)
+    def __init__(
+        self,
+        redis: Redis,
+        node: Node,
+        max_pending: int,
+        max_per_session: int,
+        timeout: float,
+        client_share: float = 1.0,
+    ):
+        # The local table caps the process and the client; the per-session cap is counted in Redis.
+        super().__init__(max_pending, max_pending, client_share)
         self.max_per_session = max_per_session
         self.redis = redis
         self.node = node

@@ -1,0 +1,90 @@
+"""Who a request comes from: the client address, through the proxies the settings trust.
+
+A request's fair share of the threads (:mod:`zemcp.state.shares`) belongs to its client: the
+principal with authorization on, else the client's address. Behind a reverse proxy every
+connection comes from the proxy, so the address is read from ``X-Forwarded-For`` (the de facto
+standard header, which HAProxy's ``option forwardfor`` and nginx's
+``$proxy_add_x_forwarded_for`` write) when, and only when, the connection comes from a proxy
+``Settings.forwarded_allow_ips`` lists, as gunicorn's setting of the same name does for the
+scheme. The header is read from the right: each trusted proxy appends the address it saw, and
+the first address from the right that is not a trusted proxy is the client (anything to its
+left was written by the client and is not believed).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from collections.abc import Collection, Mapping
+from typing import Any
+
+log = logging.getLogger("zemcp.http")
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def trusted_networks(entries: Collection[str]) -> tuple[IPNetwork, ...] | None:
+    """Parse ``Settings.forwarded_allow_ips``: addresses and CIDR networks, or ``*`` for any peer.
+
+    Args:
+        entries: strings such as ``"127.0.0.1"``, ``"10.0.0.0/8"``, ``"::1"``, ``"*"``.
+    Returns:
+        the networks; None for ``*`` (every peer trusted).
+    Raises:
+        ValueError: an entry is neither an address, a network nor ``*`` (``Settings`` checks
+            them first, with a message that names the setting).
+    """
+    if "*" in entries:
+        return None
+    return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
+
+
+class ClientAddresses:
+    """Finds the client address of requests, believing ``X-Forwarded-For`` only from trusted proxies.
+
+    Args:
+        trusted: the proxies' networks (:func:`trusted_networks`); None trusts every peer;
+            empty trusts none (the default: the peer's address is the client's).
+    """
+
+    def __init__(self, trusted: tuple[IPNetwork, ...] | None):
+        self._trusted = trusted
+        self._warned = False
+
+    def _is_trusted(self, address: str) -> bool:
+        if self._trusted is None:
+            return True
+        try:
+            ip = ipaddress.ip_address(address.strip().strip("[]"))
+        except ValueError:
+            return False
+        return any(ip in network for network in self._trusted)
+
+    def of(self, environ: Mapping[str, Any]) -> str:
+        """The client address of the request whose WSGI environ is ``environ``.
+
+        Returns:
+            an address string (the peer's ``REMOTE_ADDR``, or the one a trusted proxy
+            forwarded); ``""`` for a request with no peer address (a unix socket without a proxy).
+        """
+        peer = str(environ.get("REMOTE_ADDR") or "")
+        forwarded = environ.get("HTTP_X_FORWARDED_FOR")
+        if not forwarded:
+            return peer
+        if not self._is_trusted(peer):
+            if not self._warned and self._trusted == ():
+                self._warned = True
+                # Once per process: behind an unlisted proxy every client shares one fair share.
+                log.warning(
+                    "requests arrive with X-Forwarded-For from %s, which ZEMCP_FORWARDED_ALLOW_IPS does not "
+                    "list: every client behind it counts as one client in the fair shares of threads; list "
+                    "the proxy's address there if it is yours",
+                    peer or "a unix socket",
+                )
+            return peer
+        hops = [hop.strip() for hop in str(forwarded).split(",") if hop.strip()]
+        for hop in reversed(hops):
+            if not self._is_trusted(hop):
+                return hop
+        # Every hop is a trusted proxy: the leftmost is the nearest to the client that we know.
+        return hops[0] if hops else peer
