@@ -19,7 +19,10 @@ try:
 except ModuleNotFoundError as exc:  # the client extra is not installed
     if exc.name != "requests":
         raise
-    sys.exit("zemcp-test needs the client extra, which serving does not: pip install 'zemcp[client]'")
+    sys.exit(
+        "zemcp-test needs the client extra (requests), which serving does not: "
+        "pip install '.[client]' in the zemcp checkout, or pip install requests"
+    )
 
 DEFAULT_URL = "http://127.0.0.1:8000/mcp"
 
