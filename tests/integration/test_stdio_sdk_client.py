@@ -62,3 +62,52 @@ def test_sdk_stdio_client_completes_an_eliciting_call(mode):
     else:
         assert seen["version"] == MODERN_VERSION and "session: none" in text, text
         assert seen["elicitations"][0][0] == "command"  # the inputRequests key
+
+
+NOISY = '''
+import os
+import subprocess
+import sys
+
+import zemcp
+
+print("printed at import")
+server = zemcp.Server("noisy", "1")
+
+
+@server.tool
+def noisy() -> str:
+    """Writes to descriptor 1, to sys.stdout and from a child process."""
+    os.write(1, b"written to descriptor 1\\n")
+    print("printed by the handler")
+    subprocess.run([sys.executable, "-c", "print('printed by a child process')"], check=True)
+    return "done"
+'''
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN_VERSION])
+def test_stray_output_of_the_target_goes_to_stderr_not_into_the_protocol(mode, tmp_path):
+    """A print at import time, os.write(1, ...) and a child process's output all reach stderr;
+    stdout carries MCP messages only, so every call of the SDK's client succeeds."""
+    (tmp_path / "noisy.py").write_text(NOISY)
+    errlog = tmp_path / "stderr.log"
+
+    async def scenario():
+        params = StdioServerParameters(
+            command=sys.executable,
+            cwd=REPO,
+            args=["-m", "zemcp", "run", str(tmp_path / "noisy.py"), "--transport", "stdio", "--log-level", "warning"],
+        )
+        with errlog.open("w") as err:
+            async with mcp.Client(stdio_client(params, errlog=err), mode=mode, read_timeout_seconds=20) as client:
+                tools = await client.list_tools()
+                results = [await client.call_tool("noisy", {}) for _ in range(2)]
+                return [t.name for t in tools.tools], results
+
+    names, results = asyncio.run(asyncio.wait_for(scenario(), SCENARIO_TIMEOUT))
+    assert names == ["noisy"]
+    for result in results:
+        assert result.is_error is False and result.content[0].text == "done", result
+    stderr = errlog.read_text()
+    for stray in ("printed at import", "written to descriptor 1", "printed by the handler", "printed by a child"):
+        assert stray in stderr, stderr

@@ -2,13 +2,17 @@
 elicitation waits, and the end of stdin ending the process (``zemcp run --transport stdio``)."""
 
 import json
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import MODERN_VERSION, REPO
 from tests.processes import stop_group
+from zemcp.eras.handshake.call import INITIALIZED_GRACE
 
 #: [seconds] bound on each read of a line and on the process's exit.
 TIMEOUT = 20
@@ -26,15 +30,18 @@ META = {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION, "io.modelcont
 
 
 class Pipes:
-    """``zemcp run wsgi.py --transport stdio`` with its stdin and stdout."""
+    """``zemcp run wsgi.py --transport stdio`` with its stdin and stdout; stderr goes to a
+    pipe, or to the file ``stderr`` (for a test that reads it while the process runs)."""
 
-    def __init__(self):
+    def __init__(self, stderr=None, **settings: str):
+        env = {**os.environ, **{f"ZEMCP_{name.upper()}": value for name, value in settings.items()}}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "zemcp", "run", "wsgi.py", "--transport", "stdio"],
             cwd=REPO,
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.PIPE if stderr is None else stderr.open("wb"),
             start_new_session=True,
         )
 
@@ -46,7 +53,9 @@ class Pipes:
     def read(self) -> dict:
         # readline blocks; the test's timeout (pytest-timeout) bounds a server that never answers.
         line = self.proc.stdout.readline()
-        assert line, f"stdout ended; stderr: {self.proc.stderr.read().decode(errors='replace')}"
+        assert line, (
+            f"stdout ended; stderr: {self.proc.stderr.read().decode(errors='replace') if self.proc.stderr else ''}"
+        )
         return json.loads(line)
 
     def stop(self) -> None:
@@ -132,3 +141,70 @@ def test_end_of_stdin_ends_the_session_and_the_process(pipes):
     assert [m.get("method") or m.get("id") for m in rest] == ["notifications/cancelled", 2], rest
     assert rest[0]["params"]["requestId"] == ask["id"]
     assert "the client closed stdin" in rest[1]["result"]["content"][0]["text"]
+
+
+def test_initialized_notification_lets_the_first_question_go_at_once(tmp_path):
+    """notifications/initialized is recorded: the first elicitation/create does not wait
+    INITIALIZED_GRACE for it, and nothing claims the client broke its MUST."""
+    stderr = tmp_path / "stderr.log"
+    pipes = Pipes(stderr)
+    try:
+        pipes.send(INIT)
+        pipes.read()
+        pipes.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        pipes.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert pipes.read()["id"] == 2  # the notification (read before this) was handled
+        started = time.monotonic()
+        pipes.send(
+            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "ze_execute", "arguments": {}}}
+        )
+        ask = pipes.read()
+        waited = time.monotonic() - started
+        assert ask["method"] == "elicitation/create"
+        assert waited < INITIALIZED_GRACE, f"the question waited {waited:.2f} s"
+        pipes.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"command": "help"}}})
+        assert pipes.read()["id"] == 3
+        pipes.proc.stdin.close()
+        assert pipes.proc.wait(TIMEOUT) == 0
+    finally:
+        pipes.stop()
+    assert "notifications/initialized" not in stderr.read_text(), stderr.read_text()
+
+
+def test_a_line_over_max_body_bytes_is_refused_and_reading_goes_on(tmp_path):
+    """A line longer than ZEMCP_MAX_BODY_BYTES gets -32600 naming the limit while it is still
+    being written; it is dropped, not kept (the process's peak memory stays far below its
+    length), and the next line is served."""
+    pipes = Pipes(tmp_path / "stderr.log", max_body_bytes="4096")
+    try:
+        pipes.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META, "pad": "x" * 3500}})
+        assert "tools" in pipes.read()["result"]
+        chunk = b"x" * (1 << 20)
+        for _ in range(256):  # 256 MiB without a newline
+            pipes.proc.stdin.write(chunk)
+        pipes.proc.stdin.flush()
+        refused = pipes.read()
+        assert refused["id"] is None and refused["error"]["code"] == -32600, refused
+        message = refused["error"]["message"]
+        assert "exceeds 4096 bytes" in message and "ZEMCP_MAX_BODY_BYTES" in message, message
+        pipes.send(b'x"}')  # the newline that ends the long line
+        pipes.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": META}})
+        assert "tools" in pipes.read()["result"]
+        status = (Path("/proc") / str(pipes.proc.pid) / "status").read_text()
+        peak_kib = int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
+        assert peak_kib < 128 * 1024, f"peak resident memory {peak_kib} KiB"
+    finally:
+        pipes.stop()
+
+
+def test_cancellations_naming_no_request_id_leave_the_server_serving(pipes):
+    """2026-07-28 notifications/cancelled whose requestId is an object, an array or missing
+    are ignored; the request after them is answered."""
+    pipes.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}})
+    assert "tools" in pipes.read()["result"]
+    for request_id in ({"a": 1}, [1], None):
+        params = {"requestId": request_id} if request_id is not None else {}
+        pipes.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params})
+    pipes.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": META}})
+    assert "tools" in pipes.read()["result"]
+    assert pipes.proc.poll() is None

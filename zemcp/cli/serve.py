@@ -6,6 +6,10 @@
 notes:app``: the gthread worker of :mod:`zemcp.http.worker` and the thread budget of the
 settings. ``--transport stdio`` serves the same server over MCP's stdio transport instead
 (:mod:`zemcp.cli.stdio`), for clients that start servers as subprocesses.
+
+A stdio server, and an HTTP one started with a pipe on stdin as desktop clients start their
+servers, stops when the program that started it exits (:mod:`zemcp.cli.lifetime`); the HTTP
+one also says that such a client needs ``--transport stdio``.
 """
 
 from __future__ import annotations
@@ -13,17 +17,22 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import signal
+import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from zemcp.cli import lifetime
+from zemcp.config import Settings
 from zemcp.core.server import Server
 from zemcp.http.transport import McpApp
 
 if TYPE_CHECKING:
     from gunicorn.app.base import BaseApplication
+    from gunicorn.arbiter import Arbiter
 
 LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -108,7 +117,7 @@ def _find(module: Any, location: str) -> McpApp | Server:
     )
 
 
-def _gunicorn_application(target: str, options: dict[str, Any], preload: bool) -> BaseApplication:
+def _gunicorn_application(target: str, options: dict[str, Any], preload: bool, watch: bool) -> BaseApplication:
     # Imported here: the stdio transport needs none of gunicorn.
     from gunicorn.app.base import BaseApplication
 
@@ -124,6 +133,25 @@ def _gunicorn_application(target: str, options: dict[str, Any], preload: bool) -
                     self.cfg.set(name, value)
             for name, value in options.items():
                 self.cfg.set(name, value)
+            self.cfg.set("when_ready", self.when_ready)
+
+        def when_ready(self, arbiter: Arbiter) -> None:
+            """zemcp's start-up hook, then the URL clients need (gunicorn names only the socket),
+            then, when asked, the watch of the parent: its SIGTERM is gunicorn's graceful stop."""
+            conf.when_ready(arbiter)
+            # Without preload the app loads in the workers: its endpoint is the settings' one.
+            endpoint = self.preloaded.endpoint if self.preloaded is not None else Settings.from_env().endpoint
+            for listener in arbiter.LISTENERS:
+                if arbiter.log is not None:
+                    arbiter.log.info("zemcp: MCP endpoint at %s", _url(listener.sock, self.cfg.is_ssl, endpoint))
+            if watch:
+
+                def parent_exited(pid: int) -> None:
+                    if arbiter.log is not None:
+                        arbiter.log.info("zemcp: the parent process (pid %d) exited; stopping", pid)
+                    os.kill(os.getpid(), signal.SIGTERM)
+
+                lifetime.watch_parent(parent_exited)
 
         #: The app loaded in the master (with preload), which load() then returns.
         preloaded: McpApp | None = None
@@ -137,6 +165,31 @@ def _gunicorn_application(target: str, options: dict[str, Any], preload: bool) -
         # Load in the master: a target that cannot be served fails at once, with its reason.
         app.preloaded = app.load()
     return app
+
+
+def _url(sock: socket.socket, tls: bool, endpoint: str) -> str:
+    """The endpoint's URL on a listening socket: ``http://127.0.0.1:8000/mcp``."""
+    if sock.family == socket.AF_UNIX:
+        return f"unix:{sock.getsockname()}, path {endpoint}"
+    host, port = sock.getsockname()[:2]
+    host = f"[{host}]" if sock.family == socket.AF_INET6 else host
+    return f"{'https' if tls else 'http'}://{host}:{port}{endpoint}"
+
+
+def _check_port(bind: str) -> None:
+    """Refuse a TCP address another program listens on, saying which option moves it (gunicorn
+    would retry it five times, then exit naming only the address)."""
+    from gunicorn.util import parse_address
+
+    try:
+        address = parse_address(bind)
+    except RuntimeError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--bind'") from None
+    if isinstance(address, tuple) and lifetime.bind_in_use(address):
+        raise click.ClickException(
+            f"{bind} is in use by another program: serve on another port with --bind HOST:PORT "
+            "(or ZEMCP_BIND), or stop the program that listens there"
+        )
 
 
 @click.group()
@@ -200,17 +253,38 @@ def run(
     environment variables (docs/configuration.md).
     """
     if transport == "stdio":
+        http_only = {"--bind": bind, "--threads": threads, "--workers": workers, "--reload": reload}
+        given = [option for option, value in http_only.items() if value not in (None, False)]
+        if given:
+            raise click.UsageError(
+                f"{', '.join(given)}: for --transport http only; --transport stdio serves one client on "
+                "stdin and stdout (leave them out)"
+            )
         from zemcp.cli import stdio
 
-        stdio.run(load_target(target)[1], log_level)
+        # Before the import: what the target prints at import time must not reach stdout.
+        reader, writer = stdio.claim_stdio()
+        stdio.log_to_stderr(log_level)
+        stdio.run(load_target(target)[1], reader, writer)
         return
     # The options become the settings the server and gunicorn's configuration both read.
     for name, value in (("BIND", bind), ("THREADS", threads), ("WORKERS", workers)):
         if value is not None:
             os.environ[f"ZEMCP_{name}"] = str(value)
+    started_by_a_program = lifetime.stdin_is_pipe()
+    if started_by_a_program:
+        # A desktop client's configuration without --transport stdio waits at initialize forever.
+        click.echo(
+            "zemcp run: stdin is a pipe, as when a desktop client starts its MCP servers, but this serves "
+            "Streamable HTTP; a client that talks to the server over stdin and stdout needs --transport stdio "
+            f"in its command (zemcp run {target} --transport stdio). Serving HTTP until the program that "
+            "started this one exits.",
+            err=True,
+        )
+    _check_port(Settings.from_env().bind)
     options: dict[str, Any] = {"loglevel": log_level}
     if reload:
         options["reload"] = True
         if target.partition(":")[0].endswith(".py"):
             options["reload_extra_files"] = [str(Path(target.partition(":")[0]).resolve())]
-    _gunicorn_application(target, options, preload=not reload).run()
+    _gunicorn_application(target, options, preload=not reload, watch=started_by_a_program).run()

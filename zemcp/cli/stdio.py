@@ -12,16 +12,28 @@ The era is decided once, by the first request (2026-07-28 basic/transports/stdio
 other than ``initialize`` whose ``params._meta`` names a protocol version opens a 2026-07-28
 connection (no session; elicitation by multi-round-trip); anything else, a handshake-era one
 (``initialize``, one session for the connection's life). The end of stdin ends the session:
-waiting handlers wake with ``SessionEnded``.
+waiting handlers wake with ``SessionEnded``; so do SIGTERM, SIGINT and the exit of the parent
+process (the client).
+
+stdout carries MCP messages only (basic/transports/stdio: the server MUST NOT write anything
+else there): :func:`claim_stdio` keeps the protocol on duplicates of descriptors 0 and 1
+before the target is imported, and points descriptor 1 at stderr and 0 at ``/dev/null``, so
+neither a ``print``, an ``os.write(1, ...)`` nor a child process can corrupt the stream or
+read the client's messages. A line is at most ``max_body_bytes`` long, the bound of an HTTP
+body; a longer one is answered with an error and skipped.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
 import threading
 from typing import IO, TYPE_CHECKING, Any, cast
 
+from zemcp import logsafe
+from zemcp.cli.lifetime import watch_parent
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server
 from zemcp.eras.handshake.era import HandshakeEra
@@ -43,6 +55,13 @@ ENVIRON = {"wsgi.multithread": True}
 PUMP_TICK = 1.0
 #: [seconds] how long the end of stdin waits for running handlers to send their last messages.
 DRAIN_TIMEOUT = 5.0
+#: [bytes] how much of a line over the limit is read (and dropped) at a time.
+DISCARD_CHUNK = 64 * 1024
+
+
+class Stopped(BaseException):
+    """A signal stopped the transport (a BaseException, so no handler's ``except Exception``
+    swallows it on its way out of the reading loop)."""
 
 
 class StdioTransport:
@@ -66,15 +85,34 @@ class StdioTransport:
         # Running 2026-07-28 requests by id: notifications/cancelled closes their sink.
         self._running: dict[Any, ReplySink] = {}
         self._pumps: list[threading.Thread] = []
+        self._max_line = server.settings.max_body_bytes
+        #: True while :meth:`serve` reads stdin (before the drain).
+        self.reading = False
 
     def serve(self) -> None:
-        """Read and answer messages until stdin ends; then end the session and drain."""
+        """Read and answer messages until stdin ends, stdout is closed or :class:`Stopped` is
+        raised (by a signal handler); then end the session and drain.
+
+        A line is at most ``max_body_bytes`` long, without its newline: a longer one is
+        answered with -32600 (id ``null``), read to its newline without being kept, and
+        reading goes on.
+        """
+        reason = "the client closed stdin"
+        self.reading = True
         try:
-            for line in self._reader:
-                if line.strip():
+            while line := self._reader.readline(self._max_line + 1):
+                if len(line) > self._max_line and not line.endswith(b"\n"):
+                    self._skip_long_line()
+                elif line.strip():
                     self._receive(line)
+        except BrokenPipeError:
+            reason = "the client closed stdout"
+        except Stopped as exc:
+            reason = f"the server was stopped by {exc}"
         finally:
-            self._close()
+            self.reading = False
+            log.info("ending: %s", reason)
+            self._close(reason)
 
     def write(self, message: dict[str, Any]) -> None:
         """Write one message as one line (compact JSON never holds a newline)."""
@@ -85,12 +123,46 @@ class StdioTransport:
 
     # -- reading ----------------------------------------------------------------------
 
+    def _skip_long_line(self) -> None:
+        log.warning("a line longer than %d bytes (ZEMCP_MAX_BODY_BYTES) was skipped", self._max_line)
+        self.write(
+            jsonrpc.error(
+                None,
+                INVALID_REQUEST,
+                f"Invalid Request: a line exceeds {self._max_line} bytes, the largest message this server "
+                "reads (the max_body_bytes setting, ZEMCP_MAX_BODY_BYTES); it was skipped up to its newline",
+            )
+        )
+        # Read in chunks and drop them: keeping the line is what the bound prevents.
+        while chunk := self._reader.readline(DISCARD_CHUNK):
+            if chunk.endswith(b"\n"):
+                return
+
     def _receive(self, line: bytes) -> None:
         try:
             message = jsonrpc.parse(line)
         except ProtocolError as exc:
             self.write(exc.to_message())
             return
+        try:
+            self._dispatch(message)
+        except BrokenPipeError:
+            raise
+        except Exception:
+            # A bug met by one message must not end the connection, as it would not end an
+            # HTTP server: the request gets -32603 and reading goes on.
+            method = message.method if not isinstance(message, jsonrpc.Response) else "a response"
+            log.exception("handling %s failed", logsafe.clip(method))
+            if isinstance(message, jsonrpc.Request):
+                self.write(
+                    jsonrpc.error(
+                        message.id,
+                        INTERNAL_ERROR,
+                        "Internal error: the server failed on this request; its log says why",
+                    )
+                )
+
+    def _dispatch(self, message: jsonrpc.Message) -> None:
         if isinstance(message, jsonrpc.Request) and self._era is None:
             self._era = "modern" if message.method != "initialize" and _enveloped(message) else "handshake"
         if self._era == "modern":
@@ -107,6 +179,9 @@ class StdioTransport:
         if isinstance(message, jsonrpc.Notification):
             if session is not None and message.method == "notifications/cancelled":
                 self.handshake.cancel(session, message.params)
+            elif session is not None and message.method == "notifications/initialized":
+                # Server-to-client requests of the session wait for it (Session.wait_initialized).
+                session.mark_initialized()
             return
         if message.method == "initialize":
             self._initialize(message)
@@ -154,8 +229,11 @@ class StdioTransport:
         if isinstance(message, jsonrpc.Response):
             return  # a 2026-07-28 client sends no responses: answers ride the retried request
         if isinstance(message, jsonrpc.Notification):
-            if message.method == "notifications/cancelled":
-                sink = self._running.get(message.params.get("requestId"))
+            request_id = message.params.get("requestId")
+            # Other ids are ignored, as basic/utilities/cancellation allows (and an object or an
+            # array could not even be looked up).
+            if message.method == "notifications/cancelled" and jsonrpc.valid_id(request_id):
+                sink = self._running.get(request_id)
                 if sink is not None:
                     sink.close()
             return
@@ -206,9 +284,9 @@ class StdioTransport:
             sink.close()
             self._running.pop(request_id, None)
 
-    def _close(self) -> None:
+    def _close(self, reason: str) -> None:
         if self._session is not None:
-            self.server.sessions.end(self._session.id, "the client closed stdin")
+            self.server.sessions.end(self._session.id, reason)
         for sink in list(self._running.values()):
             sink.close()
         for pump in self._pumps:
@@ -220,18 +298,64 @@ def _enveloped(message: jsonrpc.Request) -> bool:
     return isinstance(meta, dict) and META_VERSION in meta
 
 
-def run(server: Server, log_level: str = "info") -> None:
-    """Serve ``server`` on this process's stdin and stdout until stdin ends (``zemcp run --transport stdio``).
+def claim_stdio() -> tuple[IO[bytes], IO[bytes]]:
+    """Keep this process's stdin and stdout for MCP messages alone (basic/transports/stdio).
 
-    Logs go to stderr at ``log_level``; stdout carries MCP messages only, so a handler's
-    ``print`` is sent to stderr as well.
+    Call it before importing the code to serve, so that what it writes at import time is
+    redirected too. Descriptors 0 and 1 are duplicated for the protocol (duplicates that
+    child processes do not inherit); then descriptor 1 and ``sys.stdout`` point at stderr,
+    and descriptor 0 at ``/dev/null``.
+
+    Returns:
+        ``(reader, writer)``: the client's messages, and where the server's go.
     """
+    reader = os.fdopen(os.dup(0), "rb")
+    writer = os.fdopen(os.dup(1), "wb")
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.close(nothing)
+    return reader, writer
+
+
+def log_to_stderr(log_level: str) -> None:
+    """Send log records of ``log_level`` (``"info"`` ...) and above to stderr, stdio's log channel."""
     logging.basicConfig(
         stream=sys.stderr,
         level=log_level.upper(),
         format="%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s",
     )
-    out = sys.stdout.buffer
-    # Anything printed by application code would corrupt the channel: send it to stderr.
-    sys.stdout = sys.stderr
-    StdioTransport(server, sys.stdin.buffer, out).serve()
+
+
+def run(server: Server, reader: IO[bytes], writer: IO[bytes]) -> None:
+    """Serve ``server`` on ``reader`` and ``writer`` (from :func:`claim_stdio`) until stdin
+    ends, as ``zemcp run --transport stdio`` does; call it from the main thread.
+
+    SIGTERM and SIGINT stop it cleanly, as the end of stdin does: the session ends, waiting
+    handlers wake with ``SessionEnded``, and the function returns. So does the exit of the
+    parent process (the client), which a client that crashed cannot announce. A signal
+    during the drain that follows cuts the drain short.
+    """
+    main = threading.main_thread().ident
+    assert main is not None  # the main thread has started: this code runs
+    transport = StdioTransport(server, reader, writer)
+
+    def stop(signum: int, frame: object) -> None:
+        raise Stopped(signal.Signals(signum).name)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, stop)
+
+    def parent_exited(pid: int) -> None:
+        if transport.reading:
+            log.info("the client (the parent process, pid %d) exited; stopping", pid)
+            # Sent to the main thread itself: only there does it interrupt the blocking read.
+            signal.pthread_kill(main, signal.SIGTERM)
+
+    watch_parent(parent_exited)
+    try:
+        transport.serve()
+    except Stopped as exc:
+        log.warning("%s during the drain: running requests were not waited for", exc)
