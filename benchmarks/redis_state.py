@@ -23,7 +23,7 @@ b. the elicitation round trip of one client: ``ze_execute`` without a command on
 It prints every figure, then the medians' ratios of Redis to in-process beside the targets:
 a plain call's p50 within 1.3x (and its throughput at least 1/1.3), the round trip's p50
 within 1.5x. The Redis runs need the Redis state backend, the ``redis`` package (``pip
-install 'zemcp[redis]'``) and ``redis-server`` (Debian: ``apt-get install redis-server``);
+install '.[redis]'`` in the checkout) and ``redis-server`` (Debian: ``apt-get install redis-server``);
 without one of them the script says which and measures in-process only. Every process it
 starts is stopped at the end, also on failure. Figures depend on the machine; compare runs
 on the same one. Usage::
@@ -200,7 +200,7 @@ def redis_unavailable() -> str | None:
     if "redis" not in zemcp.state.BACKENDS:
         return "zemcp.state.BACKENDS names no 'redis' backend yet (ZEMCP_REDIS_URL would stop gunicorn at start-up)"
     if importlib.util.find_spec("redis") is None:
-        return "the redis package is not installed (pip install 'zemcp[redis]')"
+        return "the redis package is not installed (pip install '.[redis]')"
     if redis_binary() is None:
         return "redis-server is not installed (Debian: apt-get install redis-server)"
     return None

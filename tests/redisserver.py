@@ -35,7 +35,7 @@ def require_redis() -> str:
     try:
         import redis  # noqa: F401
     except ImportError:
-        pytest.skip("the redis package is not installed (pip install 'zemcp[redis]')")
+        pytest.skip("the redis package is not installed (pip install '.[redis]')")
     return binary
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-pytest.importorskip("pydantic", reason="the pydantic package is not installed (pip install 'zemcp[pydantic]')")
+pytest.importorskip("pydantic", reason="the pydantic package is not installed (pip install '.[pydantic]')")
 
 from tests.inprocess.test_context import Peer1125, messages
 from tests.inprocess.test_transport import Peer, events

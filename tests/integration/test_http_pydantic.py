@@ -2,7 +2,7 @@
 
 import pytest
 
-pytest.importorskip("pydantic", reason="the pydantic package is not installed (pip install 'zemcp[pydantic]')")
+pytest.importorskip("pydantic", reason="the pydantic package is not installed (pip install '.[pydantic]')")
 
 APP = "tests.apps.pydantic_orders:app"
 

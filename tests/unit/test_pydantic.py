@@ -9,7 +9,7 @@ from typing import Annotated
 import jsonschema
 import pytest
 
-pytest.importorskip("pydantic", reason="the pydantic package is not installed (pip install 'zemcp[pydantic]')")
+pytest.importorskip("pydantic", reason="the pydantic package is not installed (pip install '.[pydantic]')")
 
 from pydantic import BaseModel, Field, computed_field
 

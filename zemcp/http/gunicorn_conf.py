@@ -99,7 +99,7 @@ def when_ready(server: Arbiter) -> None:
             "zemcp: %d workers share one listening socket, and without ZEMCP_REDIS_URL a handshake-era session "
             "(initialize, Mcp-Session-Id) lives in the worker that created it: its requests that reach another "
             "worker get 404 (saying so), and an elicitation answer among them is lost. Set ZEMCP_REDIS_URL "
-            "(pip install 'zemcp[redis]') to share handshake-era sessions between workers and instances, or "
+            "(pip install redis, or '.[redis]' in a zemcp checkout) to share handshake-era sessions between workers and instances, or "
             "serve one worker (ZEMCP_WORKERS=1), and more instances of one worker behind a proxy that routes by "
             "Mcp-Session-Id. 2026-07-28 clients need neither: any worker serves them. See docs/deploy.md",
             server.cfg.workers,

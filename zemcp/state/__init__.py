@@ -55,7 +55,7 @@ def open_state(settings: Settings, on_session_end: Callable[[Session, str], None
             raise
         raise ImportError(
             f"the {settings.state_backend} state backend (ZEMCP_REDIS_URL) needs the redis package: "
-            f"pip install 'zemcp[redis]'"
+            f"pip install redis (or pip install '.[redis]' in a zemcp checkout)"
         ) from exc
     built: State = backend.build(settings, on_session_end)
     return built

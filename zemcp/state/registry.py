@@ -162,7 +162,7 @@ class SessionRegistry:
         log.warning(
             "request for a session of worker %d reached worker %d of this gunicorn and got 404 (a lost "
             "elicitation answer leaves its call waiting until ZEMCP_ELICITATION_TIMEOUT): handshake-era sessions "
-            "live in the worker that created them; set ZEMCP_REDIS_URL (pip install 'zemcp[redis]') to share them "
+            "live in the worker that created them; set ZEMCP_REDIS_URL (pip install redis, or '.[redis]' in a zemcp checkout) to share them "
             "between workers, or serve one worker (ZEMCP_WORKERS=1); see docs/deploy.md (logged at most once per "
             "%g s%s)",
             pid,
