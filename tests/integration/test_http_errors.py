@@ -3,6 +3,9 @@
 import json
 
 import pytest
+import requests
+
+from tests.conftest import READ_TIMEOUT, ModernClient
 
 ONE_MIB = 1024 * 1024
 
@@ -201,3 +204,19 @@ def test_stalled_body_is_408_and_frees_the_thread(start_server, framing, first_b
     finally:
         for s in stalled:
             s.close()
+
+
+@pytest.mark.parametrize(
+    "name", [{"tool": "ze_execute"}, [1], [], 7, None], ids=["object", "list", "empty-list", "number", "null"]
+)
+def test_a_modern_tools_call_whose_name_is_no_string_is_invalid_params(server, name):
+    """2026-07-28: a tools/call whose params.name is not a string gets 400 -32602 naming it, never a 500."""
+    modern = ModernClient(server.url)
+    message = modern.message("tools/call", {"name": name, "arguments": {}})
+    # The standard headers of a body without a string name: no Mcp-Name (the body's own check answers).
+    headers = modern.headers({"method": "resources/list"}) | {"Mcp-Method": "tools/call"}
+    response = requests.post(server.url, data=json.dumps(message), headers=headers, timeout=READ_TIMEOUT)
+    body = _error(response, 400)
+    assert body["error"]["code"] == -32602 and body["id"] == message["id"], body
+    assert "name" in body["error"]["message"], body
+    assert "Traceback" not in server.log()

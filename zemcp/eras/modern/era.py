@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from typing import Any, cast
+from typing import Any
 
 from werkzeug.wrappers import Request
 
@@ -246,8 +246,9 @@ class ModernEra:
         return self.result(message.id, method, outcome, self.server.cache_hint(message))
 
     def _check_param_headers(self, request: Request, message: jsonrpc.Request) -> None:
-        # Looked up as given: a name that is no string finds no tool.
-        tool = self.server.tools.get(cast(str, message.params.get("name")))
+        name = message.params.get("name")
+        # A name that is no string (an object, a list) names no tool: tools/call refuses it with -32602.
+        tool = self.server.tools.get(name) if isinstance(name, str) else None
         if tool is None or not tool.header_annotations:
             return
         try:

@@ -1,0 +1,115 @@
+"""Params of the wrong JSON type, in every method of both eras: -32602 naming the field, never a 500.
+
+A name, URI, ref or cursor that is an object or a list is unhashable, so a lookup keyed by it
+would raise instead of finding nothing; each method's own checks must refuse it first.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import zemcp
+from tests.inprocess.threaded import Client
+from zemcp import Settings
+
+ACCEPT = "application/json, text/event-stream"
+MODERN = "2026-07-28"
+WRONG = [{"a": 1}, [1], [], 1, True]
+#: method -> (valid params, the field given a wrong type, the word the message names).
+CASES = {
+    "tools/call name": ("tools/call", {"name": "echo", "arguments": {}}, "name"),
+    "tools/call arguments": ("tools/call", {"name": "echo", "arguments": {}}, "arguments"),
+    "prompts/get name": ("prompts/get", {"name": "greet", "arguments": {"who": "b"}}, "name"),
+    "prompts/get arguments": ("prompts/get", {"name": "greet", "arguments": {"who": "b"}}, "arguments"),
+    "resources/read uri": ("resources/read", {"uri": "file:///a.txt"}, "uri"),
+    "completion/complete ref": ("completion/complete", {"ref": {}, "argument": {"name": "who", "value": ""}}, "ref"),
+    "completion/complete argument": ("completion/complete", {"ref": {}, "argument": {}}, "argument"),
+    "tools/list cursor": ("tools/list", {}, "cursor"),
+    "prompts/list cursor": ("prompts/list", {}, "cursor"),
+    "resources/list cursor": ("resources/list", {}, "cursor"),
+    "resources/templates/list cursor": ("resources/templates/list", {}, "cursor"),
+}
+VALID_REF = {"type": "ref/prompt", "name": "greet"}
+
+
+@pytest.fixture(scope="module")
+def app():
+    server = zemcp.Server("types", "1", settings=Settings(threads=4))
+
+    @server.tool
+    def echo(x: str = "a") -> str:
+        """Echo."""
+        return x
+
+    @server.prompt
+    def greet(who: str) -> str:
+        """Greet."""
+        return f"hi {who}"
+
+    @server.resource("file:///a.txt")
+    def a() -> str:
+        return "a"
+
+    @server.resource("file:///t/{name}")
+    def t(name: str) -> str:
+        return name
+
+    @server.completion(prompt="greet")
+    def who(argument: str, value: str, context: dict) -> list[str]:
+        return ["bob"]
+
+    return zemcp.McpApp(server)
+
+
+def _params(case: str, wrong: object) -> tuple[str, dict]:
+    method, valid, field = CASES[case]
+    params = dict(valid)
+    if method == "completion/complete" and field != "ref":
+        params["ref"] = VALID_REF
+    params[field] = wrong
+    return method, params
+
+
+def _handshake_post(app, method: str, params: dict):
+    client = Client(app)
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    session = client.post("/mcp", json=init, headers={"Accept": ACCEPT}).headers["Mcp-Session-Id"]
+    message = {"jsonrpc": "2.0", "id": 9, "method": method, "params": params}
+    return client.post("/mcp", json=message, headers={"Accept": ACCEPT, "Mcp-Session-Id": session})
+
+
+def _modern_post(app, method: str, params: dict):
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    }
+    message = {"jsonrpc": "2.0", "id": 9, "method": method, "params": {**params, "_meta": meta}}
+    headers = {"Accept": ACCEPT, "MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+    # Mcp-Name mirrors a string name or URI; without one the method's own check answers.
+    name = params.get("uri" if method == "resources/read" else "name")
+    if isinstance(name, str):
+        headers["Mcp-Name"] = name
+    return Client(app).post("/mcp", json=message, headers=headers)
+
+
+def _wrongs(case: str) -> list[object]:
+    # An object is arguments of the right type, and an empty list counts as no arguments.
+    return [w for w in WRONG if not (case.endswith("arguments") and (w == [] or isinstance(w, dict)))]
+
+
+@pytest.mark.parametrize("era", ["handshake", "modern"])
+@pytest.mark.parametrize(("case", "wrong"), [(case, wrong) for case in CASES for wrong in _wrongs(case)])
+def test_a_param_of_the_wrong_type_is_invalid_params(app, era, case, wrong):
+    """Each method refuses the field with -32602 in both eras (400 in 2026-07-28), naming it."""
+    method, params = _params(case, wrong)
+    response = (_handshake_post if era == "handshake" else _modern_post)(app, method, params)
+    assert response.status_code == (200 if era == "handshake" else 400), response.get_data(as_text=True)
+    body = response.get_json()
+    assert body["id"] == 9 and body["error"]["code"] == -32602, body
+    assert CASES[case][2] in body["error"]["message"], body
