@@ -347,6 +347,23 @@ def test_a_session_cannot_be_used_with_another_principals_token(jwt_server, auth
     assert alice.call("ze_execute", {"command": "help"}, headers=refreshed).status_code == 200
 
 
+def test_initialize_does_not_tell_whether_another_principals_session_is_live(jwt_server, authz):
+    """initialize with Alice's live session id under Bob's token is answered as with an ended
+    id: a new session of Bob's, not the 400 that only Alice gets for her own live session."""
+    alice = Session(jwt_server.url, authz.token(jwt_server.url, subject="alice"))
+    ended = Session(jwt_server.url, authz.token(jwt_server.url, subject="alice"))
+    assert requests.delete(jwt_server.url, headers=ended.headers, timeout=READ_TIMEOUT).status_code == 204
+    bob = bearer(authz.token(jwt_server.url, subject="bob", client_id="client-b"))
+    answers = [post(jwt_server.url, INIT, {**bob, "Mcp-Session-Id": sid}) for sid in (alice.id, ended.id)]
+    assert [r.status_code for r in answers] == [200, 200], [r.text for r in answers]
+    assert {r.headers["Mcp-Session-Id"] for r in answers}.isdisjoint({alice.id, ended.id})
+    assert answers[0].json()["result"].keys() == answers[1].json()["result"].keys()
+    # Alice's session is untouched, and her own initialize on it is still refused.
+    assert alice.call("ze_execute", {"command": "help"}).status_code == 200
+    again = post(jwt_server.url, INIT, {**bearer(alice.token), "Mcp-Session-Id": alice.id})
+    assert again.status_code == 400 and "already initialized" in again.json()["error"]["message"]
+
+
 def test_scopes_per_tool_prompt_and_resource(start_server, authz):
     """Lists show what the token's scopes allow; using the rest is 403 with every scope it needs."""
     server = start_server(

@@ -219,9 +219,26 @@ class HandshakeEra:
             raise SessionNotFound(UNKNOWN_SESSION)
         return session
 
+    def _initialized(self, session_id: str, principal: Principal | None) -> bool:
+        """Whether ``session_id`` names a live session of ``principal``, which ``initialize`` may not start again.
+
+        A live session of another principal counts as none: refusing it would tell that its
+        id is live, which an unknown id does not.
+        """
+        try:
+            session = self.server.sessions.get(session_id)
+        except SessionNotFound:
+            return False
+        if session.principal != (principal.key if principal is not None else None):
+            log.warning(
+                "initialize named session %s of another principal; a new session is created", fingerprint(session.id)
+            )
+            return False
+        return True
+
     def _initialize(self, request: jsonrpc.Request, session_id: str | None, principal: Principal | None) -> Response:
         """``initialize`` over HTTP: a session and its ``Mcp-Session-Id`` header."""
-        if session_id is not None and session_id in self.server.sessions:
+        if session_id is not None and self._initialized(session_id, principal):
             return error_response(
                 400,
                 INVALID_REQUEST,
