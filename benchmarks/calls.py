@@ -83,7 +83,7 @@ CANNED_BODY = json.dumps(
                 {
                     "type": "text",
                     "text": "help  list the commands\nserver status  version, pid, uptime\n"
-                    "session show  this session\nsession list  sessions of this process",
+                    "session show  this session\nsession list  your sessions (ids as fingerprints)",
                 }
             ],
             "isError": False,

@@ -364,6 +364,26 @@ def test_initialize_does_not_tell_whether_another_principals_session_is_live(jwt
     assert again.status_code == 400 and "already initialized" in again.json()["error"]["message"]
 
 
+def test_session_list_shows_only_the_principals_own_sessions(jwt_server, authz):
+    """With authorization on, session list shows every session of the caller's principal (from
+    a session or a 2026-07-28 request) and none of another principal's."""
+    alice = [Session(jwt_server.url, authz.token(jwt_server.url, subject="alice")) for _ in range(2)]
+    bob_token = authz.token(jwt_server.url, subject="bob", client_id="client-b")
+    bob = Session(jwt_server.url, bob_token)
+
+    def listing(session: Session) -> str:
+        r = session.call("ze_execute", {"command": "session list"})
+        assert r.status_code == 200, r.text
+        return r.json()["result"]["content"][0]["text"]
+
+    mine = listing(alice[0]).splitlines()
+    assert mine[0].startswith("2 session(s) in process") and mine[0].endswith("are yours (3 in all):"), mine
+    assert [line[0] for line in mine[1:]] == ["*", " "], mine
+    assert listing(bob).splitlines()[0].startswith("1 session(s) in process"), listing(bob)
+    stateless = ModernClient(jwt_server.url).call_result({"command": "session list"}, headers=bearer(bob_token))
+    assert stateless["content"][0]["text"].startswith("1 session(s) in process"), stateless
+
+
 def test_scopes_per_tool_prompt_and_resource(start_server, authz):
     """Lists show what the token's scopes allow; using the rest is 403 with every scope it needs."""
     server = start_server(

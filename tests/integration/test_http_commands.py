@@ -2,6 +2,8 @@
 
 import re
 
+from tests.conftest import ModernClient
+
 
 def test_help_lists_the_builtin_commands(client):
     """help lists session show, session list and server status."""
@@ -47,24 +49,27 @@ def test_session_show_counts_pending_of_this_session_only(server):
     assert "pending elicitations: 0" in client.command_text("session show")
 
 
-def test_session_list_matches_server_status_and_hides_ids(server):
-    """session list counts the same sessions as server status, marks the caller, and shows no raw session id."""
+def test_session_list_shows_only_the_callers_session_and_hides_ids(server):
+    """Without authorization session list shows the caller's session alone (no caller can be
+    told from another), counts the same sessions as server status, and shows no raw id; a
+    2026-07-28 caller has none."""
     client = server.session(name="lister", version="0.9")
     other = server.session(name="other-lister")
     listing = client.command_text("session list")
     status = client.status()
-    header = re.match(r"^(\d+) session\(s\) in process (\d+):$", listing.splitlines()[0])
+    header = re.match(r"^(\d+) session\(s\) in process (\d+) are yours \((\d+) in all\):$", listing.splitlines()[0])
     assert header, listing
-    count, pid = int(header.group(1)), int(header.group(2))
+    mine, pid, total = (int(group) for group in header.groups())
     lines = listing.splitlines()[1:]
-    assert count == len(lines) == status["sessions"], (listing, status["text"])
+    assert mine == len(lines) == 1 and total == status["sessions"], (listing, status["text"])
     assert pid == status["pid"]
-    mine = [line for line in lines if line.startswith("*")]
-    assert len(mine) == 1 and "lister 0.9" in mine[0], listing
-    assert any("other-lister" in line for line in lines if not line.startswith("*"))
+    assert lines[0].startswith("*") and "lister 0.9" in lines[0], listing
+    assert "other-lister" not in listing
     for session_id in (client.session_id, other.session_id):
         assert session_id not in listing and session_id not in status["text"]
         assert session_id.rpartition(".")[2][:12] not in listing
+    stateless = ModernClient(server.url).call_result({"command": "session list"})["content"][0]["text"]
+    assert stateless.startswith("0 session(s) in process") and "other-lister" not in stateless, stateless
 
 
 def test_server_status_figures_are_consistent(server):

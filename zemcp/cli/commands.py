@@ -21,6 +21,7 @@ from zemcp.core.tools import ToolError
 from zemcp.state.session import fingerprint
 
 if TYPE_CHECKING:
+    from zemcp.auth.principal import Principal
     from zemcp.core.server import Server
     from zemcp.protocol.capabilities import ClientView
     from zemcp.state.session import Session
@@ -41,12 +42,14 @@ class CommandContext:
         session: the session of the caller; None for a 2026-07-28 request (no sessions).
         commands: the registry, for commands that describe the others.
         client: what the caller declared for this request (version, client info, capabilities).
+        principal: who the request's access token names; None with authorization off.
     """
 
     server: Server
     session: Session | None
     commands: CommandRegistry
     client: ClientView
+    principal: Principal | None = None
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,7 @@ def add_execute_tool(server: Server, commands: CommandRegistry, name: str = "ze_
     )
     def execute(ctx: Context, command: str) -> str:
         try:
-            return commands.dispatch(command, CommandContext(server, ctx.session, commands, ctx.client))
+            return commands.dispatch(command, CommandContext(server, ctx.session, commands, ctx.client, ctx.auth))
         except CommandError as exc:
             raise ToolError(f"Error: {exc}") from None
 
@@ -181,13 +184,20 @@ def add_builtin_commands(commands: CommandRegistry) -> None:
             ]
         )
 
-    @commands.command("session list", "sessions of this process (ids as fingerprints)")
+    @commands.command("session list", "your sessions (ids as fingerprints)")
     def session_list(ctx: CommandContext, args: str) -> str:
         now = time.time()
         sessions = ctx.server.sessions.sessions()
-        lines = [f"{len(sessions)} session(s) in process {ctx.server.status()['pid']}:"]
-        for s in sessions:
-            mark = "*" if s is ctx.session else " "
+        # Another caller's sessions are not this caller's business: with authorization on, the
+        # principal's own; without it, no caller can be told from another, so only the caller's.
+        if ctx.principal is not None:
+            mine = [s for s in sessions if s.principal == ctx.principal.key]
+        else:
+            mine = [s for s in sessions if ctx.session is not None and s.id == ctx.session.id]
+        pid = ctx.server.status()["pid"]
+        lines = [f"{len(mine)} session(s) in process {pid} are yours ({len(sessions)} in all):"]
+        for s in mine:
+            mark = "*" if ctx.session is not None and s.id == ctx.session.id else " "
             lines.append(
                 f"{mark} {fingerprint(s.id)}  {_client(s)}  protocol {s.protocol_version}  "
                 f"age {now - s.created:.0f} s  pending {ctx.server.pending.count(s.id)}"
