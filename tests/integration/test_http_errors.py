@@ -1,6 +1,8 @@
 """JSON-RPC and HTTP-level refusals of a POST: parse errors, bad messages, media types, body size."""
 
 import json
+import socket
+import time
 
 import pytest
 import requests
@@ -220,3 +222,65 @@ def test_a_modern_tools_call_whose_name_is_no_string_is_invalid_params(server, n
     assert body["error"]["code"] == -32602 and body["id"] == message["id"], body
     assert "name" in body["error"]["message"], body
     assert "Traceback" not in server.log()
+
+
+def _raw_exchange(port: int, data: bytes, timeout: float = 5.0) -> bytes:
+    """Send ``data`` on one connection, then read until the server closes it (or ``timeout``)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        received = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                chunk = s.recv(65536)
+            except TimeoutError:
+                break
+            if not chunk:
+                return received
+            received += chunk
+    raise AssertionError(f"the connection stayed open after: {received[:500]!r}")
+
+
+def _raw_post(body: bytes, framing: str = "") -> bytes:
+    framing = framing or f"Content-Length: {len(body)}"
+    head = (
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Accept: application/json, text/event-stream\r\n{framing}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+@pytest.mark.parametrize("framing", ["length", "chunked"])
+def test_a_body_over_the_limit_is_413_connection_close(start_server, framing):
+    """413 says Connection: close and the connection closes: the request the client sent next
+    on it is not silently lost after a response that promised keep-alive."""
+    server = start_server(max_body_bytes=2048)
+    big = _padded_ping(64 * 1024)
+    if framing == "chunked":
+        first = _raw_post(
+            b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in _chunks(big, 4096)) + b"0\r\n\r\n",
+            "Transfer-Encoding: chunked",
+        )
+    else:
+        first = _raw_post(big)
+    received = _raw_exchange(server.port, first + _raw_post(_padded_ping(100)))
+    head = received.split(b"\r\n\r\n", 1)[0].lower()
+    assert head.startswith(b"http/1.1 413") and b"\r\nconnection: close" in head, received[:500]
+    assert received.count(b"HTTP/1.1 ") == 1, received
+
+
+def test_a_refusal_before_the_body_closes_and_a_plain_request_keeps_the_connection(server):
+    """A 415 leaves its body unread: Connection: close. Two pings on one connection are both answered."""
+    refused = _raw_exchange(
+        server.port, _raw_post(_padded_ping(100)).replace(b"application/json\r\nAccept", b"text/plain\r\nAccept")
+    )
+    assert refused.startswith(b"HTTP/1.1 415") and b"\r\nconnection: close" in refused.split(b"\r\n\r\n")[0].lower()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        # Without a session the ping is a 2026-07-28 request without its envelope: 400, kept alive.
+        s.sendall(_raw_post(_padded_ping(100)) * 2)
+        received = b""
+        while received.count(b"HTTP/1.1 400") < 2:
+            chunk = s.recv(65536)
+            assert chunk, received
+            received += chunk
+        assert b"connection: close" not in received.lower(), received

@@ -53,6 +53,8 @@ METADATA_MAX_AGE = 300
 AUTH_RETRY_AFTER = 5
 #: Distinct ``Accept`` or ``Host`` values whose verdict is remembered (one or two in practice).
 VERDICT_CACHE_SIZE = 64
+#: The environ key :meth:`McpApp._read_body` sets once it has read the whole body.
+_BODY_READ = "zemcp.body_read"
 
 
 class McpApp:
@@ -112,6 +114,7 @@ class McpApp:
                     "it fails at once with CannotWait. Serve zemcp with gunicorn's gthread worker "
                     "(gunicorn -c gunicorn.conf.py); 2026-07-28 clients and plain calls work either way"
                 )
+        server_start_response = start_response
         origin = environ.get("HTTP_ORIGIN")
         if origin is not None and _remembered(self._origin_cache, origin, self._origin_allowed):
             # Every response to an allowed page, streams included, says the page may read it.
@@ -120,6 +123,11 @@ class McpApp:
             response = self.dispatch(Request(environ))
         except HTTPException as exc:  # werkzeug's own refusals (bad headers and the like)
             response = error_response(exc.code or 400, INVALID_REQUEST, f"{exc.name}: {exc.description}")
+        if _body_left_unread(environ):
+            # A body over the limit, or one refused before it was read: gunicorn would skip a
+            # little of it, then close the connection it announced as kept alive, losing the
+            # next request sent on it. Announce the close instead.
+            _close_connection(server_start_response)
         return response(environ, start_response)
 
     def dispatch(self, request: Request) -> WSGIResponse:
@@ -314,6 +322,7 @@ class McpApp:
                 body: bytes = request.environ["wsgi.input"].read(length)
                 if len(body) < length:
                     raise ClientDisconnected()
+                request.environ[_BODY_READ] = True
                 return body
             stream = request.stream
             chunks: list[bytes] = []
@@ -321,6 +330,7 @@ class McpApp:
             while True:
                 chunk = stream.read(min(65536, limit + 1 - total))
                 if not chunk:
+                    request.environ[_BODY_READ] = True
                     return b"".join(chunks)
                 chunks.append(chunk)
                 total += len(chunk)
@@ -329,6 +339,25 @@ class McpApp:
         finally:
             if client is not None:
                 client.settimeout(None)
+
+
+def _body_left_unread(environ: dict[str, Any]) -> bool:
+    """True when the request has a body (a ``Content-Length`` above 0, or chunked) that was not read whole."""
+    if environ.get(_BODY_READ):
+        return False
+    chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+    return chunked or environ.get("CONTENT_LENGTH", "") not in ("", "0")
+
+
+def _close_connection(start_response: StartResponse) -> None:
+    """Make the server answer ``Connection: close`` and close the connection after this response.
+
+    gunicorn's ``start_response`` is a method of its response, whose ``force_close`` does
+    both; other servers are left as they are (PEP 3333 gives applications no say).
+    """
+    force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
+    if callable(force_close):
+        force_close()
 
 
 def _is_loopback_name(host: str) -> bool:
