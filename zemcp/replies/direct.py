@@ -20,7 +20,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 
 from zemcp.replies.encoding import encode
 from zemcp.replies.sinks import CloseCallbacks
-from zemcp.replies.streams import PEER_CHECK_INTERVAL, SSE_HEADERS, peer_closed
+from zemcp.replies.streams import GONE, OPEN, PEER_CHECK_INTERVAL, SSE_HEADERS, PeerWatch
 from zemcp.state.interfaces import StateUnavailable, retry_field
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ class DirectSink(CloseCallbacks):
         super().__init__()
         self._request_id = request_id
         self._client = environ["gunicorn.socket"]
+        self._peer = PeerWatch(self._client)
         self._keepalive = keepalive
         #: [seconds] how often a waiting handler calls :meth:`tick`.
         self.tick_interval = min(PEER_CHECK_INTERVAL, keepalive)
@@ -164,13 +165,13 @@ class DirectSink(CloseCallbacks):
             if log is not None and not self._reads(log):
                 # Another connection reads the stream, or none: only the window is left to watch.
                 give_up = self._abandoned(log, now)
-            elif peer_closed(self._client):
+            elif (seen := self._peer.look()) == GONE:
                 gone = True
             else:
                 poll = log.limits.poll_interval if log is not None else 0.0
                 if poll and now - self._opened >= poll:
                     self._end_own()
-                elif now - self._last_write >= self._keepalive:
+                elif seen != OPEN or now - self._last_write >= self._keepalive:
                     try:
                         self._emit(b": keep-alive\n\n")
                         self._last_write = now
@@ -293,6 +294,7 @@ class DirectSink(CloseCallbacks):
         write = self._write
         assert write is not None  # _start_stream set it
         write(data)
+        self._peer.wrote()
 
 
 def _gunicorn_response(write: Callable[[bytes], object]) -> Any:

@@ -3,7 +3,7 @@
 :class:`SinkStream` writes the events of a pool-fed :class:`zemcp.replies.sinks.ReplySink`,
 :class:`LogStream` those of a resumable stream's :class:`zemcp.state.interfaces.EventLog` (the
 request's own connection, or a resuming GET). Both write keep-alive comments while the stream
-waits, and end when the client left, which :func:`peer_closed` tells from its socket.
+waits, and end when the client left, which :class:`PeerWatch` tells from its socket.
 """
 
 from __future__ import annotations
@@ -41,21 +41,26 @@ class SinkStream:
         self._keepalive = keepalive
         # gunicorn hands us the client socket; peeking at it finds a client that left
         # before the next keep-alive write would (a write to a closed peer succeeds once).
-        self._client = environ.get("gunicorn.socket")
+        client = environ.get("gunicorn.socket")
+        self._peer = PeerWatch(client) if client is not None else None
 
     def __iter__(self) -> Iterator[bytes]:
         # Without the socket to peek at, only a failing write tells: tick at the keep-alive rate.
-        tick = min(PEER_CHECK_INTERVAL, self._keepalive) if self._client is not None else self._keepalive
+        peer = self._peer
+        tick = min(PEER_CHECK_INTERVAL, self._keepalive) if peer is not None else self._keepalive
         last_write = time.monotonic()
         for item in self._sink.frames(tick):
             if item is KEEPALIVE:
-                if self._client is not None and peer_closed(self._client):
+                seen = peer.look() if peer is not None else OPEN
+                if seen == GONE:
                     return
-                if time.monotonic() - last_write < self._keepalive:
+                if seen == OPEN and time.monotonic() - last_write < self._keepalive:
                     continue
                 yield b": keep-alive\n\n"
             else:
                 yield b"event: message\ndata: " + encode(cast("dict[str, Any]", item)) + b"\n\n"
+            if peer is not None:
+                peer.wrote()
             last_write = time.monotonic()
 
     def close(self) -> None:
@@ -122,15 +127,17 @@ class LogStream:
         yield self._first
         # A poll ends once it delivered what the stream held, however busy the stream is.
         limit = ONCE_TICK if self._once else poll
+        peer = PeerWatch(client) if client is not None else None
         for item in log.read(self._token, self._after, tick):
             now = time.monotonic()
             if item is KEEPALIVE:
                 if limit and now - opened >= limit:
                     yield retry_field(log.limits)
                     return
-                if client is not None and peer_closed(client):
+                seen = peer.look() if peer is not None else OPEN
+                if seen == GONE:
                     return
-                if now - last_write < self._keepalive:
+                if seen == OPEN and now - last_write < self._keepalive:
                     continue
                 yield b": keep-alive\n\n"
             else:
@@ -143,6 +150,8 @@ class LogStream:
                 if limit and time.monotonic() - opened >= limit:
                     yield retry_field(log.limits)
                     return
+            if peer is not None:
+                peer.wrote()
             last_write = now
 
     def close(self) -> None:
@@ -163,20 +172,58 @@ def _writable(sock: socket.socket, timeout: float | None) -> bool:
         return True  # the write itself will tell
 
 
-def peer_closed(sock: socket.socket) -> bool:
-    """True when the client closed its end of ``sock`` (or the socket failed).
+class PeerWatch:
+    """What a quiet stream can tell of its client from the client's socket: there, gone, or to be probed.
 
-    A peek that finds the end of the stream tells; bytes the client sent and nobody read yet
-    are no close. False for a TLS socket, which cannot peek.
+    A client may shut down only its sending side once its request is sent (HTTP/1.1 allows
+    it): its socket then reads as ended, exactly as when it closed the connection. Only a
+    write tells the two apart: a closed peer answers it with a reset, which the next look
+    finds (the socket reports an error and a hang-up); a half-closed one takes it. So an end of stream asks for a probe (a keep-alive
+    comment) until something was written after it; the end of stream seen after that write
+    is a half-close, after which only a reset or a failed write counts as gone.
+
+    Args:
+        sock: the client socket (``environ["gunicorn.socket"]``).
     """
-    # poll(), unlike select(), takes descriptors above 1024.
-    poller = select.poll()
-    try:
-        poller.register(sock, select.POLLIN)
-        if not poller.poll(0):
-            return False
-        return sock.recv(1, socket.MSG_PEEK) == b""
-    except ValueError:
-        return False  # a TLS socket cannot peek: the next keep-alive write will tell
-    except OSError:
-        return True
+
+    def __init__(self, sock: socket.socket):
+        self._sock = sock
+        self._ended = False
+        self._probed = False
+
+    def look(self) -> str:
+        """:data:`OPEN`, :data:`GONE`, or :data:`PROBE` (write a keep-alive comment now, and
+        call :meth:`wrote`). A TLS socket, which cannot peek, is :data:`OPEN`: the next
+        keep-alive write tells."""
+        # poll(), unlike select(), takes descriptors above 1024.
+        poller = select.poll()
+        try:
+            poller.register(self._sock, select.POLLIN)
+            events = poller.poll(0)
+            if not events:
+                return OPEN
+            if events[0][1] & (select.POLLERR | select.POLLHUP):
+                # A reset (the answer of a closed peer to a write): the end of stream reads the same.
+                return GONE
+            if self._sock.recv(1, socket.MSG_PEEK) != b"":
+                # Bytes the client sent and nobody read yet are no close.
+                return OPEN
+        except ValueError:
+            return OPEN
+        except OSError:
+            return GONE
+        self._ended = True
+        return OPEN if self._probed else PROBE
+
+    def wrote(self) -> None:
+        """Bytes went out to the client: after an end of stream, they are the probe."""
+        self._probed = self._ended
+
+
+#: :meth:`PeerWatch.look`: the client is there (as far as its socket tells).
+OPEN = "open"
+#: :meth:`PeerWatch.look`: the client closed the connection, or it failed.
+GONE = "gone"
+#: :meth:`PeerWatch.look`: the client's side reads as ended: write a keep-alive now to tell a
+#: closed connection from a half-closed one.
+PROBE = "probe"
