@@ -148,9 +148,11 @@ class Settings:
         auth_scopes: scopes every request needs (space- or comma-separated in the
             environment); tools, prompts and resources can need more (``scopes=``).
         auth_leeway: [seconds] clock skew allowed on a token's expiry.
-        auth_jwks_lifespan: [seconds] how long a fetched JWKS is used.
+        auth_jwks_lifespan: [seconds] how long a fetched JWKS is used before it is fetched
+            again, in the background (tokens of known keys are served meanwhile).
         auth_jwks_cooldown: [seconds] a token with an unknown key id makes the JWKS be fetched
-            again only when the last fetch (the first one included) is older than this.
+            again only when the last successful fetch (the first one included) is older than
+            this; also the longest pause between fetches after failures.
         auth_timeout: [seconds] bound on one request to the authorization server.
         auth_introspection_cache: [seconds] how long an active introspection answer is
             reused (never past the token's expiry); 0 asks every time.

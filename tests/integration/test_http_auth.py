@@ -45,11 +45,15 @@ class AuthorizationServerSide:
         #: An EC key published beside the RSA ones, to try an alg that does not fit its kid.
         self.ec_key = ec.generate_private_key(ec.SECP256R1())
         self.jwks_fetches = 0
+        #: While set, the JWKS URL answers nothing until :attr:`released` is set (a hanging server).
+        self.jwks_hangs = threading.Event()
+        self.released = threading.Event()
         self._server = make_server(HOST, self.port, self._app, threaded=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
     def stop(self):
+        self.released.set()
         self._server.shutdown()
         self._thread.join(5)
 
@@ -57,6 +61,8 @@ class AuthorizationServerSide:
     def _app(self, request: Request) -> Response:
         if request.path == "/jwks":
             self.jwks_fetches += 1
+            if self.jwks_hangs.is_set():
+                self.released.wait(30)
             if self.jwks_page is not None:
                 return Response(self.jwks_page, content_type="text/html")
             keys = []
@@ -266,9 +272,63 @@ def test_an_unusable_jwks_is_a_503_not_a_crash(jwt_server, authz):
     """A JWKS URL that answers HTML (a wrong URL) leaves tokens unverifiable: 503, logged."""
     authz.jwks_page = "<html>login</html>"
     r = post(jwt_server.url, INIT, bearer(authz.token(jwt_server.url)))
-    assert r.status_code == 503 and r.headers["Retry-After"] == "5", r.text
+    assert r.status_code == 503 and int(r.headers["Retry-After"]) >= 1, r.text
     assert "JWKS" in r.json()["error"]["message"]
     assert "not JSON" in jwt_server.log() and "Traceback" not in jwt_server.log()
+
+
+def test_a_hanging_jwks_holds_no_request_whose_key_is_known(start_server, authz):
+    """While the JWKS URL hangs (its refresh due), tokens of known keys are served at once,
+    pings and calls alike; a token of an unknown key gets a fast 503 with Retry-After, during
+    the fetch and while fetching is backed off after it failed; the rotated key works once the
+    authorization server answers again."""
+    server = start_server(
+        auth="jwt",
+        auth_issuer=authz.issuer,
+        auth_jwks_url=authz.jwks_url,
+        auth_scopes="mcp",
+        auth_jwks_lifespan=1,
+        auth_jwks_cooldown=0,
+        auth_timeout=2,
+    )
+    session = Session(server.url, authz.token(server.url))
+    ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
+    authz.jwks_hangs.set()
+    time.sleep(1.2)  # the keys are due: the next request starts a refresh that hangs
+
+    def timed(send) -> tuple[requests.Response, float]:
+        started = time.monotonic()
+        response = send()
+        return response, time.monotonic() - started
+
+    for _ in range(3):
+        r, took = timed(lambda: post(server.url, ping, session.headers))
+        assert r.status_code == 200 and took < 1, (r.status_code, took)
+        r, took = timed(lambda: session.call("ze_execute", {"command": "help"}))
+        assert r.status_code == 200 and took < 1, (r.status_code, took)
+    fetches = authz.jwks_fetches
+    new_kid = authz.rotate()
+    unknown = authz.token(server.url, kid=new_kid)
+    for why in ("are being fetched", "could not be fetched (unreachable)"):
+        # During the hanging fetch, then (it timed out) while fetching is backed off after it.
+        r, took = timed(lambda: post(server.url, INIT, bearer(unknown)))
+        assert r.status_code == 503 and took < 1, (r.status_code, took, r.text)
+        assert int(r.headers["Retry-After"]) >= 1 and why in r.json()["error"]["message"], r.text
+        deadline = time.monotonic() + 10
+        while "cannot fetch the JWKS" not in server.log():
+            assert time.monotonic() < deadline, "the hanging fetch was not given up"
+            time.sleep(0.1)
+    assert authz.jwks_fetches == fetches, "one fetch at a time, none while backed off"
+    known, took = timed(lambda: post(server.url, ping, session.headers))
+    assert known.status_code == 200 and took < 1
+    authz.jwks_hangs.clear()
+    authz.released.set()
+    deadline = time.monotonic() + 10
+    while (r := post(server.url, INIT, bearer(unknown))).status_code == 503:
+        assert time.monotonic() < deadline, r.text
+        time.sleep(0.5)
+    assert r.status_code == 200, r.text
+    assert "Traceback" not in server.log()
 
 
 def test_a_token_sent_without_its_scheme_is_not_echoed(jwt_server, authz):

@@ -9,6 +9,8 @@ challenges and checks scopes. The package's modules, lowest first:
   scopes cover needed ones), the verifier errors :class:`InvalidToken` and
   :class:`VerifierUnavailable`, and the refusals :class:`InsufficientScope` and
   :class:`Challenge`;
+- :mod:`zemcp.auth.jwks`: the JWKS signing keys a :class:`JwtVerifier` checks tokens with,
+  fetched so that no token of a known key waits for a fetch;
 - :mod:`zemcp.auth.verifiers`: the ``TokenVerifier`` protocol and the two verifiers that
   come with zemcp, :class:`JwtVerifier` (PyJWT, JWKS) and :class:`IntrospectionVerifier`
   (RFC 7662);

@@ -66,7 +66,16 @@ class InvalidToken(Exception):
 
 class VerifierUnavailable(Exception):
     """The authorization server could not be asked (JWKS or introspection endpoint down):
-    answered 503, since another token would not help."""
+    answered 503, since another token would not help.
+
+    Args:
+        message: what could not be done, for the JSON-RPC error.
+        retry_after: [seconds] the 503's ``Retry-After``.
+    """
+
+    def __init__(self, message: str = "", retry_after: int = 5):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Challenge(Exception):

@@ -2,8 +2,9 @@
 
 :class:`TokenVerifier` is what :class:`~zemcp.auth.authorization.Authorization` asks of a
 verifier. Two come with zemcp, both on well-kept libraries: :class:`JwtVerifier` (PyJWT,
-signature against the authorization server's JWKS, which it fetches, caches and refetches
-for an unknown key id) and :class:`IntrospectionVerifier` (RFC 7662 over the standard library's urllib). Both
+signature against the authorization server's JWKS, which :class:`~zemcp.auth.jwks.JwksKeys`
+fetches, keeps and refetches for an unknown key id, never holding a token whose key it
+knows behind a fetch) and :class:`IntrospectionVerifier` (RFC 7662 over the standard library's urllib). Both
 check the audience (RFC 8707: the token must be issued for this resource), the issuer and
 the expiry. The client's token is never forwarded anywhere: the verifiers send it only to
 the authorization server that issued it, to check it.
@@ -25,6 +26,7 @@ from urllib.parse import quote, urlencode
 
 import jwt
 
+from zemcp.auth.jwks import JwksKeys, KeysUnavailable, UnknownKey
 from zemcp.auth.principal import InvalidToken, Principal, VerifierUnavailable
 
 log = logging.getLogger("zemcp.auth")
@@ -59,11 +61,13 @@ class JwtVerifier:
         audience: this resource's identifier; the token's ``aud`` must be or contain it.
         algorithms: accepted ``alg`` values, a subset of :data:`JWT_ALGORITHMS`.
         leeway: [seconds] clock skew allowed on ``exp``, ``nbf`` and ``iat``.
-        jwks_lifespan: [seconds] how long a fetched JWKS is used before it is fetched again.
+        jwks_lifespan: [seconds] how long a fetched JWKS is used before it is fetched again
+            (in the background: tokens of known keys are served meanwhile).
         jwks_cooldown: [seconds] a token with an unknown ``kid`` makes the JWKS be fetched
-            again (keys rotate) only when the last fetch, the first included, is older than
-            this, so random key ids cannot flood the authorization server.
-        timeout: [seconds] bound on one JWKS fetch.
+            again (keys rotate) only when the last successful fetch, the first included, is
+            older than this, so random key ids cannot flood the authorization server; also
+            the longest pause after failed fetches (1 s, doubled at each failure in a row).
+        timeout: [seconds] bound on one JWKS fetch, and on the wait of the request it is for.
     Raises:
         ValueError: an algorithm outside :data:`JWT_ALGORITHMS`.
     """
@@ -89,7 +93,7 @@ class JwtVerifier:
         self.issuer = issuer
         self.audience = audience
         self.leeway = leeway
-        self._jwks = jwt.PyJWKClient(jwks_url, lifespan=jwks_lifespan, timeout=timeout, cooldown_duration=jwks_cooldown)
+        self._jwks = JwksKeys(jwks_url, lifespan=jwks_lifespan, cooldown=jwks_cooldown, timeout=timeout)
 
     def verify(self, token: str) -> Principal:
         """The principal of a valid token.
@@ -97,7 +101,8 @@ class JwtVerifier:
         Raises:
             InvalidToken: not a JWT, an algorithm not accepted, an unknown key, a bad
                 signature, expired, or another issuer or audience.
-            VerifierUnavailable: the JWKS could not be fetched.
+            VerifierUnavailable: the token's key is not known and the JWKS cannot be fetched
+                now (``retry_after`` says when to try again).
         """
         try:
             header = jwt.get_unverified_header(token)
@@ -108,23 +113,17 @@ class JwtVerifier:
             raise InvalidToken(
                 f"the access token's algorithm {alg!r} is not accepted (accepted: {', '.join(self.algorithms)})"
             )
+        kid = header.get("kid")
+        if not isinstance(kid, str):
+            raise InvalidToken("the access token names no key (kid)")
         try:
-            key = self._jwks.get_signing_key_from_jwt(token).key
-        except jwt.PyJWKClientConnectionError as exc:
-            log.warning("cannot fetch the JWKS to check an access token: %s", exc)
-            raise VerifierUnavailable("the authorization server's keys (JWKS) cannot be fetched") from None
-        except jwt.PyJWKSetError as exc:
-            log.warning("the JWKS of the authorization server is unusable: %s", exc)
-            raise VerifierUnavailable("the authorization server's keys (JWKS) are unusable") from None
-        except jwt.PyJWKClientError:
+            key = self._jwks.key(kid).key
+        except KeysUnavailable as exc:
+            raise VerifierUnavailable(str(exc), retry_after=exc.retry_after) from None
+        except UnknownKey:
             raise InvalidToken(
                 "the access token is signed with a key the authorization server does not publish"
             ) from None
-        except jwt.InvalidTokenError:
-            raise InvalidToken("the access token is malformed") from None
-        except ValueError as exc:  # the JWKS URL answered something that is not JSON
-            log.warning("the JWKS of the authorization server is not JSON: %s", exc)
-            raise VerifierUnavailable("the authorization server's keys (JWKS) are unusable") from None
         try:
             claims = jwt.decode(
                 token,

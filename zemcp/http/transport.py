@@ -49,8 +49,6 @@ log = logging.getLogger("zemcp.transport")
 ALLOW = "GET, POST, DELETE, OPTIONS"
 #: [seconds] how long a cache may keep the Protected Resource Metadata document.
 METADATA_MAX_AGE = 300
-#: [seconds] the Retry-After of a 503 when the authorization server cannot be asked.
-AUTH_RETRY_AFTER = 5
 #: Distinct ``Accept`` or ``Host`` values whose verdict is remembered (one or two in practice).
 VERDICT_CACHE_SIZE = 64
 #: The environ key :meth:`McpApp._read_body` sets once it has read the whole body.
@@ -158,7 +156,7 @@ class McpApp:
                     503,
                     jsonrpc.INTERNAL_ERROR,
                     f"Service Unavailable: {exc}; try again later",
-                    headers={"Retry-After": str(AUTH_RETRY_AFTER)},
+                    headers={"Retry-After": str(exc.retry_after)},
                 )
         # Whose fair shares of the threads this request counts in (zemcp.state.shares).
         request.environ[shares.ENVIRON_KEY] = shares.client_key(
