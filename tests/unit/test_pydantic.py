@@ -4,6 +4,7 @@ zemcp without pydantic, which it never imports on its own."""
 import json
 import subprocess
 import sys
+from datetime import datetime
 from typing import Annotated
 
 import jsonschema
@@ -16,8 +17,10 @@ from pydantic import BaseModel, Field, computed_field
 from tests.apps.pydantic_orders import Address, Confirmation, Delivery, Order, Receipt, Size
 from tests.conftest import REPO
 from zemcp.core.forms import elicitation_schema, from_content
+from zemcp.core.questions import Elicit
 from zemcp.core.results import to_result
 from zemcp.core.tools import Tool
+from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import ElicitMalformed, check_requested_schema
 
 ORDER = {"sku": "AB-100", "quantity": 12}
@@ -208,6 +211,23 @@ def test_the_output_schema_is_pydantics_serialization_schema():
     assert wrapped.run({"nets": [4]}, None)["structuredContent"] == {"result": [{"net": 4.0, "gross": 5.0}]}
 
 
+def test_a_naive_datetime_and_an_unchecked_email_pass_the_output_check():
+    """pydantic names a naive datetime's schema "date-time"; the output check does not assert formats."""
+
+    class Stamp(BaseModel):
+        at: datetime
+        contact: Annotated[str, Field(json_schema_extra={"format": "email"})]
+
+    def stamp() -> Stamp:
+        return Stamp(at=datetime(2026, 12, 2, 7, 12, 46, 573584), contact="the front desk")
+
+    tool = Tool(None, stamp)
+    assert tool.output_schema["properties"]["at"]["format"] == "date-time"
+    result = tool.run({}, None)
+    assert result["isError"] is False, result
+    assert result["structuredContent"] == {"at": "2026-12-02T07:12:46.573584", "contact": "the front desk"}
+
+
 def test_a_model_returned_without_an_output_schema_is_structured_content():
     result = to_result(Address(street="1 Main St", city="Oslo"))
     assert result["structuredContent"] == {"street": "1 Main St", "city": "Oslo"}
@@ -246,6 +266,28 @@ def test_content_the_model_refuses_is_a_malformed_answer():
         "malformed elicitation answer: content does not fit Confirmation at postcode: "
         "String should match pattern '^[0-9]{4}$' (got '12ab')"
     )
+
+
+class Meeting(BaseModel):
+    at: datetime
+    organiser: Annotated[str, Field(json_schema_extra={"format": "email"})]
+
+
+def test_a_models_form_accepts_what_the_model_accepts_not_what_a_format_checker_does():
+    """The form names the formats; the model, not a strict format checker, validates the answer."""
+    ask = Elicit("When?", Meeting)
+    assert ask.schema["properties"]["at"]["format"] == "date-time"
+    content = {"at": "2026-12-02T07:12:46", "organiser": "Ada"}
+    meeting = ask.interpret(jsonrpc.Response("zemcp-1", {"action": "accept", "content": content}, None))
+    assert meeting == Meeting(at=datetime(2026, 12, 2, 7, 12, 46), organiser="Ada")
+    with pytest.raises(ElicitMalformed, match="content does not fit Meeting at at: Input should be a valid datetime"):
+        ask.interpret(jsonrpc.Response("zemcp-1", {"action": "accept", "content": {**content, "at": "soon"}}, None))
+    # A dict form has no other check of its values: its formats are asserted.
+    plain = Elicit("When?", {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}})
+    with pytest.raises(ElicitMalformed, match="is not a 'date-time'"):
+        plain.interpret(
+            jsonrpc.Response("zemcp-1", {"action": "accept", "content": {"at": "2026-12-02T07:12:46"}}, None)
+        )
 
 
 def test_a_nested_model_cannot_be_elicited():

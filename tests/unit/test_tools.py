@@ -367,6 +367,20 @@ def test_explicit_output_schema_takes_the_return_value_as_is():
     assert tool.run({}, CTX)["structuredContent"] == {"ok": True}
 
 
+def test_format_is_an_annotation_in_the_input_and_output_checks():
+    """JSON Schema 2020-12: ``format`` annotates; neither arguments nor the output are refused for it."""
+    schema = {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}}
+
+    def stamp(mail: Annotated[str, {"format": "email"}]):
+        return {"at": f"not a date, from {mail}"}
+
+    tool = Tool(None, stamp, output_schema=schema)
+    assert tool.check_arguments({"mail": "nobody"}) is None
+    result = tool.run({"mail": "nobody"}, CTX)
+    assert result["isError"] is False, result
+    assert result["structuredContent"] == {"at": "not a date, from nobody"}
+
+
 def test_full_result_with_structured_content_passes_through_checked():
     """A handler may build the whole result (extra content items) as long as it has structuredContent."""
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from zemcp.core import forms
+from zemcp.core import forms, pydantic_types
 from zemcp.core.errors import CapabilityMissing, ClientErrorResponse, ClientRequestError, ClientTimeout
 from zemcp.protocol import elicitation, jsonrpc, versions
 from zemcp.protocol.inputs import InputRequest
@@ -70,7 +70,8 @@ class Elicit(Ask):
         return elicitation.form_request(client, self.message, self.schema, self.key)
 
     def interpret(self, answer: jsonrpc.Response) -> Any:
-        content = elicitation.interpret_answer(answer, self.schema)
+        # A model validates the content itself: its types, not a format checker, decide.
+        content = elicitation.interpret_answer(answer, self.schema, formats=not pydantic_types.is_model(self.cls))
         if self.cls is None:
             return content
         return forms.from_content(self.cls, content)

@@ -156,13 +156,10 @@ class Tool:
         if output_schema is not None:
             _check_object_schema(self.name, "output_schema", output_schema)
         self.output_schema = output_schema
-        self._output_validator = (
-            jsonschema.Draft202012Validator(
-                output_schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
-            )
-            if output_schema is not None
-            else None
-        )
+        # No format checker, as for the arguments: in JSON Schema 2020-12 ``format`` is an
+        # annotation, and what a type's schema names (pydantic's naive datetime as
+        # "date-time") need not pass a strict checker of it.
+        self._output_validator = jsonschema.Draft202012Validator(output_schema) if output_schema is not None else None
         # name -> (field for the 2025-06-18 subset, field for 2025-11-25 on), built once here.
         self._fields = elicited_fields(self.name, self.input_schema, elicit_missing)
         self.elicited = tuple(self._fields)

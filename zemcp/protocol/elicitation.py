@@ -351,12 +351,16 @@ def _options(prop: dict[str, Any]) -> list[str] | None:
     return None if titled is None else [option["const"] for option in titled]
 
 
-def interpret_answer(answer: jsonrpc.Response, schema: dict[str, Any]) -> dict[str, Any]:
+def interpret_answer(answer: jsonrpc.Response, schema: dict[str, Any], formats: bool = True) -> dict[str, Any]:
     """Turn the client's response to ``elicitation/create`` into content or an exception.
 
     Args:
         answer: the client's JSON-RPC response.
-        schema: the ``requestedSchema`` that was sent; accepted content is validated against it.
+        schema: the ``requestedSchema`` that was sent; accepted content is validated against it
+            (servers SHOULD, MCP client/elicitation, "Form Mode Security").
+        formats: assert the fields' ``format`` (``email``, ``uri``, ``date``, ``date-time``,
+            the formats a form may ask for); False when a validator of its own checks the
+            content afterwards (a pydantic model), whose types decide what they accept.
     Returns:
         the accepted content (a flat dict).
     Raises:
@@ -393,9 +397,9 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict[str, Any]) -> dict[s
             )
     text = _schema_text(schema)
     validator = (
-        _content_validator(text)
+        _content_validator(text, formats)
         if text is not None
-        else jsonschema.Draft202012Validator(schema, format_checker=_FORMATS)
+        else jsonschema.Draft202012Validator(schema, format_checker=_FORMATS if formats else None)
     )
     if validator.is_valid(content):
         return content
@@ -432,8 +436,8 @@ def _schema_text(schema: Any) -> str | None:
 
 
 @functools.lru_cache(maxsize=SCHEMA_CACHE_SIZE)
-def _content_validator(text: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(text), format_checker=_FORMATS)
+def _content_validator(text: str, formats: bool) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(text), format_checker=_FORMATS if formats else None)
 
 
 def form_request(
