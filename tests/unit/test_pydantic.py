@@ -128,6 +128,44 @@ class Node(BaseModel):
     children: list["Node"] = []
 
 
+def test_a_field_default_in_the_annotation_makes_the_argument_optional():
+    """As in a pydantic model: Field(default=...) or default_factory inside Annotated is the default."""
+    seen = []
+
+    def pick(
+        k: Annotated[int, Field(default=7, description="k")],
+        tags: Annotated[list[str], Field(default_factory=lambda: ["new"])],
+        limit: Annotated[int, Field(default=None, ge=1)],
+    ) -> str:
+        seen.append((k, tags, limit))
+        return "ok"
+
+    tool = Tool(None, pick)
+    schema = tool.input_schema
+    assert "required" not in schema
+    assert schema["properties"]["k"] == {"type": "integer", "description": "k", "default": 7}
+    assert schema["properties"]["tags"] == {"type": "array", "items": {"type": "string"}}
+    # A None default lets null through, as `limit: int = None` does.
+    assert schema["properties"]["limit"] == {
+        "anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}],
+        "default": None,
+    }
+    assert tool.check_arguments({}) is None
+    assert tool.run({}, None)["isError"] is False
+    assert tool.run({"k": 3, "tags": [], "limit": 2}, None)["isError"] is False
+    tool.run({}, None)
+    assert seen == [(7, ["new"], None), (3, [], 2), (7, ["new"], None)]
+    assert seen[0][1] is not seen[2][1], "the factory makes a new list for each call"
+
+
+def test_a_default_given_twice_is_refused():
+    def twice(k: Annotated[int, Field(default=7)] = 8) -> int:
+        return k
+
+    with pytest.raises(TypeError, match=r"twice\(\) parameter 'k': the default is given twice, in Field"):
+        Tool(None, twice)
+
+
 def test_nested_and_recursive_models_keep_their_defs_at_the_root():
     def tree(root: Node, extra: list[Order] | None = None) -> str:
         return root.children[0].name if root.children else root.name

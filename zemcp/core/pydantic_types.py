@@ -17,10 +17,12 @@ mapping of :mod:`zemcp.core.type_schemas` does the rest. Pure Python: no HTTP he
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import sys
 import typing
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -163,24 +165,50 @@ def _message(error: Any) -> str:
     return str(error["msg"])
 
 
-def check_default(default: Any, where: str) -> None:
-    """Refuse a pydantic ``Field(...)`` as a parameter's default (``x: int = Field(ge=1)``).
+def parameter_default(annotation: Any, default: Any, where: str) -> tuple[Any, Callable[[], Any] | None]:
+    """A tool parameter's default: the signature's, or that of a pydantic ``Field`` in its annotation.
 
-    The default of a tool argument is the signature's own, so that the handler gets it when
-    the argument is left out; a ``FieldInfo`` there would be passed to the handler itself.
+    ``Annotated[int, Field(default=7)]`` (or ``default_factory=...``) makes the parameter
+    optional, as pydantic makes such a model field optional: the handler gets the default when
+    the argument is left out. A ``Field(...)`` as the signature default is refused: it would be
+    passed to the handler itself.
 
+    Args:
+        annotation: the parameter's annotation.
+        default: its signature default, ``inspect.Parameter.empty`` for none.
+        where: what declares it, for messages (``"f() parameter 'k'"``).
+    Returns:
+        ``(default, factory)``: the default value (``inspect.Parameter.empty`` for none) and the
+        ``default_factory`` that makes one per call (None for none); at most one is set.
     Raises:
-        TypeError: it is one; the message shows the ``Annotated`` form to use instead.
+        TypeError: a ``Field(...)`` as the signature default, or a default given both in the
+            signature and in ``Field``; the message shows the form to use instead.
     """
     if sys.modules.get("pydantic") is None:
-        return
+        return default, None
     from pydantic.fields import FieldInfo
+    from pydantic_core import PydanticUndefined
 
     if isinstance(default, FieldInfo):
         raise TypeError(
             f"{where}: a pydantic Field(...) cannot be the default of a tool argument; put it in the "
             "annotation and the default after it: Annotated[int, Field(ge=1)] = 10"
         )
+    value, factory = inspect.Parameter.empty, None
+    infos = annotation.__metadata__ if typing.get_origin(annotation) is typing.Annotated else ()
+    # pydantic merges several Field(...) of one annotation, the later ones over the earlier.
+    for info in infos:
+        if isinstance(info, FieldInfo) and info.default_factory is not None:
+            value, factory = inspect.Parameter.empty, info.default_factory
+        elif isinstance(info, FieldInfo) and info.default is not PydanticUndefined:
+            value, factory = info.default, None
+    if value is inspect.Parameter.empty and factory is None:
+        return default, None
+    if default is not inspect.Parameter.empty:
+        raise TypeError(
+            f"{where}: the default is given twice, in Field(...) and after the annotation; keep one of them"
+        )
+    return value, cast("Callable[[], Any] | None", factory)
 
 
 def _adapter(annotation: Any) -> TypeAdapter[Any]:

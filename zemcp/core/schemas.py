@@ -53,8 +53,9 @@ def context_parameter(func: Callable[..., Any]) -> str | None:
 def input_schema(func: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
     """A tool's ``inputSchema`` from the handler's signature.
 
-    A parameter is required exactly when it has no default; JSON-serializable defaults are
-    given as ``default``. Unknown arguments are refused (``additionalProperties: false``).
+    A parameter is required exactly when it has no default, in the signature or in a pydantic
+    ``Field(default=...)`` or ``Field(default_factory=...)`` of its annotation;
+    JSON-serializable defaults are given as ``default``. Unknown arguments are refused (``additionalProperties: false``).
     A handler without parameters gets ``{"type": "object", "additionalProperties": false}``.
     The ``$defs`` of pydantic models among the parameters are at the root (:func:`lift_defs`).
 
@@ -64,8 +65,9 @@ def input_schema(func: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
         the schema, and the name of the context parameter (left out of the schema) or None.
     Raises:
         TypeError: a ``*args``, ``**kwargs`` or positional-only parameter, a parameter of
-            a type outside the mapping, or a pydantic ``Field(...)`` as a default; the message
-            names the parameter and the type.
+            a type outside the mapping, a pydantic ``Field(...)`` as a default or a default given
+            twice (see :func:`zemcp.core.pydantic_types.parameter_default`); the message names
+            the parameter and the type.
     """
     hints = type_hints(func)
     context = context_parameter(func)
@@ -88,11 +90,10 @@ def input_schema(func: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
                 f"{where}: {kind} parameters cannot be tool arguments; declare each argument as a "
                 "named parameter, or pass input_schema and take the arguments as keywords"
             )
-        pydantic_types.check_default(param.default, where)
-        properties[param.name] = property_schema(
-            hints.get(param.name, Any), where, notes.get(param.name), param.default
-        )
-        if param.default is param.empty:
+        annotation = hints.get(param.name, Any)
+        default, factory = pydantic_types.parameter_default(annotation, param.default, where)
+        properties[param.name] = property_schema(annotation, where, notes.get(param.name), default)
+        if default is param.empty and factory is None:
             required.append(param.name)
     schema: dict[str, Any] = {"type": "object"}
     if properties:
@@ -101,6 +102,34 @@ def input_schema(func: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
         schema["required"] = required
     schema["additionalProperties"] = False
     return lift_defs(schema, label(func)), context
+
+
+def field_defaults(func: Callable[..., Any]) -> dict[str, Callable[[], Any]]:
+    """What makes the default of each parameter whose default is a pydantic ``Field``'s
+    (``Annotated[int, Field(default=7)]``), for a call that leaves the argument out: the
+    signature has none, so the handler is given it.
+
+    Args:
+        func: the handler (its schema derived by :func:`input_schema`, which checked it).
+    Returns:
+        ``{parameter name: a callable of no arguments returning the default}``: the
+        ``default_factory``, or one that returns the ``default``.
+    """
+    hints = type_hints(func)
+    made: dict[str, Callable[[], Any]] = {}
+    for param in inspect.signature(func).parameters.values():
+        if param.default is not param.empty:
+            continue
+        default, factory = pydantic_types.parameter_default(hints.get(param.name, Any), param.default, param.name)
+        if factory is not None:
+            made[param.name] = factory
+        elif default is not param.empty:
+            made[param.name] = _constant(default)
+    return made
+
+
+def _constant(value: Any) -> Callable[[], Any]:
+    return lambda: value
 
 
 def output_schema(func: Callable[..., Any]) -> dict[str, Any] | None:

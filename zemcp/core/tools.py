@@ -133,8 +133,10 @@ class Tool:
             self.input_schema, self.context_param = schemas.input_schema(handler)
             # Parameter types to convert the JSON arguments to; None passes them unchanged.
             self._types: dict[str, Any] | None = type_hints(handler)
+            self._defaults = schemas.field_defaults(handler)
         else:
             self.input_schema, self.context_param, self._types = input_schema, schemas.context_parameter(handler), None
+            self._defaults = {}
         # Derived schemas are checked too: Annotated metadata may have added keywords.
         _check_object_schema(self.name, "input_schema", self.input_schema)
         try:
@@ -305,6 +307,9 @@ class Tool:
             except Exception as exc:
                 # A dataclass's __post_init__ or a pydantic validator may refuse what the schema let through.
                 return error_result(f"invalid arguments for tool {self.name!r}: {_refusal(name, exc)}")
+        for name, make in self._defaults.items():
+            if name not in kwargs:
+                kwargs[name] = make()
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         try:

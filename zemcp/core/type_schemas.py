@@ -202,6 +202,10 @@ def property_schema(
     schema = annotation_schema(annotation, where, seen)
     if note and "description" not in schema:
         schema["description"] = note
+    if default is not inspect.Parameter.empty and default is not dataclasses.MISSING:
+        # The default is the parameter's, shown once, outside any null branch (pydantic's
+        # schema of Annotated[X, Field(default=...)] has it too).
+        schema.pop("default", None)
     if default is None and not _accepts_null(schema):
         # ``x: str = None`` means "a str, or left out": let an explicit null through too.
         header = schema.pop(X_MCP_HEADER, None)
