@@ -4,7 +4,9 @@ zemcp without pydantic, which it never imports on its own."""
 import json
 import subprocess
 import sys
-from datetime import datetime
+import uuid
+from datetime import date, datetime, time
+from decimal import Decimal
 from typing import Annotated
 
 import jsonschema
@@ -164,6 +166,41 @@ def test_a_default_given_twice_is_refused():
 
     with pytest.raises(TypeError, match=r"twice\(\) parameter 'k': the default is given twice, in Field"):
         Tool(None, twice)
+
+
+def test_standard_types_json_has_no_type_for_go_through_pydantic():
+    """datetime, date, time, UUID and Decimal need no Annotated[..., Field()] once pydantic is imported."""
+    seen = []
+
+    def book(
+        at: datetime,
+        day: date | None = None,
+        start: time = time(9),
+        ref: uuid.UUID = uuid.UUID(int=1),
+        price: Decimal = Decimal("1.50"),
+    ) -> dict[str, datetime]:
+        seen.append((at, day, start, ref, price))
+        return {"at": at}
+
+    tool = Tool(None, book, structured_output=True)
+    properties = tool.input_schema["properties"]
+    assert properties["at"] == {"type": "string", "format": "date-time"}
+    assert properties["day"] == {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}], "default": None}
+    assert properties["start"] == {"type": "string", "format": "time", "default": "09:00:00"}
+    assert properties["ref"]["default"] == "00000000-0000-0000-0000-000000000001"
+    assert properties["price"]["default"] == "1.50"
+    assert tool.input_schema["required"] == ["at"]
+    arguments = {"at": "2026-12-02T07:12:46", "day": "2026-12-02", "ref": str(uuid.UUID(int=2)), "price": 2.5}
+    assert tool.check_arguments(arguments) is None
+    result = tool.run(arguments, None)
+    assert result["structuredContent"] == {"at": "2026-12-02T07:12:46"}, result
+    assert seen == [(datetime(2026, 12, 2, 7, 12, 46), date(2026, 12, 2), time(9), uuid.UUID(int=2), Decimal("2.5"))]
+    refused = tool.run({"at": "soon"}, None)["content"][0]["text"]
+    assert refused.startswith("invalid arguments for tool 'book': argument 'at': Input should be a valid datetime")
+    # Returned without an output schema, they are sent as pydantic writes them.
+    assert to_result([uuid.UUID(int=3), Decimal("0.10")])["content"][0]["text"] == json.dumps(
+        [str(uuid.UUID(int=3)), "0.10"]
+    )
 
 
 def test_nested_and_recursive_models_keep_their_defs_at_the_root():
@@ -397,7 +434,21 @@ listed = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/l
 called = client.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "greet", "arguments": {"who": "x", "times": 2}}}, headers=headers).json
 refused = client.post("/mcp", json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "greet", "arguments": {"who": 1}}}, headers=headers).json
 wsgi.create_app()
+import datetime
+from zemcp.core.type_schemas import to_json
+try:
+    def when(at: datetime.datetime | None = None) -> str:
+        return str(at)
+    server.tool(when)
+except TypeError as exc:
+    bare = str(exc)
+try:
+    to_json(datetime.date(2026, 12, 2))
+except TypeError as exc:
+    unsent = str(exc)
 print(json.dumps({
+    "bare": bare,
+    "unsent": unsent,
     "zemcp": zemcp.__file__,
     "form": zemcp.core.forms.elicitation_schema(Form),
     "attempts": attempts,
@@ -433,6 +484,14 @@ def test_without_pydantic_tools_register_and_serve_and_pydantic_is_never_importe
     }
     assert report["structured"] == {"name": "xx", "age": None}
     assert report["refused"] == "invalid arguments for tool 'greet': argument 'who': 1 is not of type 'string'"
+    # The standard types pydantic would map are refused, saying how to get them.
+    how = (
+        "datetime, date, time, UUID and Decimal are supported through pydantic: install it (pip install pydantic, "
+        "or '.[pydantic]' in a zemcp checkout) and import pydantic in the application before the tool is registered (zemcp never "
+        "imports it itself), or take a str (ISO 8601 text for a date or time) and convert it in the handler"
+    )
+    assert report["bare"] == f"when() parameter 'at': type datetime.datetime needs pydantic; {how}"
+    assert report["unsent"].startswith("a date has no JSON form; use str") and report["unsent"].endswith(how)
 
 
 def test_pydantic_is_an_extra_not_a_requirement():

@@ -6,9 +6,11 @@ first looks for the module in ``sys.modules`` and answers "not pydantic" at once
 absent (pydantic is the optional extra ``zemcp[pydantic]``).
 
 The types that are pydantic's, found by :func:`involves`: a ``BaseModel`` subclass or pydantic
-dataclass, a type of pydantic's own modules (``EmailStr``, ``AnyUrl`` ...), and ``Annotated``
+dataclass, a type of pydantic's own modules (``EmailStr``, ``AnyUrl`` ...), ``Annotated``
 metadata of pydantic or annotated_types (``Field(description=..., ge=...)``,
-``AfterValidator``, ``annotated_types.Gt``), anywhere inside an annotation. For them pydantic
+``AfterValidator``, ``annotated_types.Gt``), and the standard types JSON has no type for that
+pydantic maps to strings (:data:`STANDARD_TYPES`: ``datetime``, ``date``, ``time``, ``UUID``,
+``Decimal``), anywhere inside an annotation. For them pydantic
 makes the JSON Schema (``TypeAdapter.json_schema``, 2020-12, named definitions under
 ``$defs``) and validates the JSON values (``TypeAdapter.validate_json``); the standard-library
 mapping of :mod:`zemcp.core.type_schemas` does the rest. Pure Python: no HTTP here.
@@ -16,17 +18,23 @@ mapping of :mod:`zemcp.core.type_schemas` does the rest. Pure Python: no HTTP he
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import functools
 import inspect
 import json
 import sys
 import typing
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
+#: The standard types pydantic gives a schema, validation and JSON form (ISO 8601 and RFC 4122
+#: text; a Decimal as a number or numeric string, sent as a string), where pydantic is imported.
+STANDARD_TYPES = (datetime.datetime, datetime.date, datetime.time, uuid.UUID, decimal.Decimal)
 #: The packages whose types and ``Annotated`` metadata pydantic handles.
 _PACKAGES = ("pydantic", "pydantic_core", "annotated_types")
 #: Distinct annotations whose ``TypeAdapter`` is kept (building one compiles a validator).
@@ -70,7 +78,9 @@ def involves(annotation: Any) -> bool:
 def _involves(tp: Any) -> bool:
     if typing.get_origin(tp) is typing.Annotated:
         return any(_is_pydantic(type(item)) for item in tp.__metadata__) or _involves(tp.__origin__)
-    if isinstance(tp, type) and (_is_pydantic(tp) or is_model(tp) or _is_pydantic_dataclass(tp)):
+    if isinstance(tp, type) and (
+        tp in STANDARD_TYPES or _is_pydantic(tp) or is_model(tp) or _is_pydantic_dataclass(tp)
+    ):
         return True
     # Literal's arguments are values, not types: none of them is pydantic's.
     return any(_involves(arg) for arg in typing.get_args(tp))
@@ -104,6 +114,14 @@ def dump(value: Any) -> Any:
     """The JSON form of a model instance: ``model_dump(mode="json", by_alias=True)``, the
     shape its serialization schema describes (aliases, computed fields)."""
     return value.model_dump(mode="json", by_alias=True)
+
+
+def standard_json(value: Any) -> str | None:
+    """The JSON form pydantic gives a value of one of :data:`STANDARD_TYPES` (``"2026-12-02"``
+    for a date, a Decimal as a string); None for any other value, or when pydantic is not imported."""
+    if sys.modules.get("pydantic") is None or type(value) not in STANDARD_TYPES:
+        return None
+    return cast(str, _adapter(type(value)).dump_python(value, mode="json"))
 
 
 def json_schema(annotation: Any, mode: Literal["validation", "serialization"], where: str) -> dict[str, Any]:

@@ -27,9 +27,11 @@ keywords into the schema (``{"minimum": 0}``, ``{"title": "Count"}``);
 section of a function's docstring or the ``Attributes:`` section of a class's
 (:mod:`zemcp.core.docstrings`).
 
-pydantic's types (models, ``Annotated[X, Field(...)]``: see :mod:`zemcp.core.pydantic_types`)
-get pydantic's own schema, validation and JSON form, wherever they appear in the mapping. Pure
-Python: no HTTP here.
+pydantic's types (models, ``Annotated[X, Field(...)]``, and ``datetime``, ``date``, ``time``,
+``UUID`` and ``Decimal`` where the application imported pydantic: see
+:mod:`zemcp.core.pydantic_types`) get pydantic's own schema, validation and JSON form,
+wherever they appear in the mapping; without pydantic those five are refused, the message
+saying how to get them. Pure Python: no HTTP here.
 """
 
 from __future__ import annotations
@@ -49,7 +51,14 @@ from zemcp.protocol.param_headers import X_MCP_HEADER, McpHeader
 
 _SUPPORTED = (
     "int, float, str, bool, Literal[...], an Enum, X | None, list[X], tuple[...], dict[str, X], "
-    "a dataclass, a TypedDict, a pydantic model or Any"
+    "a dataclass, a TypedDict, a pydantic model or Any (with pydantic also datetime, date, time, UUID, Decimal)"
+)
+_THROUGH_PYDANTIC = (
+    "datetime, date, time, UUID and Decimal are supported through pydantic: install it "
+    "(pip install pydantic, or '.[pydantic]' in a zemcp checkout) and import pydantic in the application before "
+    "the tool is "
+    "registered (zemcp never imports it itself), or take a str (ISO 8601 text for a date or "
+    "time) and convert it in the handler"
 )
 #: The type of None: the ``null`` of ``X | None``.
 NONE_TYPE = type(None)
@@ -98,9 +107,13 @@ def to_json(value: Any) -> Any:
         return [to_json(item) for item in value]
     if pydantic_types.is_model_instance(value):
         return pydantic_types.dump(value)
+    text = pydantic_types.standard_json(value)
+    if text is not None:
+        return text
     raise TypeError(
         f"a {type(value).__qualname__} has no JSON form; use str, int, float, bool, None, "
         "an Enum, a dataclass, or lists and dicts of these"
+        + (f"; {_THROUGH_PYDANTIC}" if type(value) in pydantic_types.STANDARD_TYPES else "")
     )
 
 
@@ -256,6 +269,8 @@ def _bare_schema(tp: Any, where: str, seen: frozenset[type]) -> dict[str, Any]:
         return _dict_schema(args, where, seen)
     if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or is_typeddict(tp)):
         return _object_schema(tp, where, seen)
+    if tp in pydantic_types.STANDARD_TYPES:
+        raise TypeError(f"{where}: type {tp.__module__}.{tp.__qualname__} needs pydantic; {_THROUGH_PYDANTIC}")
     raise TypeError(f"{where}: type {tp!r} is not supported; supported types: {_SUPPORTED}")
 
 
