@@ -203,6 +203,24 @@ def test_standard_types_json_has_no_type_for_go_through_pydantic():
     )
 
 
+@pytest.mark.parametrize("keyword", ["alias", "validation_alias", "serialization_alias"])
+def test_an_alias_on_a_parameter_is_refused_at_registration(keyword, recwarn):
+    """pydantic ignores an alias outside a model; a tool argument is named by its parameter."""
+
+    def region(code: Annotated[str, Field(**{keyword: "X-Region"})]) -> str:
+        return code
+
+    with pytest.raises(TypeError) as info:
+        Tool(None, region)
+    assert str(info.value) == (
+        "test_an_alias_on_a_parameter_is_refused_at_registration.<locals>.region() parameter 'code': a pydantic "
+        "alias ('X-Region') cannot name a tool argument, which is named by its parameter; rename the parameter, "
+        "or give an explicit input_schema and take the arguments as **kwargs (for a name that is not a Python "
+        "identifier)"
+    )
+    assert not [w for w in recwarn if "alias" in str(w.message)], "refused before pydantic warns"
+
+
 def test_nested_and_recursive_models_keep_their_defs_at_the_root():
     def tree(root: Node, extra: list[Order] | None = None) -> str:
         return root.children[0].name if root.children else root.name

@@ -213,12 +213,11 @@ def parameter_default(annotation: Any, default: Any, where: str) -> tuple[Any, C
             "annotation and the default after it: Annotated[int, Field(ge=1)] = 10"
         )
     value, factory = inspect.Parameter.empty, None
-    infos = annotation.__metadata__ if typing.get_origin(annotation) is typing.Annotated else ()
     # pydantic merges several Field(...) of one annotation, the later ones over the earlier.
-    for info in infos:
-        if isinstance(info, FieldInfo) and info.default_factory is not None:
+    for info in _field_infos(annotation):
+        if info.default_factory is not None:
             value, factory = inspect.Parameter.empty, info.default_factory
-        elif isinstance(info, FieldInfo) and info.default is not PydanticUndefined:
+        elif info.default is not PydanticUndefined:
             value, factory = info.default, None
     if value is inspect.Parameter.empty and factory is None:
         return default, None
@@ -227,6 +226,37 @@ def parameter_default(annotation: Any, default: Any, where: str) -> tuple[Any, C
             f"{where}: the default is given twice, in Field(...) and after the annotation; keep one of them"
         )
     return value, cast("Callable[[], Any] | None", factory)
+
+
+def check_parameter_field(annotation: Any, where: str) -> None:
+    """Refuse a pydantic alias on a tool parameter (``Annotated[str, Field(alias="X")]``).
+
+    An argument is named by its parameter: pydantic applies aliases to a model's fields only
+    (outside a model it warns that the alias has no effect), so the schema would list the
+    parameter's name and refuse the alias the author meant.
+
+    Raises:
+        TypeError: ``alias``, ``validation_alias`` or ``serialization_alias`` is set; the
+            message says what to do instead.
+    """
+    for info in _field_infos(annotation):
+        alias = info.alias or info.validation_alias or info.serialization_alias
+        if alias is not None:
+            raise TypeError(
+                f"{where}: a pydantic alias ({alias!r}) cannot name a tool argument, which is named by its "
+                "parameter; rename the parameter, or give an explicit input_schema and take the arguments "
+                "as **kwargs (for a name that is not a Python identifier)"
+            )
+
+
+def _field_infos(annotation: Any) -> list[Any]:
+    """The pydantic ``FieldInfo`` items of an ``Annotated`` annotation's metadata (none when
+    pydantic is not imported)."""
+    if sys.modules.get("pydantic") is None or typing.get_origin(annotation) is not typing.Annotated:
+        return []
+    from pydantic.fields import FieldInfo
+
+    return [item for item in annotation.__metadata__ if isinstance(item, FieldInfo)]
 
 
 def _adapter(annotation: Any) -> TypeAdapter[Any]:

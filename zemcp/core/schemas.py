@@ -65,9 +65,10 @@ def input_schema(func: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
         the schema, and the name of the context parameter (left out of the schema) or None.
     Raises:
         TypeError: a ``*args``, ``**kwargs`` or positional-only parameter, a parameter of
-            a type outside the mapping, a pydantic ``Field(...)`` as a default or a default given
-            twice (see :func:`zemcp.core.pydantic_types.parameter_default`); the message names
-            the parameter and the type.
+            a type outside the mapping, a pydantic ``Field(...)`` as a default, a default given
+            twice (see :func:`zemcp.core.pydantic_types.parameter_default`) or a pydantic alias
+            (:func:`zemcp.core.pydantic_types.check_parameter_field`); the message names the
+            parameter and the type.
     """
     hints = type_hints(func)
     context = context_parameter(func)
@@ -91,6 +92,7 @@ def input_schema(func: Callable[..., Any]) -> tuple[dict[str, Any], str | None]:
                 "named parameter, or pass input_schema and take the arguments as keywords"
             )
         annotation = hints.get(param.name, Any)
+        pydantic_types.check_parameter_field(annotation, where)
         default, factory = pydantic_types.parameter_default(annotation, param.default, where)
         properties[param.name] = property_schema(annotation, where, notes.get(param.name), default)
         if default is param.empty and factory is None:
