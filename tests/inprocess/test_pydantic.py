@@ -69,6 +69,7 @@ def test_an_elicitation_with_a_model_returns_an_instance(app):
     assert schema["required"] == ["name", "postcode"] and schema["properties"]["size"] == {
         "type": "string",
         "enum": ["s", "l"],
+        "title": "Size",
     }
     peer.respond(
         ask["id"], {"action": "accept", "content": {"name": "Ada", "postcode": "1234", "gift": True, "size": "l"}}

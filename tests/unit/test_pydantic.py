@@ -1,6 +1,7 @@
 """pydantic models and Field metadata in tools and elicitation forms, without a server; and
 zemcp without pydantic, which it never imports on its own."""
 
+import enum
 import json
 import subprocess
 import sys
@@ -339,12 +340,38 @@ def test_a_models_requested_schema_is_a_flat_form():
             # pattern has no place in a form: the model checks the answer afterwards.
             "postcode": {"type": "string", "title": "Postcode", "description": "the four-digit postcode"},
             "gift": {"type": "boolean", "title": "Gift", "default": False},
-            "size": {"type": "string", "enum": ["s", "l"]},
+            # pydantic titles a field that refers to an Enum by the Enum's definition.
+            "size": {"type": "string", "enum": ["s", "l"], "title": "Size"},
         },
         "required": ["name", "postcode"],
     }
     for version in ("2025-06-18", "2025-11-25"):
         check_requested_schema(schema, version)
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Paint(BaseModel):
+    name: str
+    colour: Colour = Colour.RED
+    trim: Colour = Field(default=Colour.GREEN, title="Trim colour", description="the edges")
+
+
+def test_an_enum_field_of_a_models_form_keeps_a_title():
+    """The field's own title wins; else the Enum definition's, which pydantic gives such a field."""
+    properties = elicitation_schema(Paint)["properties"]
+    assert properties["name"]["title"] == "Name"
+    assert properties["colour"] == {"type": "string", "enum": ["red", "green"], "title": "Colour", "default": "red"}
+    assert properties["trim"] == {
+        "type": "string",
+        "enum": ["red", "green"],
+        "title": "Trim colour",
+        "description": "the edges",
+        "default": "green",
+    }
 
 
 def test_accepted_content_becomes_a_validated_model_instance():

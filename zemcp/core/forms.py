@@ -142,8 +142,8 @@ def _primitive(annotation: Any, where: str) -> tuple[dict[str, Any], bool]:
 def _model_schema(cls: type) -> dict[str, Any]:
     """The form of a pydantic model: each property of pydantic's schema as a form field.
 
-    An Enum's definition is put in place of its reference and ``X | None`` becomes X's field,
-    not required, as for a dataclass. The keywords a form cannot carry (``pattern``,
+    An Enum's definition is put in place of its reference (its title becomes the field's when
+    the field has none) and ``X | None`` becomes X's field, not required, as for a dataclass. The keywords a form cannot carry (``pattern``,
     ``exclusiveMinimum`` ...) are left out, as for a missing argument's field
     (:func:`form_field`): the model validates the answer afterwards (:func:`_model_instance`).
     """
@@ -181,8 +181,10 @@ def _flat_property(prop: dict[str, Any], defs: dict[str, Any]) -> tuple[dict[str
     ref = prop.get("$ref")
     named = ref.removeprefix(_DEFS) if isinstance(ref, str) and ref.startswith(_DEFS) else None
     if named in defs:
-        # The definition's title and description name its class (an Enum's), not this field.
-        definition = {k: v for k, v in defs[named].items() if k not in ("title", "description")}
+        # The description is the class's docstring, not this field's. The title is the field's
+        # when it has one; pydantic leaves a field that refers to a definition untitled, so the
+        # definition's (the Enum's name) is the title it has.
+        definition = {k: v for k, v in defs[named].items() if k != "description"}
         prop = {**definition, **{k: v for k, v in prop.items() if k != "$ref"}}
     return prop, optional, named
 
