@@ -7,6 +7,7 @@ plain context methods work inside them; what cannot work is refused at registrat
 import asyncio
 import functools
 import json
+import logging
 import threading
 import time
 
@@ -72,7 +73,9 @@ def server():
     RUNS.clear()
     SEEN.clear()
     server = zemcp.Server(
-        "async-demo", "1", settings=Settings(threads=8, keepalive_interval=0.05, elicitation_timeout=5)
+        "async-demo",
+        "1",
+        settings=Settings(threads=8, keepalive_interval=0.05, elicitation_timeout=5, max_pending_per_session=2),
     )
 
     @server.tool
@@ -134,10 +137,66 @@ def server():
         """Waits for an answer that the client cancels."""
         try:
             await ctx.aelicit("Name?", NAME)
-        except zemcp.RequestCancelled:
+        except asyncio.CancelledError:
             SEEN.append("cancelled")
             raise
         return "answered"
+
+    @server.tool
+    async def ask_briefly(ctx: zemcp.Context) -> str:
+        """Gives up on the answer after a moment, with asyncio.wait_for."""
+        try:
+            return (await asyncio.wait_for(ctx.aelicit("Name?", NAME), 0.2))["name"]
+        except TimeoutError:
+            return "gave up"
+
+    @server.tool
+    async def sleeps(ctx: zemcp.Context) -> str:
+        """Starts its stream, then sleeps; a cancellation must interrupt the sleep."""
+        ctx.report_progress(1)
+        try:
+            await asyncio.sleep(4)
+        except asyncio.CancelledError:
+            SEEN.append("cancelled")
+            raise
+        SEEN.append("woke")
+        return "slept"
+
+    @server.tool
+    async def ask_in_task_group(ctx: zemcp.Context) -> str:
+        """Asks from a task of an asyncio.TaskGroup."""
+        async with asyncio.TaskGroup() as group:
+            task = group.create_task(ctx.aelicit("Name?", NAME, key="name"))
+        return "Hi, " + task.result()["name"]
+
+    @server.tool
+    async def ask_beside_a_failure(ctx: zemcp.Context) -> str:
+        """Asks from a task of an asyncio.TaskGroup whose other task fails."""
+
+        async def fails():
+            raise ValueError("broken sibling")
+
+        async with asyncio.TaskGroup() as group:
+            group.create_task(ctx.aelicit("Name?", NAME, key="name"))
+            group.create_task(fails())
+        return "never"
+
+    @server.tool
+    async def forgets_await() -> str:
+        """Returns a coroutine instead of awaiting it."""
+        return shout("oops")
+
+    @server.tool
+    async def awaits_log(ctx: zemcp.Context) -> str:
+        """Awaits a plain context method."""
+        await ctx.report_progress(1)
+        return "never"
+
+    @server.tool
+    async def asks_three(ctx: zemcp.Context) -> str:
+        """Asks three questions at once."""
+        await ctx.aask_all(*(Elicit(f"Q{i}?", NAME, f"q{i}") for i in range(3)))
+        return "never"
 
     @server.tool
     async def logs(ctx: zemcp.Context) -> str:
@@ -360,8 +419,14 @@ def test_a_failed_gather_does_not_hold_the_call_for_its_sibling(app, server):
     started = time.monotonic()
     name = next(q for q in questions if q["params"]["message"] == "Name?")
     peer.respond(name["id"], {"action": "decline"})
-    final = messages(stream)[-1]
+    rest = messages(stream)
+    final = rest[-1]
     assert time.monotonic() - started < 2, "the call waited for the sibling's answer"
+    colour = next(q for q in questions if q["params"]["message"] == "Colour?")
+    withdrawn = [m for m in rest if m.get("method") == "notifications/cancelled"]
+    assert [m["params"] for m in withdrawn] == [
+        {"requestId": colour["id"], "reason": "the handler stopped waiting for the answer"}
+    ]
     assert final["id"] == rid and final["result"]["isError"]
     assert "declined" in final["result"]["content"][0]["text"]
     deadline = time.monotonic() + 2
@@ -382,7 +447,8 @@ def test_aelicit_url_in_a_session(app):
 
 
 def test_cancellation_reaches_an_awaiting_async_handler(app, server):
-    """notifications/cancelled wakes the awaiting aelicit with RequestCancelled; no response is sent."""
+    """notifications/cancelled cancels the handler's task at its awaiting aelicit (CancelledError);
+    the question is withdrawn with notifications/cancelled; no response is sent."""
     peer = session(app, ELICIT)
     rid, stream, question = start_ask(peer, "wait_cancelled")
     Client(app).post(
@@ -511,3 +577,195 @@ def test_async_generators_are_refused_at_registration(register, handler):
     server = zemcp.Server("gen", "1", settings=Settings(threads=4))
     with pytest.raises(TypeError, match=r"async generator \(async def with yield\).*return the whole value"):
         register(server, handler)
+
+
+def test_an_ask_abandoned_by_wait_for_is_withdrawn_at_once(app, server):
+    """asyncio.wait_for gives up on aelicit: the client gets notifications/cancelled for the
+    question before the result, and its slot is free."""
+    peer = session(app, ELICIT)
+    rid, stream, question = start_ask(peer, "ask_briefly")
+    rest = messages(stream)
+    assert rest[0] == {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": question["id"], "reason": "the handler stopped waiting for the answer"},
+    }
+    assert rest[-1]["id"] == rid and rest[-1]["result"]["content"][0]["text"] == "gave up"
+    assert server.pending.count() == 0
+    assert peer.respond(question["id"], {"action": "accept", "content": {"name": "late"}}).status_code == 404
+
+
+def test_notifications_cancelled_cancels_an_async_handlers_task(app):
+    """The client cancels a handler in await asyncio.sleep: it gets CancelledError there at
+    once, does not go on, and no response follows."""
+    peer = session(app, ELICIT)
+    rid, r = peer.call_with("sleeps", {}, meta={"progressToken": "p"})
+    stream = events(r)
+    assert next(e for e in stream if e != "keep-alive")["method"] == "notifications/progress"
+    started = time.monotonic()
+    Client(app).post(
+        "/mcp",
+        headers={**HEADERS, "Mcp-Session-Id": peer.sid},
+        data=json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}),
+    )
+    assert all(m.get("id") != rid for m in messages(stream))
+    assert time.monotonic() - started < 2, "the handler slept on"
+    assert SEEN == ["cancelled"]
+
+
+def test_closing_a_rounds_stream_cancels_an_async_handlers_task(app):
+    """2026-07-28: the client closing the round's stream is its cancellation; the handler's
+    task is cancelled at its await."""
+    response = Modern(app).call("sleeps", buffered=False, meta_extra={"progressToken": "p"})
+    stream = events(response)
+    assert next(e for e in stream if e != "keep-alive")["method"] == "notifications/progress"
+    started = time.monotonic()
+    response.close()
+    deadline = time.monotonic() + 3
+    while not SEEN and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert SEEN == ["cancelled"] and time.monotonic() - started < 2
+
+
+def test_aelicit_in_a_task_group_ends_the_round_quietly(app, caplog):
+    """2026-07-28: the end of the round inside an asyncio.TaskGroup is no failure: input_required,
+    then the replay completes; nothing logged as an error, the group's other exceptions at info."""
+    caplog.set_level(logging.INFO, "zemcp")
+    client = Modern(app)
+    first = result_of(client.call("ask_in_task_group"))
+    assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["name"]
+    answer = {"name": {"action": "accept", "content": {"name": "Ada"}}}
+    assert result_of(retry(client, "ask_in_task_group", first, answer))["content"][0]["text"] == "Hi, Ada"
+    first = result_of(client.call("ask_beside_a_failure"))
+    assert first["resultType"] == "input_required"
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "broken sibling" in caplog.text
+
+
+def test_async_def_mistakes_are_told_what_to_do(app, recwarn):
+    """An async def returning an un-awaited coroutine, and awaiting ctx.log, answer with what to write."""
+    peer = session(app, {})
+    result = rpc(peer, "tools/call", {"name": "forgets_await", "arguments": {}})["result"]
+    assert result["isError"]
+    assert result["content"][0]["text"] == "tool 'forgets_await' returned a coroutine from an async def: await it"
+    result = rpc(peer, "tools/call", {"name": "awaits_log", "arguments": {}})["result"]
+    assert (
+        result["isError"]
+        and "are plain calls, not awaitable: call them without await" in (result["content"][0]["text"])
+    )
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
+
+
+def test_asking_more_at_once_than_the_cap_says_so(app, server):
+    """Three questions at once under a per-session cap of 2: the message counts the request, not the session."""
+    result = rpc(session(app, ELICIT), "tools/call", {"name": "asks_three", "arguments": {}})["result"]
+    assert result["isError"]
+    assert result["content"][0]["text"] == (
+        "too many pending elicitations: this request asks for 3 at once, and the per-session cap is 2; "
+        "ask for at most 2 at once"
+    )
+    assert server.pending.count() == 0
+
+
+async def scaled(factor: int, value: int, ctx: zemcp.Context) -> int:
+    """Multiply a value.
+
+    Args:
+        value: what to multiply
+    """
+    return factor * value
+
+
+def scaled_sync(factor: int, value: int) -> int:
+    """Multiply a value, blocking.
+
+    Args:
+        value: what to multiply
+    """
+    return factor * value
+
+
+class Scaler:
+    """Scales values (the class's text)."""
+
+    def __init__(self, factor):
+        self.factor = factor
+
+    async def __call__(self, value: int, ctx: zemcp.Context) -> int:
+        """Multiply a value by the scaler's factor.
+
+        Args:
+            value: what to multiply
+        """
+        return self.factor * value
+
+
+class SyncScaler:
+    """Multiply a value by a fixed factor, blocking."""
+
+    def __call__(self, value: int) -> int:
+        return 3 * value
+
+
+async def titled(topic: str) -> str:
+    """A prompt about a topic, from a partial."""
+    return f"About {topic}."
+
+
+@pytest.mark.parametrize(
+    "handler, description",
+    [
+        (functools.partial(scaled, 3), "Multiply a value."),
+        (functools.partial(scaled_sync, 3), "Multiply a value, blocking."),
+        (Scaler(3), "Multiply a value by the scaler's factor."),
+        (SyncScaler(), "Multiply a value by a fixed factor, blocking."),
+    ],
+    ids=["async-partial", "partial", "async-object", "object"],
+)
+def test_partials_and_callable_objects_are_tools(handler, description):
+    """A partial or callable object, sync or async, is a tool with the schema of what runs:
+    bound arguments, self and ctx left out, hints and Args: of the underlying function."""
+    server = zemcp.Server("callables", "1", settings=Settings(threads=4))
+    server.tool(name="scale")(handler)
+    server.prompt(name="titled")(functools.partial(titled))
+    peer = session(zemcp.McpApp(server), {})
+    (tool,) = rpc(peer, "tools/list", {})["result"]["tools"]
+    assert tool["description"] == description
+    properties = tool["inputSchema"]["properties"]
+    assert list(properties) == ["value"] and properties["value"]["type"] == "integer"
+    result = rpc(peer, "tools/call", {"name": "scale", "arguments": {"value": 14}})["result"]
+    assert result["content"][0]["text"] == "42" and not result["isError"]
+    (prompt,) = rpc(peer, "prompts/list", {})["result"]["prompts"]
+    assert prompt["description"] == "A prompt about a topic, from a partial."
+
+
+@pytest.mark.parametrize("handler", [functools.partial(scaled, 3), Scaler(3)], ids=["partial", "object"])
+def test_a_tool_without_a_name_of_its_own_needs_name(handler):
+    """A partial or callable object has no __name__: registering it without name= says to give one."""
+    server = zemcp.Server("callables", "1", settings=Settings(threads=4))
+    with pytest.raises(TypeError, match=r"has no __name__ .*@server\.tool\(name=\.\.\.\)"):
+        server.tool(handler)
+
+
+def test_resuming_the_stream_of_a_cancelled_call_is_told_to_stop(app):
+    """After its request was cancelled, a GET with Last-Event-ID gets what followed that id, once;
+    from the stream's last event on, 404 saying nothing follows, so the client stops resuming."""
+    peer = session(app, ELICIT)
+    rid, r = peer.call_with("wait_cancelled", {})
+    chunks = iter(r.response)
+    first = next(c for c in chunks if b"elicitation/create" in c).decode()
+    question_event = next(line[4:] for line in first.splitlines() if line.startswith("id: "))
+    Client(app).post(
+        "/mcp",
+        headers={**HEADERS, "Mcp-Session-Id": peer.sid},
+        data=json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}),
+    )
+    rest = b"".join(chunks).decode()
+    get = {"Accept": "text/event-stream", "Mcp-Session-Id": peer.sid}
+    replay = Client(app).get("/mcp", headers={**get, "Last-Event-ID": question_event})
+    assert replay.status_code == 200 and "notifications/cancelled" in replay.get_data(as_text=True)
+    last = [line[4:] for line in rest.splitlines() if line.startswith("id: ")][-1]
+    for _ in range(2):
+        gone = Client(app).get("/mcp", headers={**get, "Last-Event-ID": last})
+        assert gone.status_code == 404
+        assert "stream has ended and nothing follows that event" in gone.get_json()["error"]["message"]

@@ -149,6 +149,7 @@ class CompletionRegistry:
                 provider,
                 is_async,
                 f"the completion provider of {ref_type} {key!r}",
+                None,
                 argument["name"],
                 argument["value"],
                 context,

@@ -18,6 +18,7 @@ methods only write on the request's stream and stay plain calls in either kind o
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,9 +27,11 @@ from zemcp.core.errors import CannotWait, CapabilityMissing, new_elicitation_id
 from zemcp.core.questions import Ask, Elicit, ElicitURL, ListRoots, Sample
 from zemcp.protocol import elicitation, jsonrpc, versions
 from zemcp.protocol.capabilities import LOG_LEVELS
-from zemcp.state.interfaces import CapacityError
+from zemcp.state.interfaces import CapacityError, Withdrawal
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from zemcp.auth.principal import Principal
     from zemcp.core.exchange import Exchange
     from zemcp.protocol.capabilities import ClientView
@@ -36,6 +39,9 @@ if TYPE_CHECKING:
     from zemcp.state.session import Session
 
 T = TypeVar("T")
+
+#: The ``notifications/cancelled`` reason of questions whose awaiting task stopped awaiting them.
+STOPPED_WAITING = "the handler stopped waiting for the answer"
 
 
 class Context:
@@ -277,8 +283,11 @@ class Context:
         meanwhile: other tasks of the handler run, and several of these awaited with
         ``asyncio.gather`` wait together. A 2026-07-28 round never waits, so no thread is
         used there: the answers recorded in earlier rounds come back at once, and the first
-        new question ends the round. Stopping to await (a cancelled task) does not withdraw
-        the question: it stays open to the client until answered, timed out or the call ends.
+        new question ends the round. A task that stops awaiting (cancelled by
+        ``asyncio.wait_for``, a failing ``asyncio.gather`` sibling or the call's own
+        cancellation) withdraws its questions at once: the client gets
+        ``notifications/cancelled`` for each (reason :data:`STOPPED_WAITING`), and the wait's
+        thread and pending slots are freed.
         """
         requests, wait = self._requests(asks, timeout)
         try:
@@ -286,7 +295,12 @@ class Context:
                 # A 2026-07-28 round answers or ends at once: no thread is worth its cost there.
                 answers = self._exchange.ask(requests, wait)
             else:
-                answers = await waiting(lambda: self._exchange.ask(requests, wait), "zemcp-ask")
+                withdrawal = Withdrawal()
+                answers = await waiting(
+                    lambda: self._exchange.ask(requests, wait, withdrawal),
+                    "zemcp-ask",
+                    lambda: withdrawal.withdraw(asyncio.CancelledError(STOPPED_WAITING)),
+                )
         except (CapacityError, TimeoutError) as exc:
             raise _refusal(asks, exc, wait) from None
         return [a.interpret(answer) for a, answer in zip(asks, answers)]
@@ -391,6 +405,11 @@ class Context:
         streams.
         """
         self._exchange.end_stream()
+
+    def _on_abort(self, callback: Callable[[BaseException], object]) -> Callable[[], None]:
+        """For zemcp's own use (:func:`zemcp.core.coroutines.call`): run ``callback(reason)``
+        when the request is aborted; returns the function that stops watching."""
+        return self._exchange.on_abort(callback)
 
     def _notify(self, method: str, params: dict[str, Any]) -> None:
         message = jsonrpc.notification(method, params)

@@ -18,9 +18,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import logging
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol, TypeVar
+
+from zemcp.core.exchange import RoundEnded
+from zemcp.protocol.elicitation import ElicitAborted
+
+log = logging.getLogger("zemcp.coroutines")
 
 T = TypeVar("T")
 
@@ -54,26 +60,49 @@ def handler_is_async(handler: Callable[..., Any], what: str) -> bool:
     return any(inspect.iscoroutinefunction(candidate) for candidate in candidates)
 
 
-def call(handler: Callable[..., Any], is_async: bool, what: str, /, *args: Any, **kwargs: Any) -> Any:
+class Abortable(Protocol):
+    """What :func:`call` watches for the end of a call: a handler's :class:`zemcp.Context`."""
+
+    def _on_abort(self, callback: Callable[[BaseException], object]) -> Callable[[], None]:
+        """Run ``callback(reason)`` once when the call is aborted (at once if it was); returns
+        the function that stops watching."""
+
+
+def call(
+    handler: Callable[..., Any], is_async: bool, what: str, aborts: Abortable | None, /, *args: Any, **kwargs: Any
+) -> Any:
     """Call ``handler(*args, **kwargs)`` to completion on this thread and return its value.
 
     A coroutine function (``is_async``, from :func:`handler_is_async`) runs in an event loop
     created for this call and closed after it, whatever the coroutine raises: the exceptions
     of the handler, of its context (a cancelled request, the end of a 2026-07-28 round) and
-    ``SystemExit`` propagate as they would from a plain function.
+    ``SystemExit`` propagate as they would from a plain function. When the call is aborted
+    while the coroutine runs (``notifications/cancelled``, the client gone, the session
+    ended), its task is cancelled: the handler gets ``asyncio.CancelledError`` at the await
+    it is in, and, when that ends the coroutine, the abort reason is raised here.
+
+    An exception group (``asyncio.TaskGroup``) that holds the end of a 2026-07-28 round or an
+    abort is unwrapped to that exception, so the call ends as it would without the group; the
+    group's other exceptions are logged, not answered: they happen again when the handler is
+    replayed, or do not matter to a call that can no longer be answered.
 
     Args:
         handler: the registered function.
         is_async: whether it is a coroutine function.
         what: how error messages name it (``"tool 'search'"``).
+        aborts: the call's context, whose abort cancels the coroutine; None where nothing
+            aborts a call (completion providers).
         args, kwargs: its arguments, the context included.
     Returns:
         what the handler returned (a coroutine's result, awaited).
     Raises:
         TypeError: a plain ``def`` handler returned an awaitable (a coroutine, a task, a
-            future): it was meant to be ``async def``, which the message says; a coroutine
-            is closed first, so it leaves no "never awaited" warning behind.
+            future), or an ``async def`` returned a coroutine it did not await: the message
+            says what to write; a coroutine is closed first, so it leaves no "never awaited"
+            warning behind. Also a ``TypeError`` of awaiting None, with a hint when it comes
+            from awaiting a plain context method (``await ctx.log(...)``).
         RuntimeError: the handler's coroutine was cancelled inside its loop before it returned.
+        the abort reason: the call was aborted, and the handler let the cancellation end it.
         whatever the handler raised.
     """
     if not is_async:
@@ -86,34 +115,91 @@ def call(handler: Callable[..., Any], is_async: bool, what: str, /, *args: Any, 
                 "await what a plain def returns; declare the handler async def, or return the value itself"
             )
         return value
+    aborted: list[BaseException] = []
     try:
-        return asyncio.run(handler(*args, **kwargs))
+        value = asyncio.run(_supervised(handler(*args, **kwargs), aborts, aborted))
     except asyncio.CancelledError:
+        if aborted:
+            raise aborted[0] from None
         # A BaseException: it would pass the handler's error answers by; say what happened instead.
         raise RuntimeError(f"{what}: its coroutine was cancelled before it returned") from None
+    except BaseExceptionGroup as group:
+        raise _unwrapped(group, what) from None
+    except TypeError as exc:
+        if "NoneType" in str(exc) and "await" in str(exc):
+            raise TypeError(
+                f"{what}: {exc}; ctx.log, ctx.report_progress, ctx.elicitation_complete and ctx.close_sse_stream "
+                "are plain calls, not awaitable: call them without await"
+            ) from exc
+        raise
+    if inspect.iscoroutine(value):
+        value.close()
+        raise TypeError(f"{what} returned a coroutine from an async def: await it")
+    return value
 
 
-async def waiting(wait: Callable[[], T], name: str) -> T:
+async def _supervised(coroutine: Coroutine[Any, Any, T], aborts: Abortable | None, aborted: list[BaseException]) -> T:
+    """Await ``coroutine`` as the loop's main task, cancelled when ``aborts`` reports an abort
+    (whose reason goes to ``aborted``)."""
+    if aborts is None:
+        return await coroutine
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None  # asyncio.run runs this as a task
+
+    def cancel(reason: BaseException) -> None:
+        aborted.append(reason)
+        try:
+            loop.call_soon_threadsafe(task.cancel)
+        except RuntimeError:
+            pass  # the loop is closed: the handler returned meanwhile
+
+    stop = aborts._on_abort(cancel)
+    try:
+        return await coroutine
+    finally:
+        stop()
+
+
+def _unwrapped(group: BaseExceptionGroup[BaseException], what: str) -> BaseException:
+    """The exception that ends the call out of ``group``: the end of a round, else an abort,
+    else the group itself (an ``ExceptionGroup`` is the handler's error, as any exception)."""
+    for kind in (RoundEnded, ElicitAborted):
+        match, rest = group.split(kind)
+        if match is not None:
+            if rest is not None:
+                log.info("%s: exceptions raised beside the end of the call, not answered: %r", what, rest)
+            first: BaseException = match
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            return first
+    return group
+
+
+async def waiting(wait: Callable[[], T], name: str, stop: Callable[[], object]) -> T:
     """Run the blocking ``wait()`` on a thread of its own and await its outcome.
 
     The awaiting loop goes on meanwhile. The thread is a plain one, not the loop's default
-    executor: ``asyncio.run`` joins that executor's threads when the handler returns, and a
-    wait the handler stopped awaiting (a sibling of a failed ``asyncio.gather``) would then
-    hold the request's thread until the client answered; this thread instead ends with its
-    wait, which the end of the call ends too.
+    executor: ``asyncio.run`` joins that executor's threads when the handler returns. When
+    the awaiting task is cancelled (``asyncio.wait_for``, a failed ``asyncio.gather``, the
+    call's cancellation), ``stop()`` ends the wait, and the cancellation goes on once the
+    thread has ended, so what ending the wait sends precedes what the handler does next.
 
     Args:
         wait: the blocking call (a handshake-era ask of the client).
         name: the thread's name, for thread dumps.
+        stop: ends ``wait()`` early, from the loop's thread.
     Returns:
         what ``wait()`` returned.
     Raises:
-        what ``wait()`` raised.
+        what ``wait()`` raised; ``asyncio.CancelledError`` when the awaiting task was cancelled.
     """
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
+    ended: asyncio.Future[None] = loop.create_future()
 
     def settle(value: Any, error: BaseException | None) -> None:
+        ended.set_result(None)
         if future.done():
             return  # the awaiting task was cancelled
         if error is not None:
@@ -134,4 +220,11 @@ async def waiting(wait: Callable[[], T], name: str) -> T:
             pass  # the loop is closed: the handler returned without this answer
 
     threading.Thread(target=run, name=name, daemon=True).start()
-    return await future
+    try:
+        return await future
+    except asyncio.CancelledError:
+        stop()
+        # The wait's own ending (the client told its questions are withdrawn) comes before the
+        # handler's, which may end the call and its stream.
+        await ended
+        raise

@@ -5,6 +5,7 @@ describe a parameter or field. Pure Python: no HTTP here.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from typing import Any
@@ -61,9 +62,21 @@ def docstring_summary(obj: Any) -> str | None:
     return " ".join(paragraph) or None
 
 
+def doc_source(obj: Any) -> Any:
+    """What documents ``obj``: a ``functools.partial``'s function (not the partial class's own
+    docstring), a callable object's ``__call__`` when that has a docstring, else ``obj``."""
+    while isinstance(obj, functools.partial):
+        obj = obj.func
+    if not (inspect.isroutine(obj) or inspect.isclass(obj) or inspect.ismodule(obj)) and callable(obj):
+        call = type(obj).__call__
+        if isinstance(getattr(call, "__doc__", None), str):
+            return call
+    return obj
+
+
 def _doc_lines(obj: Any) -> list[str]:
     # __doc__ itself: inspect.getdoc would borrow a base class's text (dict's for a TypedDict).
-    doc = getattr(obj, "__doc__", None)
+    doc = getattr(doc_source(obj), "__doc__", None)
     if not isinstance(doc, str):
         return []
     return inspect.cleandoc(doc).splitlines()

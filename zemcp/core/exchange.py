@@ -13,9 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from zemcp.protocol import jsonrpc
     from zemcp.protocol.capabilities import ClientView
     from zemcp.protocol.inputs import InputRequest
+    from zemcp.state.interfaces import Withdrawal
     from zemcp.state.session import Session
 
 
@@ -54,13 +57,17 @@ class Exchange(Protocol):
     request_id: jsonrpc.RequestId
     progress_token: jsonrpc.RequestId | None
 
-    def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
+    def ask(
+        self, requests: list[InputRequest], timeout: float | None = None, withdrawal: Withdrawal | None = None
+    ) -> list[jsonrpc.Response]:
         """The client's answers to ``requests``, in order.
 
         Args:
             requests: the questions.
             timeout: [seconds] (handshake) the longest wait for all the answers, at most
                 :attr:`timeout`, which None means; a stateless round never waits and ignores it.
+            withdrawal: (handshake) withdraws the requests, ending the wait, when withdrawn
+                from another thread; a stateless round never waits and ignores it.
 
         Raises:
             zemcp.state.interfaces.CapacityError: (handshake) a pending cap is reached; nothing was sent.
@@ -78,6 +85,10 @@ class Exchange(Protocol):
 
     def raise_if_aborted(self) -> None:
         """Raise the abort reason once the request can no longer be answered."""
+
+    def on_abort(self, callback: Callable[[BaseException], object]) -> Callable[[], None]:
+        """Run ``callback(reason)`` once when the request is aborted (at once if it was), on
+        the aborting thread; returns the function that stops watching."""
 
     def end_stream(self) -> None:
         """End the client's connection to the request's stream now; the client reconnects

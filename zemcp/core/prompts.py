@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from zemcp import logsafe
-from zemcp.core import coroutines, schemas
+from zemcp.core import callables, coroutines, schemas
 from zemcp.core.docstrings import docstring_entries, docstring_summary
 from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError
 from zemcp.protocol import pagination
@@ -104,7 +104,7 @@ class Prompt:
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         try:
-            messages = to_messages(coroutines.call(self.handler, self.is_async, f"prompt {self.name!r}", **kwargs))
+            messages = to_messages(coroutines.call(self.handler, self.is_async, f"prompt {self.name!r}", ctx, **kwargs))
         except (ProtocolError, ElicitAborted):
             raise
         except (ElicitError, ClientRequestError) as exc:
@@ -180,7 +180,7 @@ def make_prompt(
             are strings).
         TypeError: the function is an async generator function.
     """
-    name = name if name is not None else handler.__name__
+    name = callables.handler_name(handler, name, "prompt")
     if not isinstance(name, str) or not name:
         raise ValueError(f"prompt name must be a non-empty string, got {name!r}")
     is_async = coroutines.handler_is_async(handler, f"prompt {name!r}")

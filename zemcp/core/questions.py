@@ -178,4 +178,4 @@ class ListRoots(_ClientRequest):
 def _elicit_refusal(exc: CapacityError | TimeoutError) -> Exception:
     if isinstance(exc, TimeoutError):
         return elicitation.ElicitTimeout(exc.args[0] if exc.args else 0)
-    return elicitation.ElicitTooMany(str(exc))
+    return elicitation.ElicitTooMany(str(exc), exc.advice)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from urllib.parse import unquote
 
 from zemcp import logsafe
-from zemcp.core import coroutines, schemas
+from zemcp.core import callables, coroutines, schemas
 from zemcp.core.docstrings import docstring_summary
 from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError
 from zemcp.protocol import pagination
@@ -277,7 +277,7 @@ class ResourceRegistry:
             ValueError: the URI or template is taken or malformed, ``size`` was given for a
                 template, or the handler's parameters do not fit.
         """
-        name = name if name is not None else handler.__name__
+        name = callables.handler_name(handler, name, "resource")
         description = description if description is not None else docstring_summary(handler)
         if "{" in uri or "}" in uri:
             if size is not None:
@@ -357,7 +357,7 @@ class ResourceRegistry:
         if target.context_param is not None:
             kwargs[target.context_param] = ctx
         try:
-            value = coroutines.call(target.handler, target.is_async, f"resource {uri}", **kwargs)
+            value = coroutines.call(target.handler, target.is_async, f"resource {uri}", ctx, **kwargs)
             return {"contents": to_contents(value, uri, target.mime_type)}
         except (ProtocolError, ElicitAborted):
             raise

@@ -27,7 +27,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
 from zemcp import logsafe
-from zemcp.core import coroutines, schemas
+from zemcp.core import callables, coroutines, schemas
 from zemcp.core.context import Context
 from zemcp.core.docstrings import docstring_summary
 from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError, URLElicitationRequired
@@ -120,22 +120,28 @@ class Tool:
         elicit_missing: bool | list[str] | tuple[str, ...] = False,
         elicit_message: str | None = None,
     ):
-        self.name = name if name is not None else handler.__name__
+        self.name = callables.handler_name(handler, name, "tool")
         if not _NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '.', '-'")
         self.handler = handler
         self._async = coroutines.handler_is_async(handler, f"tool {self.name!r}")
         self.cache = cache
         self.title = title
-        self.description = description or docstring_summary(handler) or self.name
+        # A partial or a callable object shows the schemas of the function that runs.
+        described = callables.described(handler)
+        self.description = description or docstring_summary(described) or self.name
         self.annotations = _check_annotations(self.name, annotations)
         if input_schema is None:
-            self.input_schema, self.context_param = schemas.input_schema(handler)
+            self.input_schema, self.context_param = schemas.input_schema(described)
             # Parameter types to convert the JSON arguments to; None passes them unchanged.
-            self._types: dict[str, Any] | None = type_hints(handler)
-            self._defaults = schemas.field_defaults(handler)
+            self._types: dict[str, Any] | None = type_hints(described)
+            self._defaults = schemas.field_defaults(described)
         else:
-            self.input_schema, self.context_param, self._types = input_schema, schemas.context_parameter(handler), None
+            self.input_schema, self.context_param, self._types = (
+                input_schema,
+                schemas.context_parameter(described),
+                None,
+            )
             self._defaults = {}
         # Derived schemas are checked too: Annotated metadata may have added keywords.
         _check_object_schema(self.name, "input_schema", self.input_schema)
@@ -147,14 +153,14 @@ class Tool:
         if output_schema is not None and structured_output:
             raise ValueError(f"tool {self.name!r}: give output_schema or structured_output=True, not both")
         self._wrapped = False
-        if structured_output or (output_schema is None and schemas.returns_model(handler)):
-            output_schema = schemas.output_schema(handler)
+        if structured_output or (output_schema is None and schemas.returns_model(described)):
+            output_schema = schemas.output_schema(described)
             if output_schema is None:
                 raise TypeError(
                     f"tool {self.name!r}: structured_output=True derives the output schema from the "
                     "return annotation, and the handler has none; annotate its return type or pass output_schema"
                 )
-            self._wrapped = schemas.wraps_result(handler)
+            self._wrapped = schemas.wraps_result(described)
         if output_schema is not None:
             _check_object_schema(self.name, "output_schema", output_schema)
         self.output_schema = output_schema
@@ -313,7 +319,7 @@ class Tool:
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         try:
-            value = coroutines.call(self.handler, self._async, f"tool {self.name!r}", **kwargs)
+            value = coroutines.call(self.handler, self._async, f"tool {self.name!r}", ctx, **kwargs)
         except (elicitation.ElicitAborted, URLElicitationRequired):
             raise
         except ToolError as exc:

@@ -97,8 +97,8 @@ class ElicitUnsupported(ElicitError):
 class ElicitTooMany(ElicitError):
     """A cap on pending elicitations is reached (per session or per process); nothing was sent."""
 
-    def __init__(self, detail: str) -> None:
-        super().__init__(f"too many pending elicitations: {detail}; answer or cancel the pending ones first")
+    def __init__(self, detail: str, advice: str = "answer or cancel the pending ones first") -> None:
+        super().__init__(f"too many pending elicitations: {detail}; {advice}")
 
 
 class ElicitSchemaInvalid(ElicitError):

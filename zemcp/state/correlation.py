@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from zemcp.protocol import jsonrpc
-from zemcp.state.interfaces import CapacityError
+from zemcp.state.interfaces import CapacityError, Withdrawal
 from zemcp.state.shares import Shares, client_label
 
 if TYPE_CHECKING:
@@ -177,7 +177,11 @@ class CorrelationTable:
         return outcome
 
     def ask_all(
-        self, call: RunningCall, requests: list[tuple[str, dict[str, Any]]], timeout: float
+        self,
+        call: RunningCall,
+        requests: list[tuple[str, dict[str, Any]]],
+        timeout: float,
+        withdrawal: Withdrawal | None = None,
     ) -> list[jsonrpc.Response]:
         """Send requests to the client on ``call``'s stream, all at once, and wait for every response.
 
@@ -189,20 +193,33 @@ class CorrelationTable:
             call: the client request whose handler asks; its reply sink carries the requests.
             requests: ``(method, params)`` pairs (``elicitation/create``, ``sampling/createMessage`` ...).
             timeout: [seconds] the longest wait for all of them together.
+            withdrawal: when withdrawn (before or during the wait), the waits end with its
+                reason, whose text the ``notifications/cancelled`` carry.
         Returns:
             the client's responses (result or error), in the order of ``requests``.
         Raises:
-            CapacityError: a cap is reached; nothing was sent.
+            CapacityError: a cap is reached, or ``requests`` are more than the per-session
+                or the process cap allows at once; nothing was sent.
             TypeError, ValueError: params hold a value JSON cannot carry; nothing was sent.
             TimeoutError: not every response arrived in time.
-            the call's abort reason (request cancelled, session ended, client disconnected).
+            the call's abort reason (request cancelled, session ended, client disconnected),
+            or the withdrawal's.
         """
+        for cap, which in ((self.max_per_session, "per-session"), (self.max_pending, "process")):
+            if len(requests) > cap:
+                # Counted against the empty table, the message would blame pending requests that do not exist.
+                raise CapacityError(
+                    f"this request asks for {len(requests)} at once, and the {which} cap is {cap}",
+                    f"ask for at most {cap} at once",
+                )
         pendings: list[Pending] = []
         try:
             for _ in requests:
                 pendings.append(self.register(call.session, call))
             # An abort that landed before register() found no entry to end.
             call.raise_if_aborted()
+            if withdrawal is not None:
+                withdrawal.attach(lambda reason: self._abandon(lambda pending: pending in pendings, reason))
             messages = [jsonrpc.request(p.id, method, params) for p, (method, params) in zip(pendings, requests)]
             for message in messages:
                 # Fail now, not after the timeout, when the params cannot be sent as JSON.

@@ -26,6 +26,7 @@ and the stream kinds.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -117,6 +118,34 @@ class RunningCall(Protocol):
         """Raise the abort reason, if any."""
 
 
+class Withdrawal:
+    """Lets another thread withdraw the requests of one :meth:`WaitingCalls.ask_all` at once,
+    before or while it waits (an ``async def`` handler stopped awaiting them): the table
+    :meth:`attach` es the end of its waits, and :meth:`withdraw` ends them with its reason,
+    so that ``ask_all`` sends ``notifications/cancelled`` for each and frees the thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.reason: BaseException | None = None
+        self._end: Callable[[BaseException], object] | None = None
+
+    def attach(self, end: Callable[[BaseException], object]) -> None:
+        """``end(reason)`` ends the registered waits; raises the reason if already withdrawn."""
+        with self._lock:
+            self._end, reason = end, self.reason
+        if reason is not None:
+            raise reason
+
+    def withdraw(self, reason: BaseException) -> None:
+        """End the waits with ``reason`` (its text is the ``notifications/cancelled`` reason)."""
+        with self._lock:
+            if self.reason is not None:
+                return
+            self.reason, end = reason, self._end
+        if end is not None:
+            end(reason)
+
+
 # -- errors every implementation raises ------------------------------------------------
 
 
@@ -150,7 +179,15 @@ class StateUnavailable(Exception):
 
 
 class CapacityError(Exception):
-    """A cap on pending server-to-client requests is reached; the message names the cap and its value."""
+    """A cap on pending server-to-client requests is reached; the message names the cap and its value.
+
+    Attributes:
+        advice: what the handler can do about it, for the message it gets.
+    """
+
+    def __init__(self, message: str, advice: str = "answer or cancel the pending ones first"):
+        super().__init__(message)
+        self.advice = advice
 
 
 class BadEventId(ValueError):
@@ -243,19 +280,26 @@ class WaitingCalls(Protocol):
     max_per_session: int
 
     def ask_all(
-        self, call: RunningCall, requests: list[tuple[str, dict[str, Any]]], timeout: float
+        self,
+        call: RunningCall,
+        requests: list[tuple[str, dict[str, Any]]],
+        timeout: float,
+        withdrawal: Withdrawal | None = None,
     ) -> list[jsonrpc.Response]:
         """Send ``(method, params)`` requests on ``call``'s stream and wait for every answer.
 
         Args:
             timeout: [seconds] the longest wait for all of them together.
+            withdrawal: ends the wait early with its reason when withdrawn.
         Returns:
             the client's responses, in the order of ``requests``.
         Raises:
-            CapacityError: a cap is reached; nothing was sent.
+            CapacityError: a cap is reached, or ``requests`` are more than a cap allows at
+                once; nothing was sent.
             TypeError, ValueError: params hold a value JSON cannot carry; nothing was sent.
             TimeoutError: not every answer arrived in time.
-            the call's abort reason (request cancelled, session ended, client disconnected).
+            the call's abort reason (request cancelled, session ended, client disconnected),
+            or the withdrawal's.
         """
 
     def resolve(self, session_id: str, answer: jsonrpc.Response) -> bool:

@@ -18,11 +18,13 @@ from zemcp.protocol.jsonrpc import RequestId
 from zemcp.state.session import Session
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from zemcp.protocol import jsonrpc
     from zemcp.protocol.inputs import InputRequest
     from zemcp.replies.direct import DirectSink
     from zemcp.replies.sinks import ReplySink
-    from zemcp.state.interfaces import WaitingCalls
+    from zemcp.state.interfaces import WaitingCalls, Withdrawal
 
 
 #: [seconds] how long a server-to-client request of a session waits for the client's
@@ -69,12 +71,15 @@ class Call:
         self.sink = sink
         self.progress_token = progress_token
         self.aborted: ElicitAborted | None = None
+        self._watchers: list[Callable[[BaseException], object]] = []
         self._table = table
         self.timeout = timeout
         self.can_wait = can_wait
         self.client_key = client_key
 
-    def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
+    def ask(
+        self, requests: list[InputRequest], timeout: float | None = None, withdrawal: Withdrawal | None = None
+    ) -> list[jsonrpc.Response]:
         """Send ``requests`` on this call's stream and wait for every answer (see
         :meth:`zemcp.state.interfaces.WaitingCalls.ask_all`).
 
@@ -86,6 +91,7 @@ class Call:
             requests: the questions.
             timeout: [seconds] the longest wait for all the answers, at most
                 :attr:`timeout` (which None means).
+            withdrawal: withdraws the requests and ends the wait when withdrawn.
         Raises:
             as :meth:`zemcp.state.interfaces.WaitingCalls.ask_all`.
         """
@@ -95,7 +101,7 @@ class Call:
         start = time.monotonic()
         self.session.wait_initialized(min(INITIALIZED_GRACE, limit))
         remaining = max(0.0, limit - (time.monotonic() - start))
-        return self._table.ask_all(self, [(r.method, r.params) for r in requests], remaining)
+        return self._table.ask_all(self, [(r.method, r.params) for r in requests], remaining, withdrawal)
 
     def notify(self, message: dict[str, Any]) -> None:
         """Queue a notification on the call's stream (raises the abort reason once aborted)."""
@@ -115,16 +121,41 @@ class Call:
         gets ``ElicitUnsupported`` or ``CapabilityMissing`` and decides."""
 
     def abort(self, reason: ElicitAborted) -> bool:
-        """Mark the request as one that can no longer be answered (first reason wins).
+        """Mark the request as one that can no longer be answered (first reason wins), and
+        tell what watches it (:meth:`on_abort`).
 
         Returns:
             True if this call set the reason.
         """
         with self._lock:
-            if self.aborted is None:
-                self.aborted = reason
-                return True
-            return False
+            if self.aborted is not None:
+                return False
+            self.aborted = reason
+            watchers, self._watchers = self._watchers, []
+        for watcher in watchers:
+            watcher(reason)
+        return True
+
+    def on_abort(self, callback: Callable[[BaseException], object]) -> Callable[[], None]:
+        """Run ``callback(reason)`` once when the request is aborted, at once if it was (an
+        ``async def`` handler's task is cancelled so).
+
+        Returns:
+            the function that stops watching.
+        """
+        with self._lock:
+            reason = self.aborted
+            if reason is None:
+                self._watchers.append(callback)
+        if reason is not None:
+            callback(reason)
+
+        def stop() -> None:
+            with self._lock:
+                if callback in self._watchers:
+                    self._watchers.remove(callback)
+
+        return stop
 
     @property
     def cancelled(self) -> bool:

@@ -57,8 +57,10 @@ class Streams:
 
         Returns:
             ``text/event-stream``; 400 for an id that is not an event id, 404 for one no stream
-            of the session has, 410 when the events after it were dropped; a standalone stream
-            that finds no room is answered as :meth:`standalone` does.
+            of the session has or for the last event of a request's stream that has ended
+            (nothing more will come: a cancelled request has no response), 410 when the
+            events after it were dropped; a standalone stream that finds no room is answered
+            as :meth:`standalone` does.
         """
         try:
             stream, after = session.streams.find(last_event_id)
@@ -68,6 +70,16 @@ class Streams:
             return error_response(404, INVALID_REQUEST, str(exc))
         except StreamGone as exc:
             return error_response(410, INVALID_REQUEST, str(exc))
+        if stream.kind == REQUEST and stream.finished and after >= stream.position:
+            # Nothing will ever follow: a 200 stream that only ends would have the client
+            # (one whose request was cancelled waits for a response that never comes) come
+            # back after every retry until the stream is forgotten.
+            return error_response(
+                404,
+                INVALID_REQUEST,
+                "Not Found: this request's stream has ended and nothing follows that event (a cancelled request "
+                "gets no response); stop resuming it",
+            )
         # Taking the stream over from a GET that holds a place: that place passes to this one.
         takeover = stream.reader_holds_place
         release: Callable[[], None] | None = None

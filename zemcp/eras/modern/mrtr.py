@@ -37,7 +37,10 @@ from zemcp.protocol.jsonrpc import INVALID_PARAMS, ProtocolError
 from zemcp.replies.sinks import ReplySink
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from zemcp.replies.direct import DirectSink
+    from zemcp.state.interfaces import Withdrawal
 
 log = logging.getLogger("zemcp.mrtr")
 
@@ -204,13 +207,17 @@ class Round:
         self._lock = threading.Lock()
         self.ended: RoundEnded | None = None
         self.aborted: ElicitAborted | None = None
+        self._watchers: list[Callable[[BaseException], object]] = []
         self.missing_capabilities: dict[str, dict[str, Any]] = {}
 
-    def ask(self, requests: list[InputRequest], timeout: float | None = None) -> list[jsonrpc.Response]:
+    def ask(
+        self, requests: list[InputRequest], timeout: float | None = None, withdrawal: Withdrawal | None = None
+    ) -> list[jsonrpc.Response]:
         """The answers to ``requests``, recorded or from this request's ``inputResponses``.
 
-        ``timeout`` is ignored: a round never waits for the client; how late an answer may
-        come is the lifetime of the ``requestState`` (:attr:`timeout`, process-wide).
+        ``timeout`` and ``withdrawal`` are ignored: a round never waits for the client; how
+        late an answer may come is the lifetime of the ``requestState`` (:attr:`timeout`,
+        process-wide).
 
         Raises:
             InputRequired: some have no answer yet (the round ends and asks for them).
@@ -276,12 +283,41 @@ class Round:
             self.missing_capabilities.setdefault(capability, {}).update(settings)
 
     def abort(self, reason: ElicitAborted) -> bool:
-        """Mark the request as one that can no longer be answered (first reason wins)."""
+        """Mark the request as one that can no longer be answered (first reason wins), and
+        tell what watches it (:meth:`on_abort`).
+
+        Returns:
+            True if this call set the reason.
+        """
         with self._lock:
-            if self.aborted is None:
-                self.aborted = reason
-                return True
-            return False
+            if self.aborted is not None:
+                return False
+            self.aborted = reason
+            watchers, self._watchers = self._watchers, []
+        for watcher in watchers:
+            watcher(reason)
+        return True
+
+    def on_abort(self, callback: Callable[[BaseException], object]) -> Callable[[], None]:
+        """Run ``callback(reason)`` once when the request is aborted, at once if it was (an
+        ``async def`` handler's task is cancelled so).
+
+        Returns:
+            the function that stops watching.
+        """
+        with self._lock:
+            reason = self.aborted
+            if reason is None:
+                self._watchers.append(callback)
+        if reason is not None:
+            callback(reason)
+
+        def stop() -> None:
+            with self._lock:
+                if callback in self._watchers:
+                    self._watchers.remove(callback)
+
+        return stop
 
     def raise_if_aborted(self) -> None:
         """Raise the abort reason, if any."""
