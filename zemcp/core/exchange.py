@@ -10,6 +10,7 @@ round at the first question without an answer (2026-07-28, SEP-2322), by raising
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
     from zemcp.protocol import jsonrpc
     from zemcp.protocol.capabilities import ClientView
+    from zemcp.protocol.elicitation import ElicitAborted
     from zemcp.protocol.inputs import InputRequest
     from zemcp.state.interfaces import Withdrawal
     from zemcp.state.session import Session
@@ -30,6 +32,63 @@ class RoundEnded(BaseException):
     what the round gathered. The era's exchange also remembers it, so a handler that
     swallows it anyway still gets the round's proper answer.
     """
+
+
+class Abortable:
+    """Whether a running request can still be answered, for the exchanges of both eras.
+
+    The first abort reason wins; what watches the request (an ``async def`` handler's task,
+    which is cancelled so) is told once, at the abort.
+
+    Attributes:
+        aborted: why the request can no longer be answered, or None.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.aborted: ElicitAborted | None = None
+        self._watchers: list[Callable[[BaseException], object]] = []
+
+    def abort(self, reason: ElicitAborted) -> bool:
+        """Mark the request as one that can no longer be answered (first reason wins), and
+        tell what watches it (:meth:`on_abort`).
+
+        Returns:
+            True if this call set the reason.
+        """
+        with self._lock:
+            if self.aborted is not None:
+                return False
+            self.aborted = reason
+            watchers, self._watchers = self._watchers, []
+        for watcher in watchers:
+            watcher(reason)
+        return True
+
+    def on_abort(self, callback: Callable[[BaseException], object]) -> Callable[[], None]:
+        """Run ``callback(reason)`` once when the request is aborted, at once if it was.
+
+        Returns:
+            the function that stops watching.
+        """
+        with self._lock:
+            reason = self.aborted
+            if reason is None:
+                self._watchers.append(callback)
+        if reason is not None:
+            callback(reason)
+
+        def stop() -> None:
+            with self._lock:
+                if callback in self._watchers:
+                    self._watchers.remove(callback)
+
+        return stop
+
+    def raise_if_aborted(self) -> None:
+        """Raise the abort reason, if any (checked before a new question is sent)."""
+        if self.aborted is not None:
+            raise self.aborted
 
 
 class Exchange(Protocol):

@@ -9,17 +9,15 @@ handler's thread waits for it in the process's correlation table
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled
+from zemcp.core.exchange import Abortable
+from zemcp.protocol.elicitation import RequestCancelled
 from zemcp.protocol.jsonrpc import RequestId
 from zemcp.state.session import Session
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from zemcp.protocol import jsonrpc
     from zemcp.protocol.inputs import InputRequest
     from zemcp.replies.direct import DirectSink
@@ -32,7 +30,7 @@ if TYPE_CHECKING:
 INITIALIZED_GRACE = 0.5
 
 
-class Call:
+class Call(Abortable):
     """A handshake-era client request whose handler is running: its
     :class:`zemcp.core.exchange.Exchange`, which pushes input requests on the request's stream.
 
@@ -64,14 +62,12 @@ class Call:
         can_wait: bool = True,
         client_key: str | None = None,
     ):
-        self._lock = threading.Lock()
+        super().__init__()
         self.session = session
         self.client = session
         self.request_id = request_id
         self.sink = sink
         self.progress_token = progress_token
-        self.aborted: ElicitAborted | None = None
-        self._watchers: list[Callable[[BaseException], object]] = []
         self._table = table
         self.timeout = timeout
         self.can_wait = can_wait
@@ -120,49 +116,7 @@ class Call:
         """Nothing to do: the handshake era has no error for a missing capability; the handler
         gets ``ElicitUnsupported`` or ``CapabilityMissing`` and decides."""
 
-    def abort(self, reason: ElicitAborted) -> bool:
-        """Mark the request as one that can no longer be answered (first reason wins), and
-        tell what watches it (:meth:`on_abort`).
-
-        Returns:
-            True if this call set the reason.
-        """
-        with self._lock:
-            if self.aborted is not None:
-                return False
-            self.aborted = reason
-            watchers, self._watchers = self._watchers, []
-        for watcher in watchers:
-            watcher(reason)
-        return True
-
-    def on_abort(self, callback: Callable[[BaseException], object]) -> Callable[[], None]:
-        """Run ``callback(reason)`` once when the request is aborted, at once if it was (an
-        ``async def`` handler's task is cancelled so).
-
-        Returns:
-            the function that stops watching.
-        """
-        with self._lock:
-            reason = self.aborted
-            if reason is None:
-                self._watchers.append(callback)
-        if reason is not None:
-            callback(reason)
-
-        def stop() -> None:
-            with self._lock:
-                if callback in self._watchers:
-                    self._watchers.remove(callback)
-
-        return stop
-
     @property
     def cancelled(self) -> bool:
         """True when the client sent ``notifications/cancelled`` for this request."""
         return isinstance(self.aborted, RequestCancelled)
-
-    def raise_if_aborted(self) -> None:
-        """Raise the abort reason, if any (checked before a new elicitation is sent)."""
-        if self.aborted is not None:
-            raise self.aborted

@@ -25,20 +25,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
 from typing import TYPE_CHECKING, Any
 
-from zemcp.core.exchange import RoundEnded
+from zemcp.core.exchange import Abortable, RoundEnded
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.capabilities import ClientView
-from zemcp.protocol.elicitation import ElicitAborted
 from zemcp.protocol.inputs import InputRequest
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, ProtocolError
 from zemcp.replies.sinks import ReplySink
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from zemcp.replies.direct import DirectSink
     from zemcp.state.interfaces import Withdrawal
 
@@ -157,7 +153,7 @@ def check_responses(responses: Any, asked: list[list[Any]] | None) -> dict[str, 
     return responses
 
 
-class Round:
+class Round(Abortable):
     """One round of a stateless request: the :class:`zemcp.core.exchange.Exchange` that replays answers.
 
     Args:
@@ -192,6 +188,7 @@ class Round:
         responses: dict[str, Any],
         timeout: float,
     ):
+        super().__init__()
         self.client = client
         self.request_id = request_id
         self.sink = sink
@@ -204,10 +201,7 @@ class Round:
         self._position = 0
         # Each response answers one question: a key asked again later in the run needs a new answer.
         self._used: set[str] = set()
-        self._lock = threading.Lock()
         self.ended: RoundEnded | None = None
-        self.aborted: ElicitAborted | None = None
-        self._watchers: list[Callable[[BaseException], object]] = []
         self.missing_capabilities: dict[str, dict[str, Any]] = {}
 
     def ask(
@@ -281,48 +275,6 @@ class Round:
         """Record capabilities the handler needed and the request did not declare."""
         for capability, settings in required.items():
             self.missing_capabilities.setdefault(capability, {}).update(settings)
-
-    def abort(self, reason: ElicitAborted) -> bool:
-        """Mark the request as one that can no longer be answered (first reason wins), and
-        tell what watches it (:meth:`on_abort`).
-
-        Returns:
-            True if this call set the reason.
-        """
-        with self._lock:
-            if self.aborted is not None:
-                return False
-            self.aborted = reason
-            watchers, self._watchers = self._watchers, []
-        for watcher in watchers:
-            watcher(reason)
-        return True
-
-    def on_abort(self, callback: Callable[[BaseException], object]) -> Callable[[], None]:
-        """Run ``callback(reason)`` once when the request is aborted, at once if it was (an
-        ``async def`` handler's task is cancelled so).
-
-        Returns:
-            the function that stops watching.
-        """
-        with self._lock:
-            reason = self.aborted
-            if reason is None:
-                self._watchers.append(callback)
-        if reason is not None:
-            callback(reason)
-
-        def stop() -> None:
-            with self._lock:
-                if callback in self._watchers:
-                    self._watchers.remove(callback)
-
-        return stop
-
-    def raise_if_aborted(self) -> None:
-        """Raise the abort reason, if any."""
-        if self.aborted is not None:
-            raise self.aborted
 
     @property
     def unused_answers(self) -> int:
