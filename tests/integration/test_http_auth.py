@@ -554,13 +554,12 @@ def test_a_browser_page_can_read_the_challenge(jwt_server):
 
 
 def test_fair_shares_belong_to_the_principal_not_the_address(jwt_server, authz):
-    """With authorization on, one principal's sessions hold at most its share (3 of the 4
-    standalone streams at 32 threads) and its next GET is told to come back; another principal
-    from the same address still gets a stream."""
-    alice_token = authz.token(jwt_server.url, subject="alice")
+    """With authorization on, one user's sessions hold at most its share (3 of the 4 standalone
+    streams at 32 threads), whichever OAuth client each token was issued to, and its next GET
+    is told to come back; another user from the same address still gets a stream."""
     opened = []
-    for _ in range(4):
-        session = Session(jwt_server.url, alice_token)
+    for n in range(4):
+        session = Session(jwt_server.url, authz.token(jwt_server.url, subject="alice", client_id=f"client-{n}"))
         response = requests.get(
             jwt_server.url,
             headers={**session.headers, "Accept": "text/event-stream"},

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from zemcp.auth.principal import Principal
 from zemcp.config import Settings
 from zemcp.core.admission import Admission, Busy
 from zemcp.http.forwarded import ClientAddresses, trusted_networks
@@ -51,6 +52,15 @@ def test_the_client_key_is_the_principal_else_the_address():
     assert client_key("issuer|alice", "10.0.0.1") == "principal issuer|alice"
     assert client_key(None, "10.0.0.1") == "address 10.0.0.1"
     assert client_key(None, "") == "address unknown"
+
+
+def test_a_user_has_one_share_whichever_oauth_client_its_token_names():
+    one = Principal(subject="alice", client_id="c1", issuer="https://as.example")
+    other_client = Principal(subject="alice", client_id="c2", issuer="https://as.example")
+    assert one.key != other_client.key, "sessions stay bound to the client too"
+    assert one.user == other_client.user
+    assert Principal(subject="alice", issuer="https://other.example").user != one.user
+    assert Principal(subject="bob", issuer="https://as.example").user != one.user
 
 
 def _admission(**settings) -> Admission:
@@ -156,6 +166,17 @@ def test_forwarded_addresses_are_believed_only_from_trusted_proxies(caplog):
     assert trusted.of({"REMOTE_ADDR": "192.0.2.1", "HTTP_X_FORWARDED_FOR": "203.0.113.9"}) == "192.0.2.1"
     anyone = ClientAddresses(trusted_networks(["*"]))
     assert anyone.of({"REMOTE_ADDR": "192.0.2.1", "HTTP_X_FORWARDED_FOR": "203.0.113.9"}) == "203.0.113.9"
+    # "*" trusts the peer for one hop: what the client wrote to the left is not believed.
+    forged = {"REMOTE_ADDR": "192.0.2.1", "HTTP_X_FORWARDED_FOR": "10.9.9.1, 203.0.113.9"}
+    assert anyone.of(forged) == "203.0.113.9"
+    # Every hop trusted: the walk ends at the leftmost address a trusted proxy wrote.
+    chain = {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "10.0.0.7, 10.0.0.5"}
+    assert trusted.of(chain) == "10.0.0.7"
+    # An entry that is no address was written by the hop to its right, which is the client.
+    garbage = {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "garbage-1, 10.0.0.5"}
+    assert trusted.of(garbage) == "10.0.0.5"
+    assert trusted.of({"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "garbage"}) == "127.0.0.1"
+    assert trusted.of({"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "[::1]"}) == "[::1]"
     nobody = ClientAddresses(trusted_networks([]))
     with caplog.at_level(logging.WARNING, logger="zemcp.http"):
         for _ in range(3):

@@ -43,6 +43,15 @@ class Principal:
         """
         return json.dumps([self.issuer, self.subject, self.client_id], separators=(",", ":"))
 
+    @property
+    def user(self) -> str:
+        """Who the token speaks for, whichever client it was issued to: issuer and subject.
+
+        The fair shares of the threads count under it, so that a user who registers many
+        OAuth clients still holds one share.
+        """
+        return json.dumps([self.issuer, self.subject], separators=(",", ":"))
+
     def missing(self, needed: Iterable[str]) -> list[str]:
         """The scopes of ``needed`` that the granted scopes do not cover (a granted ``a``
         covers ``a`` and ``a:anything``), in the order given."""

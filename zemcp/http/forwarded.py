@@ -8,7 +8,10 @@ standard header, which HAProxy's ``option forwardfor`` and nginx's
 ``Settings.forwarded_allow_ips`` lists, as gunicorn's setting of the same name does for the
 scheme. The header is read from the right: each trusted proxy appends the address it saw, and
 the first address from the right that is not a trusted proxy is the client (anything to its
-left was written by the client and is not believed).
+left was written by the client and is not believed). An entry that is not an IP address ends
+the walk: it was written by whoever the hop to its right names, which is then the client.
+``*`` trusts the peer, whatever its address, for one hop: the client is the last address the
+header names, so that a client behind it cannot claim another by writing the header itself.
 """
 
 from __future__ import annotations
@@ -82,9 +85,19 @@ class ClientAddresses:
                     peer or "a unix socket",
                 )
             return peer
-        hops = [hop.strip() for hop in str(forwarded).split(",") if hop.strip()]
-        for hop in reversed(hops):
-            if not self._is_trusted(hop):
-                return hop
-        # Every hop is a trusted proxy: the leftmost is the nearest to the client that we know.
-        return hops[0] if hops else peer
+        client = peer
+        for hop in reversed([hop.strip() for hop in str(forwarded).split(",")]):
+            if not _is_address(hop):
+                break  # not what a proxy writes: the hop to its right wrote it, and is the client
+            client = hop
+            if self._trusted is None or not self._is_trusted(hop):
+                break
+        return client
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+    except ValueError:
+        return False
+    return True

@@ -160,7 +160,7 @@ class McpApp:
                 )
         # Whose fair shares of the threads this request counts in (zemcp.state.shares).
         request.environ[shares.ENVIRON_KEY] = shares.client_key(
-            principal.key if principal is not None else None, self._addresses.of(request.environ)
+            principal.user if principal is not None else None, self._addresses.of(request.environ)
         )
         try:
             return self._route(request, principal)

@@ -98,7 +98,7 @@ def client_key(principal_key: str | None, address: str) -> str:
     """The key a request's shares are counted under: its principal, else its client address.
 
     Args:
-        principal_key: ``Principal.key`` with authorization on, else None.
+        principal_key: ``Principal.user`` (issuer and subject) with authorization on, else None.
         address: the client address (:class:`zemcp.http.forwarded.ClientAddresses`).
     """
     if principal_key is not None:
