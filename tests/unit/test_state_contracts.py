@@ -330,6 +330,10 @@ def test_ending_a_call_wakes_only_that_call(state):
     assert state.pending.end_call(first, RequestCancelled("the client cancelled")) == 1
     threads[0].join(5)
     assert outcomes == {1: "cancelled"}
+    # A request is counted when registered, a moment before it is sent.
+    while not second.sink.sent:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     assert state.pending.resolve(session.id, jsonrpc.Response(second.sink.sent[0]["id"], {"roots": []}, None))
     threads[1].join(5)
     assert outcomes == {1: "cancelled", 2: {"roots": []}}
