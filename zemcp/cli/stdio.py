@@ -177,11 +177,8 @@ class StdioTransport:
                 self.server.pending.resolve(session.id, message)
             return
         if isinstance(message, jsonrpc.Notification):
-            if session is not None and message.method == "notifications/cancelled":
-                self.handshake.cancel(session, message.params)
-            elif session is not None and message.method == "notifications/initialized":
-                # Server-to-client requests of the session wait for it (Session.wait_initialized).
-                session.mark_initialized()
+            if session is not None:
+                self.handshake.notification(session, message)
             return
         if message.method == "initialize":
             self._initialize(message)

@@ -81,13 +81,11 @@ class CorrelationTable:
                 raise CapacityError(
                     f"this process already has {self.max_pending} (the process cap, derived from the thread budget)"
                 )
-            if client is not None and self._per_client.cap < self.max_pending:
-                held = self._per_client.held(client)
-                if held >= self._per_client.cap:
-                    raise CapacityError(
-                        f"this client ({client_label(client)}) already has {held} of the process's "
-                        f"{self.max_pending}, its fair share (ZEMCP_CLIENT_SHARE)"
-                    )
+            if client is not None and self._per_client.full(client):
+                raise CapacityError(
+                    f"this client ({client_label(client)}) already has {self._per_client.held(client)} of the "
+                    f"process's {self.max_pending}, its fair share (ZEMCP_CLIENT_SHARE)"
+                )
             # Random, so an id tells a session nothing about the requests of other sessions.
             pending = Pending(f"zemcp-{secrets.token_urlsafe(12)}", session.id, call, self._lock)
             self._entries[(session.id, pending.id)] = pending

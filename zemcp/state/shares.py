@@ -5,8 +5,8 @@ stream, a standalone or resumed GET stream) is bounded per process; without a bo
 client, one client with a handful of sessions could take a whole budget and leave every other
 client 503s. So each budget is also shared out: one client holds at most
 ``Settings.client_share`` of it (at least one place), and the rest stays for the others. A
-client is the principal when authorization is on, else the client address
-(:mod:`zemcp.http.forwarded`); a stdio server has one client and no shares.
+client is the user (the token's issuer and subject) when authorization is on, else the client
+address (:mod:`zemcp.http.forwarded`); a stdio server has one client and no shares.
 """
 
 from __future__ import annotations
@@ -69,8 +69,13 @@ class Shares:
         The client name in the message is the request's own (its address or principal), so it
         tells the client nothing about others.
         """
-        if client is not None and self.cap < self.budget and self._held[client] >= self.cap:
+        if client is not None and self.full(client):
             raise ShareTaken(client_label(client), self._held[client], self.budget, self.what)
+
+    def full(self, client: str | None) -> bool:
+        """True when ``client`` holds its whole share (never for None, nor when the share is
+        the whole budget, which leaves nothing to share out)."""
+        return client is not None and self.cap < self.budget and self._held[client] >= self.cap
 
     def take(self, client: str | None) -> None:
         """Count a place for ``client`` (call :meth:`check` first, under the same lock)."""

@@ -123,11 +123,7 @@ class HandshakeEra:
                 f"it was answered already, timed out, or its call ended or was cancelled; this answer was not used",
             )
         if isinstance(message, jsonrpc.Notification):
-            if message.method == "notifications/cancelled":
-                self.cancel(session, message.params)
-            elif message.method == "notifications/initialized":
-                # Server-to-client requests of the session wait for it (Session.wait_initialized).
-                session.mark_initialized()
+            self.notification(session, message)
             return empty_response(202)
         try:
             outcome = self.handle(session, message, request.environ, principal)
@@ -396,6 +392,16 @@ class HandshakeEra:
             session.finish(call)
             raise
         return sink
+
+    def notification(self, session: Session, message: jsonrpc.Notification) -> None:
+        """A notification of a live session, whatever the transport: ``notifications/cancelled``
+        aborts the named request, ``notifications/initialized`` completes the handshake (MCP
+        basic/lifecycle); other notifications are ignored."""
+        if message.method == "notifications/cancelled":
+            self.cancel(session, message.params)
+        elif message.method == "notifications/initialized":
+            # Server-to-client requests of the session wait for it (Session.wait_initialized).
+            session.mark_initialized()
 
     def cancel(self, session: Session, params: dict[str, Any]) -> None:
         """``notifications/cancelled``: abort the named running request of ``session``."""
