@@ -7,21 +7,14 @@ units and defaults lives in ``docs/configuration.md``; keep the two in step.
 
 from __future__ import annotations
 
-import dataclasses
 import ipaddress
-import math
 import os
-import re
 import secrets
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-ENV_PREFIX = "ZEMCP_"
-_INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
-_BACKEND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
-_PREFIX = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+from zemcp.config import checks, environment
 
 
 @dataclass(frozen=True)
@@ -206,145 +199,7 @@ class Settings:
     auth_introspection_cache: float = 30.0
 
     def __post_init__(self) -> None:
-        positive = (
-            "session_ttl",
-            "elicitation_timeout",
-            "keepalive_interval",
-            "body_timeout",
-            "head_timeout",
-            "auth_timeout",
-            "auth_jwks_lifespan",
-            "stream_retry",
-            "resume_window",
-            "redis_timeout",
-        )
-        for name in positive:
-            value = getattr(self, name)
-            # NaN compares false with everything and infinity overflows threading's waits.
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= threading.TIMEOUT_MAX):
-                raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
-        for name in (
-            "max_sessions",
-            "max_pending_per_session",
-            "max_body_bytes",
-            "workers",
-            "max_client_info_bytes",
-            "stream_buffer_events",
-            "stream_buffer_bytes",
-            "max_replay_bytes",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)!r}")
-        share = self.client_share
-        if not (isinstance(share, (int, float)) and math.isfinite(share) and 0 < share <= 1):
-            raise ValueError(
-                f"client_share (ZEMCP_CLIENT_SHARE) must be above 0 and at most 1 (the fraction of each thread "
-                f"budget one client may hold; 1 turns fair shares off), got {share!r}"
-            )
-        proxies = self.forwarded_allow_ips
-        proxies = tuple(p.strip() for p in proxies.split(",") if p.strip()) if isinstance(proxies, str) else proxies
-        object.__setattr__(self, "forwarded_allow_ips", tuple(proxies))
-        for entry in (p for p in proxies if p != "*"):
-            try:
-                ipaddress.ip_network(entry, strict=False)
-            except ValueError:
-                raise ValueError(
-                    f"forwarded_allow_ips (ZEMCP_FORWARDED_ALLOW_IPS) takes comma-separated IP addresses, CIDR "
-                    f"networks such as 10.0.0.0/8, or *; got {entry!r}"
-                ) from None
-        if self.threads < 3:
-            raise ValueError(
-                f"threads must be at least 3 (a waiting elicitation holds one thread and its "
-                f"answer needs another), got {self.threads!r}"
-            )
-        for name in ("max_listen_streams", "max_standalone_streams"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value < self.threads - 1:
-                raise ValueError(
-                    f"{name} must be between 0 and threads - 2 ({self.threads - 2}), so that a "
-                    f"pending elicitation and its answer still find threads, got {value!r}"
-                )
-        streams = self.listen_budget + self.standalone_budget
-        if self.max_pending is not None and not 1 <= self.max_pending < self.threads - streams:
-            raise ValueError(
-                f"max_pending must be between 1 and threads - listen_budget - standalone_budget - 1 "
-                f"({self.threads - streams - 1}) so that an answer POST always finds a free "
-                f"thread, got {self.max_pending!r}"
-            )
-        if self.resume_window <= self.stream_retry:
-            raise ValueError(
-                f"resume_window ({self.resume_window:g} s) must be longer than stream_retry ({self.stream_retry:g} s): "
-                f"a client waits stream_retry before it comes back to resume"
-            )
-        if not _INSTANCE.match(self.instance):
-            raise ValueError(f"instance must be 1-40 characters of A-Z, a-z, 0-9, '_' and '-', got {self.instance!r}")
-        if not _BACKEND.match(self.state_backend):
-            raise ValueError(
-                f"state_backend must name a state backend (a lowercase name such as 'memory'), got {self.state_backend!r}"
-            )
-        self._check_redis()
-        if not self.endpoint.startswith("/"):
-            raise ValueError(f"endpoint must start with '/', got {self.endpoint!r}")
-        object.__setattr__(self, "allowed_origins", tuple(o.rstrip("/").lower() for o in self.allowed_origins))
-        keys = self.request_state_key
-        # One secret given as a plain string in Python, as in the environment: split on commas.
-        keys = tuple(k.strip() for k in keys.split(",") if k.strip()) if isinstance(keys, str) else tuple(keys)
-        object.__setattr__(self, "request_state_key", keys)
-        for key in self.request_state_key:
-            if not isinstance(key, str) or len(key) < 32:
-                raise ValueError(
-                    "request_state_key (ZEMCP_REQUEST_STATE_KEY) needs secrets of at least 32 characters "
-                    "each, comma-separated; make one with: python -c 'import secrets; "
-                    "print(secrets.token_urlsafe(32))'"
-                )
-        self._check_auth()
-
-    def _check_redis(self) -> None:
-        url = self.redis_url.strip()
-        object.__setattr__(self, "redis_url", url)
-        if url and not url.startswith(("redis://", "rediss://", "unix://")):
-            # Never echo the value: it may hold a password.
-            raise ValueError(
-                "redis_url (ZEMCP_REDIS_URL) must start with redis://, rediss:// (TLS) or unix://, "
-                "for example redis://127.0.0.1:6379/0"
-            )
-        if not _PREFIX.match(self.redis_prefix):
-            raise ValueError(
-                f"redis_prefix (ZEMCP_REDIS_PREFIX) must be 1-64 characters of A-Z, a-z, 0-9, '_', '.', ':' "
-                f"and '-', got {self.redis_prefix!r}"
-            )
-        if self.state_backend == "auto":
-            object.__setattr__(self, "state_backend", "redis" if url else "memory")
-        elif self.state_backend == "redis" and not url:
-            raise ValueError(
-                "state_backend redis (ZEMCP_STATE_BACKEND) needs redis_url (ZEMCP_REDIS_URL), "
-                "for example redis://127.0.0.1:6379/0"
-            )
-
-    def _check_auth(self) -> None:
-        scopes = self.auth_scopes
-        if isinstance(scopes, str):
-            scopes = scopes.replace(",", " ").split()
-        object.__setattr__(self, "auth_scopes", tuple(scopes))
-        if isinstance(self.auth_algorithms, str):
-            object.__setattr__(self, "auth_algorithms", tuple(self.auth_algorithms.replace(",", " ").split()))
-        for name in ("auth_leeway", "auth_jwks_cooldown", "auth_introspection_cache", "stream_poll_interval"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite number of seconds, 0 or more, got {value!r}")
-        if self.auth not in ("off", "jwt", "introspection"):
-            raise ValueError(f"auth (ZEMCP_AUTH) must be off, jwt or introspection, got {self.auth!r}")
-        if self.auth == "off":
-            return
-        needed = {
-            "jwt": ("auth_issuer", "auth_jwks_url"),
-            "introspection": ("auth_issuer", "auth_introspection_url", "auth_client_id"),
-        }[self.auth]
-        for name in needed:
-            if not getattr(self, name):
-                raise ValueError(f"auth={self.auth} needs {name} (ZEMCP_{name.upper()})")
-        if self.auth_resource == "" and self.bind.startswith("unix:"):
-            raise ValueError("auth on a unix socket needs auth_resource (ZEMCP_AUTH_RESOURCE): the URL clients use")
+        checks.check(self)
 
     @property
     def auth_resource_url(self) -> str:
@@ -434,38 +289,9 @@ class Settings:
                 or a value is out of range.
         """
         environ = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):
-            raw = environ.get(ENV_PREFIX + f.name.upper())
-            if raw is None or raw.strip() == "":
-                continue
-            values[f.name] = _parse(f.name, raw.strip())
+        values = environment.read(cls, environ)
         values.update(overrides)
         return cls(**values)
-
-
-#: Tuple fields whose variable is split by ``Settings.__post_init__`` (on commas and spaces).
-_SPLIT_LATER = frozenset({"auth_algorithms", "auth_scopes"})
-#: Float fields that are not seconds.
-_FRACTIONS = frozenset({"client_share"})
-
-
-def _parse(name: str, raw: str) -> object:
-    var = ENV_PREFIX + name.upper()
-    # The field's annotation (a string: annotations are postponed) decides how its variable parses.
-    annotation = str(next(f.type for f in dataclasses.fields(Settings) if f.name == name))
-    kind: type = {"float": float, "str": str}.get(annotation, int)
-    if annotation.startswith("tuple"):
-        kind = str if name in _SPLIT_LATER else tuple
-    if kind is str:
-        return raw
-    if kind is tuple:
-        return tuple(part.strip() for part in raw.split(",") if part.strip())
-    try:
-        return kind(raw)
-    except ValueError:
-        unit = ("a number" if name in _FRACTIONS else "a number of seconds") if kind is float else "a whole number"
-        raise ValueError(f"{var}={raw!r} is not {unit}") from None
 
 
 def is_loopback_host(host: str) -> bool:
