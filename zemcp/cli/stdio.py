@@ -37,7 +37,8 @@ from zemcp.cli.lifetime import watch_parent
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server
 from zemcp.eras.handshake.era import HandshakeEra
-from zemcp.eras.modern.era import META_VERSION, UNSUPPORTED_VERSION, ModernEra, retire_codes
+from zemcp.eras.modern.era import UNSUPPORTED_VERSION, ModernEra, retire_codes
+from zemcp.eras.modern.refusals import META_VERSION
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
 from zemcp.replies.sinks import ReplySink

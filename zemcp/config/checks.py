@@ -69,6 +69,7 @@ def check(settings: Any) -> None:
                 f"forwarded_allow_ips (ZEMCP_FORWARDED_ALLOW_IPS) takes comma-separated IP addresses, CIDR "
                 f"networks such as 10.0.0.0/8, or *; got {entry!r}"
             ) from None
+    check_observability(settings)
     if settings.threads < 3:
         raise ValueError(
             f"threads must be at least 3 (a waiting elicitation holds one thread and its "
@@ -166,3 +167,28 @@ def check_auth(settings: Any) -> None:
             raise ValueError(f"auth={settings.auth} needs {name} (ZEMCP_{name.upper()})")
     if settings.auth_resource == "" and settings.bind.startswith("unix:"):
         raise ValueError("auth on a unix socket needs auth_resource (ZEMCP_AUTH_RESOURCE): the URL clients use")
+
+
+def check_observability(settings: Any) -> None:
+    """The telemetry settings: ``otel``, the metrics path and who may read it."""
+    if settings.otel not in ("auto", "off"):
+        raise ValueError(f"otel (ZEMCP_OTEL) must be auto or off, got {settings.otel!r}")
+    path = settings.metrics_path.strip()
+    path = path.rstrip("/") or path
+    object.__setattr__(settings, "metrics_path", path)
+    if path and (not path.startswith("/") or path == settings.endpoint.rstrip("/")):
+        raise ValueError(
+            f"metrics_path (ZEMCP_METRICS_PATH) must be a URL path starting with '/' other than the MCP "
+            f"endpoint, such as /metrics, got {path!r}"
+        )
+    allow = settings.metrics_allow
+    allow = tuple(a.strip() for a in allow.split(",") if a.strip()) if isinstance(allow, str) else tuple(allow)
+    object.__setattr__(settings, "metrics_allow", allow)
+    for entry in allow:
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise ValueError(
+                f"metrics_allow (ZEMCP_METRICS_ALLOW) takes comma-separated IP addresses or CIDR networks "
+                f"such as 10.0.0.0/8, got {entry!r}"
+            ) from None

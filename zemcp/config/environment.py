@@ -10,6 +10,8 @@ ENV_PREFIX = "ZEMCP_"
 
 #: Tuple fields whose variable is split by the checks (:mod:`zemcp.config.checks`) (on commas and spaces).
 _SPLIT_LATER = frozenset({"auth_algorithms", "auth_scopes"})
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
 #: Float fields that are not seconds.
 _FRACTIONS = frozenset({"client_share"})
 
@@ -18,6 +20,10 @@ def _parse(fields: dict[str, str], name: str, raw: str) -> object:
     var = ENV_PREFIX + name.upper()
     # The field's annotation (a string: annotations are postponed) decides how its variable parses.
     annotation = fields[name]
+    if annotation == "bool":
+        if raw.lower() in _TRUE | _FALSE:
+            return raw.lower() in _TRUE
+        raise ValueError(f"{var}={raw!r} is not one of on, off (also 1, 0, true, false, yes, no)")
     kind: type = {"float": float, "str": str}.get(annotation, int)
     if annotation.startswith("tuple"):
         kind = str if name in _SPLIT_LATER else tuple

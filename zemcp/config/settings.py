@@ -68,6 +68,20 @@ class Settings:
         access_log: where gunicorn.conf.py sends gunicorn's access log: ``""`` (off, the
             default: a line per request costs time on every request), ``"-"`` (stdout) or a
             file path.
+        otel: ``auto`` (the default: OpenTelemetry spans and metrics when ``opentelemetry-api``
+            is installed, ``zemcp[otel]``; they leave through the SDK the application
+            configures) or ``off``.
+        otel_capture_content: record tool arguments, results and elicited content on spans
+            (``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``,
+            ``zemcp.elicitation.content``); off by default: they may hold what users typed.
+        metrics_path: the URL path of the Prometheus metrics (``/metrics``; needs
+            ``zemcp[prometheus]``); empty (the default) serves none.
+        metrics_allow: the client addresses or CIDR networks that may read
+            :attr:`metrics_path` (loopback by default); with authorization on, a request
+            with a valid access token may read it too.
+        log_requests: log one ``zemcp.request`` record per served message (method, tool,
+            duration, outcome, session fingerprint, trace id); off by default, like
+            :attr:`access_log`.
         max_pending: pending elicitations the whole process may have at once; ``None``
             derives it from ``threads`` (see :attr:`pending_budget`).
         max_listen_streams: open 2026-07-28 ``subscriptions/listen`` streams the process
@@ -160,6 +174,11 @@ class Settings:
     forwarded_allow_ips: tuple[str, ...] = ()
     max_client_info_bytes: int = 4096
     access_log: str = ""
+    otel: str = "auto"
+    otel_capture_content: bool = False
+    metrics_path: str = ""
+    metrics_allow: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
+    log_requests: bool = False
     max_pending: int | None = None
     max_listen_streams: int | None = None
     max_standalone_streams: int | None = None

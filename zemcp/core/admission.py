@@ -41,6 +41,8 @@ class Busy(Exception):
     """
 
     status = 503
+    #: The reason it is counted under (:data:`zemcp.observe.instruments.REFUSALS`).
+    reason = "busy"
 
     def __init__(self, held: int, budget: int):
         super().__init__(

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from zemcp.core.coroutines import waiting
 from zemcp.core.errors import CannotWait, CapabilityMissing, new_elicitation_id
 from zemcp.core.questions import Ask, Elicit, ElicitURL, ListRoots, Sample
+from zemcp.observe.telemetry import NULL_OPERATION, Operation
 from zemcp.protocol import elicitation, jsonrpc, versions
 from zemcp.protocol.capabilities import LOG_LEVELS
 from zemcp.state.interfaces import CapacityError, Withdrawal
@@ -68,8 +69,9 @@ class Context:
             is off.
     """
 
-    def __init__(self, exchange: Exchange, auth: Principal | None = None):
+    def __init__(self, exchange: Exchange, auth: Principal | None = None, operation: Operation = NULL_OPERATION):
         self._exchange = exchange
+        self._operation = operation
         self.auth = auth
         self._last_progress: float | None = None
         self.client: ClientView = exchange.client
@@ -199,7 +201,9 @@ class Context:
         """
         requests, wait = self._requests(asks, timeout)
         try:
-            answers = self._exchange.ask(requests, wait)
+            with self._operation.asking([r.method for r in requests]) as asked:
+                answers = self._exchange.ask(requests, wait)
+                asked.answered(answers)
         except (CapacityError, TimeoutError) as exc:
             raise _refusal(asks, exc, wait) from None
         return [a.interpret(answer) for a, answer in zip(asks, answers)]
@@ -291,16 +295,18 @@ class Context:
         """
         requests, wait = self._requests(asks, timeout)
         try:
-            if self._exchange.session is None:
-                # A 2026-07-28 round answers or ends at once: no thread is worth its cost there.
-                answers = self._exchange.ask(requests, wait)
-            else:
-                withdrawal = Withdrawal()
-                answers = await waiting(
-                    lambda: self._exchange.ask(requests, wait, withdrawal),
-                    "zemcp-ask",
-                    lambda: withdrawal.withdraw(asyncio.CancelledError(STOPPED_WAITING)),
-                )
+            with self._operation.asking([r.method for r in requests]) as asked:
+                if self._exchange.session is None:
+                    # A 2026-07-28 round answers or ends at once: no thread is worth its cost there.
+                    answers = self._exchange.ask(requests, wait)
+                else:
+                    withdrawal = Withdrawal()
+                    answers = await waiting(
+                        lambda: self._exchange.ask(requests, wait, withdrawal),
+                        "zemcp-ask",
+                        lambda: withdrawal.withdraw(asyncio.CancelledError(STOPPED_WAITING)),
+                    )
+                asked.answered(answers)
         except (CapacityError, TimeoutError) as exc:
             raise _refusal(asks, exc, wait) from None
         return [a.interpret(answer) for a, answer in zip(asks, answers)]

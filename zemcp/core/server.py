@@ -31,6 +31,7 @@ from zemcp import logsafe
 from zemcp.auth.authorization import Authorization
 from zemcp.auth.principal import Principal
 from zemcp.config import Settings
+from zemcp.core import observed
 from zemcp.core.admission import Admission
 from zemcp.core.context import Context
 from zemcp.core.errors import CallFinished, URLElicitationRequired
@@ -38,6 +39,7 @@ from zemcp.core.exchange import Exchange, RoundEnded
 from zemcp.core.registrar import Registrar
 from zemcp.core.resources import Resource, Subscriber
 from zemcp.core.results import error_result
+from zemcp.observe.telemetry import NULL_OPERATION, Operation, Telemetry
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import ClientView
@@ -125,6 +127,8 @@ class Server(Registrar):
         self.replay_budget = self.state.replay_budget
         self.admission = Admission(self.settings, self.subscriptions)
         self.started = time.time()
+        #: Spans, metrics and request records of this server (:mod:`zemcp.observe`).
+        self.telemetry = Telemetry(self.settings, lambda: observed.figures(self), self.sessions.shared)
         _SERVERS.add(self)
         self._methods: dict[str, Callable[[ClientView, jsonrpc.Request, Principal | None], dict[str, Any] | Work]] = {
             "tools/list": self._tools_list,
@@ -189,6 +193,7 @@ class Server(Registrar):
         return self.sessions.end(session_id, "deleted by the client")
 
     def _session_ended(self, session: Session, why: str) -> None:
+        self.telemetry.session_ended(session.created, session.protocol_version, session.transport)
         reason = SessionEnded(why)
         for call in session.calls():
             call.abort(reason)
@@ -254,8 +259,11 @@ class Server(Registrar):
                 return NO_CACHE
         return NO_CACHE
 
-    def execute(self, work: Work, exchange: Exchange) -> dict[str, Any] | None:
+    def execute(self, work: Work, exchange: Exchange, operation: Operation = NULL_OPERATION) -> dict[str, Any] | None:
         """Run ``work``'s handler with a Context on ``exchange``; never raises what the handler raised.
+
+        The handler runs with ``operation`` (:func:`zemcp.core.observed.begin`)'s span current, so that its own spans are children
+        of the request's, and its questions to the client are spans of their own.
 
         Returns:
             the JSON-RPC response; None when the client cancelled the request (no response,
@@ -265,7 +273,8 @@ class Server(Registrar):
         """
         request_id = exchange.request_id
         try:
-            return jsonrpc.result(request_id, work.run(Context(exchange, work.auth)))
+            with operation.activate():
+                return jsonrpc.result(request_id, work.run(Context(exchange, work.auth, operation)))
         except RoundEnded:
             raise
         except URLElicitationRequired as exc:

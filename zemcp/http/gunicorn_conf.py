@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zemcp.config import Settings
@@ -39,6 +41,17 @@ _settings = Settings.from_env()
 if not os.environ.get("ZEMCP_INSTANCE", "").strip():
     os.environ["ZEMCP_INSTANCE"] = _settings.instance
 
+# Prometheus multiprocess mode: every worker writes its figures to files in one folder, which
+# must exist, and be empty, before the workers start; a scrape of any worker adds them up.
+if _settings.metrics_path:
+    _metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "").strip()
+    if _metrics_dir:
+        # Figures of an earlier run would be added to this one's.
+        for _old in Path(_metrics_dir).glob("*.db"):
+            _old.unlink()
+    else:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="zemcp-metrics-")
+
 #: The gunicorn settings and hooks this module defines (what a config file star-imports).
 __all__ = [
     "bind",
@@ -58,6 +71,7 @@ __all__ = [
     "when_ready",
     "post_fork",
     "post_worker_init",
+    "child_exit",
 ]
 
 bind = [_settings.bind]
@@ -149,3 +163,11 @@ def post_worker_init(worker: Worker) -> None:
     signal.siginterrupt(signal.SIGTERM, False)
     for quick in (signal.SIGINT, signal.SIGQUIT):
         signal.signal(quick, handle_quit)
+
+
+def child_exit(server: Arbiter, worker: Worker) -> None:
+    """A worker exited: its live gauges leave the Prometheus sums (its counts stay)."""
+    if _settings.metrics_path:
+        from zemcp.observe.prometheus import mark_dead
+
+        mark_dead(int(worker.pid))

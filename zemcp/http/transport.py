@@ -17,6 +17,7 @@ handler sends a message first, the response becomes ``text/event-stream``.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import socket
 from collections.abc import Callable, Iterable
@@ -35,6 +36,7 @@ from zemcp.eras.modern import era as modern
 from zemcp.eras.modern.era import ModernEra
 from zemcp.http import cors
 from zemcp.http.forwarded import ClientAddresses, trusted_networks
+from zemcp.observe.telemetry import REFUSAL
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
 from zemcp.replies.responses import WSGIResponse, challenge_response, empty_response, error_response, json_response
@@ -81,6 +83,8 @@ class McpApp:
         self._origin_cache: dict[str, bool] = {}
         self.auth = server.auth
         self._addresses = ClientAddresses(trusted_networks(self.settings.forwarded_allow_ips))
+        self._metrics_path = self.settings.metrics_path
+        self._metrics_readers = [ipaddress.ip_network(n, strict=False) for n in self.settings.metrics_allow]
         self._warn_if_exposed()
 
     def _warn_if_exposed(self) -> None:
@@ -121,6 +125,10 @@ class McpApp:
             response = self.dispatch(Request(environ))
         except HTTPException as exc:  # werkzeug's own refusals (bad headers and the like)
             response = error_response(exc.code or 400, INVALID_REQUEST, f"{exc.name}: {exc.description}")
+        # A handler's direct reply decides its status later: it is an operation, never a refusal.
+        if isinstance(response, Response) and response.status_code >= 400:
+            status = response.status_code
+            self.server.telemetry.refused(environ.get(REFUSAL) or _refusal_reason(status), status)
         if _body_left_unread(environ):
             # A body over the limit, or one refused before it was read: gunicorn would skip a
             # little of it, then close the connection it announced as kept alive, losing the
@@ -134,6 +142,8 @@ class McpApp:
         if refusal is not None:
             return refusal
         path = request.path.rstrip("/")
+        if path == self._metrics_path and path:
+            return self._metrics(request)
         if self.auth is not None and self.auth.metadata_path in (
             path,
             (request.script_root + request.path).rstrip("/"),
@@ -195,6 +205,39 @@ class McpApp:
             f"Method Not Allowed: {why}; use POST (and GET or DELETE with a session)",
             headers={"Allow": ALLOW},
         )
+
+    def _metrics(self, request: Request) -> Response:
+        """GET of ``metrics_path``: the Prometheus text, for an allowed address or a valid token.
+
+        A client address outside ``metrics_allow`` without a token that authorization
+        accepts gets 403 (or the 401 challenge when authorization is on).
+        """
+        prometheus = self.server.telemetry.prometheus
+        assert prometheus is not None  # metrics_path set means the Prometheus exporter is on
+        if request.method not in ("GET", "HEAD"):
+            return Response(
+                f"Method Not Allowed: {self._metrics_path} serves metrics to GET\n", 405, {"Allow": "GET, HEAD"}
+            )
+        address = self._addresses.of(request.environ)
+        allowed = False
+        with contextlib.suppress(ValueError):
+            ip = ipaddress.ip_address(address)
+            allowed = any(ip in network for network in self._metrics_readers)
+        if not allowed and self.auth is not None:
+            try:
+                self.auth.authenticate(request.headers.get("Authorization"))
+            except Challenge as exc:
+                return challenge_response(exc)
+            except VerifierUnavailable as exc:
+                return Response(f"Service Unavailable: {exc}\n", 503, {"Retry-After": str(exc.retry_after)})
+            allowed = True
+        if not allowed:
+            return Response(
+                f"Forbidden: {address} may not read the metrics; list its address or network in ZEMCP_METRICS_ALLOW\n",
+                403,
+                mimetype="text/plain",
+            )
+        return Response(prometheus.exposition(), 200, {"Content-Type": prometheus.content_type})
 
     def _preflight(self, request: Request) -> Response:
         """``OPTIONS``: a browser's CORS preflight (from an allowed Origin, checked before), else the methods."""
@@ -356,6 +399,15 @@ def _close_connection(start_response: StartResponse) -> None:
     force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
     if callable(force_close):
         force_close()
+
+
+def _refusal_reason(status: int) -> str:
+    """The refusal reason of a status whose refuser named none (:data:`zemcp.observe.instruments.REFUSALS`)."""
+    if status in (401, 403):
+        return "auth"
+    if status == 503:
+        return "unavailable"
+    return "protocol"
 
 
 def _is_loopback_name(host: str) -> bool:

@@ -86,6 +86,8 @@ class Session(ClientView):
         self.streams: StreamLogs = streams if streams is not None else SessionStreams(StreamLimits(), ReplayBudget(0))
         self.id = new_session_id(instance)
         self.created = time.time()
+        #: How the client reaches the session: ``tcp`` (HTTP) or ``pipe`` (stdio).
+        self.transport = "tcp"
         self._lock = threading.Lock()
         self._last_seen = time.monotonic()
         self._calls: dict[RequestId, RunningCall] = {}

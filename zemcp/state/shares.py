@@ -38,6 +38,8 @@ class ShareTaken(Exception):
     """
 
     status = 429
+    #: The reason it is counted under (the refusals metric of zemcp.observe).
+    reason = "share"
 
     def __init__(self, client: str, held: int, budget: int, what: str):
         super().__init__(

@@ -21,10 +21,12 @@ from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
 from zemcp.auth.principal import InsufficientScope, Principal
+from zemcp.core import observed
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server, Work
 from zemcp.eras.handshake.call import Call
 from zemcp.eras.handshake.streams import Streams
+from zemcp.observe.telemetry import REFUSAL, Operation
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.capabilities import LOG_LEVELS, check_size
 from zemcp.protocol.elicitation import ClientDisconnected, RequestCancelled
@@ -100,7 +102,7 @@ class HandshakeEra:
                 id=request_id,
             )
         if isinstance(message, jsonrpc.Request) and message.method == "initialize":
-            return self._initialize(message, session_id, principal)
+            return self._initialize(message, session_id, principal, request.environ)
         try:
             check_protocol_header(request.headers.get(VERSION_HEADER))
             session = self._owned(self.server.sessions.get(session_id), principal)
@@ -123,7 +125,7 @@ class HandshakeEra:
                 f"it was answered already, timed out, or its call ended or was cancelled; this answer was not used",
             )
         if isinstance(message, jsonrpc.Notification):
-            self.notification(session, message)
+            self.notification(session, message, request.environ)
             return empty_response(202)
         try:
             outcome = self.handle(session, message, request.environ, principal)
@@ -133,6 +135,7 @@ class HandshakeEra:
             assert self.server.auth is not None  # only authorization raises it
             return challenge_response(self.server.auth.challenge_for(exc), request_id)
         except (Busy, ShareTaken) as exc:
+            request.environ[REFUSAL] = exc.reason
             return error_response(
                 exc.status, INTERNAL_ERROR, str(exc), id=request_id, headers={"Retry-After": str(exc.retry_after)}
             )
@@ -232,7 +235,9 @@ class HandshakeEra:
             return False
         return True
 
-    def _initialize(self, request: jsonrpc.Request, session_id: str | None, principal: Principal | None) -> Response:
+    def _initialize(
+        self, request: jsonrpc.Request, session_id: str | None, principal: Principal | None, environ: dict[str, Any]
+    ) -> Response:
         """``initialize`` over HTTP: a session and its ``Mcp-Session-Id`` header."""
         if session_id is not None and self._initialized(session_id, principal):
             return error_response(
@@ -243,10 +248,11 @@ class HandshakeEra:
                 id=request.id,
             )
         try:
-            session, result = self.open_session(request, principal)
+            session, result = self.open_session(request, principal, environ)
         except ProtocolError as exc:
             return error_response(400, exc.code, exc.message, id=request.id)
         except SessionLimitReached as exc:
+            environ[REFUSAL] = "sessions"
             return error_response(
                 429,
                 INVALID_REQUEST,
@@ -257,9 +263,11 @@ class HandshakeEra:
         return json_response(200, jsonrpc.result(request.id, result), headers={SESSION_HEADER: session.id})
 
     def open_session(
-        self, request: jsonrpc.Request, principal: Principal | None = None
+        self, request: jsonrpc.Request, principal: Principal | None = None, environ: dict[str, Any] | None = None
     ) -> tuple[Session, dict[str, Any]]:
         """``initialize``: negotiate the version and create a session (MCP basic/lifecycle), for any transport.
+
+        ``environ`` is the WSGI environ of an HTTP request; None for stdio.
 
         Returns:
             the new session and the ``InitializeResult``.
@@ -268,6 +276,21 @@ class HandshakeEra:
                 or clientInfo not objects or over ``max_client_info_bytes``).
             SessionLimitReached: the process holds ``max_sessions`` sessions.
         """
+        operation = observed.begin(self.server, request, environ or {}, None)
+        try:
+            session, result = self._open_session(request, principal)
+        except BaseException as exc:
+            operation.finish(None, str(exc.code) if isinstance(exc, ProtocolError) else type(exc).__name__)
+            raise
+        if environ is None:
+            session.transport = "pipe"
+        operation.annotate(
+            {"mcp.protocol.version": session.protocol_version, "mcp.session.id": fingerprint(session.id)}
+        )
+        operation.finish({"result": result})
+        return session, result
+
+    def _open_session(self, request: jsonrpc.Request, principal: Principal | None) -> tuple[Session, dict[str, Any]]:
         params = request.params
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
@@ -320,6 +343,24 @@ class HandshakeEra:
             Busy: the call budget is taken.
             ShareTaken: the request's client holds its share of the call budget.
         """
+        operation = observed.begin(self.server, request, environ, session.protocol_version, session)
+        try:
+            response = self._answer(session, request, environ, principal, operation)
+        except BaseException as exc:
+            operation.finish(None, type(exc).__name__)
+            raise
+        if isinstance(response, dict):
+            operation.finish(response)
+        return response
+
+    def _answer(
+        self,
+        session: Session,
+        request: jsonrpc.Request,
+        environ: dict[str, Any],
+        principal: Principal | None,
+        operation: Operation,
+    ) -> dict[str, Any] | ReplySink | DirectSink:
         try:
             method = self._session_methods.get(request.method)
             if method is not None:
@@ -328,13 +369,13 @@ class HandshakeEra:
                 return jsonrpc.error(request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}")
             outcome = self.server.prepare(session, request, principal)
             if isinstance(outcome, Work):
-                return self._start(session, request, outcome, environ)
+                return self._start(session, request, outcome, environ, operation)
             return jsonrpc.result(request.id, outcome)
         except ProtocolError as exc:
             return jsonrpc.error(request.id, exc.code, exc.message, exc.data)
 
     def _start(
-        self, session: Session, request: jsonrpc.Request, work: Work, environ: dict[str, Any]
+        self, session: Session, request: jsonrpc.Request, work: Work, environ: dict[str, Any], operation: Operation
     ) -> ReplySink | DirectSink:
         """Start ``work`` as a call of ``session``; its sink tells JSON from stream.
 
@@ -379,12 +420,13 @@ class HandshakeEra:
         def job() -> None:
             response = None
             try:
-                response = self.server.execute(work, call)
+                response = self.server.execute(work, call, operation)
             finally:
                 if call.cancelled:
                     response = None  # never answer a cancelled request, whatever ended it
                 session.finish(call)
                 sink.finish(response)
+                operation.finish(response, None if response is not None else "cancelled")
 
         try:
             self.server.admission.start(job, sink, environ.get(shares.ENVIRON_KEY))
@@ -393,15 +435,20 @@ class HandshakeEra:
             raise
         return sink
 
-    def notification(self, session: Session, message: jsonrpc.Notification) -> None:
+    def notification(
+        self, session: Session, message: jsonrpc.Notification, environ: dict[str, Any] | None = None
+    ) -> None:
         """A notification of a live session, whatever the transport: ``notifications/cancelled``
         aborts the named request, ``notifications/initialized`` completes the handshake (MCP
-        basic/lifecycle); other notifications are ignored."""
+        basic/lifecycle); other notifications are ignored. ``environ`` is the WSGI environ of
+        an HTTP request, None for stdio."""
+        operation = observed.begin(self.server, message, environ or {}, session.protocol_version, session)
         if message.method == "notifications/cancelled":
             self.cancel(session, message.params)
         elif message.method == "notifications/initialized":
             # Server-to-client requests of the session wait for it (Session.wait_initialized).
             session.mark_initialized()
+        operation.finish(None)
 
     def cancel(self, session: Session, params: dict[str, Any]) -> None:
         """``notifications/cancelled``: abort the named running request of ``session``."""

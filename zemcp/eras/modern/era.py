@@ -33,13 +33,16 @@ from werkzeug.wrappers import Request
 
 from zemcp import logsafe
 from zemcp.auth.principal import InsufficientScope, Principal
+from zemcp.core import observed
 from zemcp.core.admission import Busy
 from zemcp.core.exchange import RoundEnded
 from zemcp.core.resources import RESOURCE_NOT_FOUND
 from zemcp.core.results import error_result
 from zemcp.core.server import Server, Work
-from zemcp.eras.modern import mrtr
+from zemcp.eras.modern import listen, mrtr
+from zemcp.eras.modern.refusals import META_VERSION, refusal, version_of
 from zemcp.eras.modern.request_state import RequestStateError, RequestStateSealer, StateTooLarge, new_key
+from zemcp.observe.telemetry import NULL_OPERATION, Operation
 from zemcp.protocol import header_values, headers as mcp_headers, jsonrpc, param_headers, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import LOG_LEVELS, ClientView
@@ -48,7 +51,6 @@ from zemcp.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_F
 from zemcp.replies.direct import DirectSink
 from zemcp.replies.responses import (
     WSGIResponse,
-    challenge_response,
     empty_response,
     error_response,
     json_response,
@@ -62,7 +64,6 @@ from zemcp.state.shares import ShareTaken
 
 log = logging.getLogger("zemcp.modern")
 
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
@@ -82,8 +83,6 @@ STATUS: dict[object, int] = {
     UNSUPPORTED_VERSION: 400,
     METHOD_NOT_FOUND: 404,
 }
-#: [seconds] when to try again after the listen-stream cap refused a ``subscriptions/listen``.
-LISTEN_RETRY_AFTER = 30
 #: Methods whose results carry ``ttlMs`` and ``cacheScope``.
 CACHEABLE = frozenset(
     {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover"}
@@ -173,36 +172,25 @@ class ModernEra:
                 "Invalid Request: a 2026-07-28 client sends no JSON-RPC "
                 "responses; answers to input requests travel in the retried request's inputResponses",
             )
+        operation = observed.begin(self.server, message, request.environ, version_of(message))
         try:
-            outcome = self._handle(request, message, principal)
-        except InsufficientScope as exc:
-            assert self.server.auth is not None  # only authorization raises it
-            return challenge_response(self.server.auth.challenge_for(exc), message.id)
+            outcome = self._handle(request, message, principal, operation)
         except ProtocolError as exc:
             outcome = jsonrpc.error(message.id, exc.code, exc.message, exc.data)
-        except ListenLimitReached as exc:
-            return error_response(
-                429,
-                INVALID_REQUEST,
-                f"Too Many Requests: {exc}",
-                id=message.id,
-                headers={"Retry-After": str(LISTEN_RETRY_AFTER)},
-            )
-        except (Busy, ShareTaken) as exc:
-            return error_response(
-                exc.status,
-                jsonrpc.INTERNAL_ERROR,
-                str(exc),
-                id=message.id,
-                headers={"Retry-After": str(exc.retry_after)},
-            )
+        except (InsufficientScope, ListenLimitReached, Busy, ShareTaken) as exc:
+            operation.finish(None, type(exc).__name__)
+            return refusal(self.server, request, message, exc)
+        except BaseException as exc:
+            operation.finish(None, type(exc).__name__)
+            raise
         if isinstance(outcome, dict):
             outcome = retire_codes(outcome)
+            operation.finish(outcome)
             return json_response(status_of(outcome), outcome)
         return reply(outcome, request.environ, self.settings.keepalive_interval, status_of)
 
     def _handle(
-        self, request: Request, message: jsonrpc.Request, principal: Principal | None = None
+        self, request: Request, message: jsonrpc.Request, principal: Principal | None, operation: Operation
     ) -> dict[str, Any] | ReplySink | DirectSink:
         client = envelope(message)
         try:
@@ -212,7 +200,7 @@ class ModernEra:
         _check_version(client)
         if message.method == "tools/call":
             self._check_param_headers(request, message)
-        return self.dispatch(client, message, request.environ, principal)
+        return self.dispatch(client, message, request.environ, principal, operation)
 
     def handle(self, message: jsonrpc.Request, environ: dict[str, Any]) -> dict[str, Any] | ReplySink | DirectSink:
         """Serve one request of a transport without a header layer (stdio, where all request
@@ -223,26 +211,43 @@ class ModernEra:
             ProtocolError: the envelope, the version or the request is invalid.
             Busy, ShareTaken, ListenLimitReached: no room for the request.
         """
-        client = envelope(message)
-        _check_version(client)
-        return self.dispatch(client, message, environ)
+        operation = observed.begin(self.server, message, environ, version_of(message))
+        try:
+            client = envelope(message)
+            _check_version(client)
+            outcome = self.dispatch(client, message, environ, None, operation)
+        except BaseException as exc:
+            operation.finish(None, str(exc.code) if isinstance(exc, ProtocolError) else type(exc).__name__)
+            raise
+        if isinstance(outcome, dict):
+            operation.finish(outcome)
+        return outcome
 
     def dispatch(
-        self, client: ClientView, message: jsonrpc.Request, environ: dict[str, Any], principal: Principal | None = None
+        self,
+        client: ClientView,
+        message: jsonrpc.Request,
+        environ: dict[str, Any],
+        principal: Principal | None = None,
+        operation: Operation = NULL_OPERATION,
     ) -> dict[str, Any] | ReplySink | DirectSink:
-        """Serve a request whose envelope, headers and version were checked."""
+        """Serve a request whose envelope, headers and version were checked; a running
+        handler's sink finishes ``operation`` when it ends (a JSON-RPC response is the caller's to finish)."""
         method = message.method
         if method == "server/discover":
             return self.result(message.id, method, self.discover(), NO_CACHE)
         if method == "subscriptions/listen":
-            return self._listen(message, environ)
+            # The operation is the opening of the stream: it ends with the acknowledgement.
+            sink = listen.open_listen(self.server, message, environ)
+            operation.finish(None)
+            return sink
         if method not in self.server.methods():
             raise ProtocolError(
                 METHOD_NOT_FOUND, f"Method not found: {method} is not a method of MCP {client.protocol_version}"
             )
         outcome = self.server.prepare(client, message, principal)
         if isinstance(outcome, Work):
-            return self._start(client, message, outcome, environ)
+            return self._start(client, message, outcome, environ, operation)
         return self.result(message.id, method, outcome, self.server.cache_hint(message))
 
     def _check_param_headers(self, request: Request, message: jsonrpc.Request) -> None:
@@ -282,41 +287,16 @@ class ModernEra:
             body = {**body, **cache.fields()}
         return jsonrpc.result(request_id, body)
 
-    def _listen(self, request: jsonrpc.Request, environ: dict[str, Any]) -> ReplySink | dict[str, Any]:
-        """``subscriptions/listen``: a stream that starts with the acknowledgement (basic/patterns/subscriptions)."""
-        if self.server.subscriptions.max_streams == 0:
-            # Turned off: server/discover then declares nothing a listen stream would carry.
-            raise ProtocolError(
-                METHOD_NOT_FOUND,
-                "Method not found: subscriptions/listen is turned off on this server (ZEMCP_MAX_LISTEN_STREAMS=0)",
-            )
-        capabilities = self.server.capabilities(versions.STATELESS)
-        supported = {
-            "toolsListChanged": capabilities.get("tools", {}).get("listChanged", False),
-            "promptsListChanged": capabilities.get("prompts", {}).get("listChanged", False),
-            "resourcesListChanged": capabilities.get("resources", {}).get("listChanged", False),
-            "resourceSubscriptions": capabilities.get("resources", {}).get("subscribe", False),
-        }
-        try:
-            acknowledged, kinds, uris = self.server.subscriptions.honoured(
-                request.params.get("notifications"), supported
-            )
-        except ValueError as exc:
-            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
-        # A listen stream holds a thread for as long as it is open: it counts in the call budget.
-        sink = ReplySink()
-        self.server.admission.open_stream(
-            lambda: self.server.subscriptions.open(request.id, acknowledged, kinds, uris, sink),
-            environ.get(shares.ENVIRON_KEY),
-        )
-        return sink
-
     # -- multi-round-trip requests -----------------------------------------------------
 
     def _start(
-        self, client: ClientView, request: jsonrpc.Request, work: Work, environ: dict[str, Any]
+        self, client: ClientView, request: jsonrpc.Request, work: Work, environ: dict[str, Any], operation: Operation
     ) -> ReplySink | DirectSink:
-        """Start one round of ``work``; its sink tells JSON from stream."""
+        """Start one round of ``work``; its sink tells JSON from stream.
+
+        The rounds of one call share a call id, carried in the sealed ``requestState``: each
+        round's span has it (``zemcp.mrtr.call``) with its number (``zemcp.mrtr.round``).
+        """
         params = request.params
         token = params.get("requestState")
         state = None
@@ -341,6 +321,8 @@ class ModernEra:
                     INVALID_PARAMS, f"Invalid params: {exc}", data={"reason": "invalid_request_state"}
                 ) from None
         answers, asked, held = mrtr.parse_state(state)
+        lineage = mrtr.Lineage.of(state)
+        operation.annotate({"zemcp.mrtr.call": lineage.call, "zemcp.mrtr.round": lineage.round})
         responses = mrtr.check_responses(params.get("inputResponses"), asked)
         progress = params["_meta"].get("progressToken")
         sink = new_sink(environ, self.settings.keepalive_interval, send_timeout=self.settings.body_timeout)
@@ -362,10 +344,10 @@ class ModernEra:
             response = None
             try:
                 try:
-                    response = self.server.execute(work, round_)
+                    response = self.server.execute(work, round_, operation)
                 except RoundEnded:
                     pass
-                response = self._finish(work, request, round_, response)
+                response = self._finish(work, request, round_, response, lineage)
             except BaseException:
                 log.exception("%s %s: the round could not be answered", work.method, logsafe.clip(work.target))
                 response = jsonrpc.error(
@@ -373,16 +355,23 @@ class ModernEra:
                 )
             finally:
                 sink.finish(response)
+                operation.finish(response, None if response is not None else "cancelled")
 
         self.server.admission.start(job, sink, environ.get(shares.ENVIRON_KEY))
         return sink
 
     def _finish(
-        self, work: Work, request: jsonrpc.Request, round_: mrtr.Round, response: dict[str, Any] | None
+        self,
+        work: Work,
+        request: jsonrpc.Request,
+        round_: mrtr.Round,
+        response: dict[str, Any] | None,
+        lineage: mrtr.Lineage,
     ) -> dict[str, Any] | None:
         """The round's response: an ``InputRequiredResult``, -32021, or the decorated result."""
         if isinstance(round_.ended, mrtr.InputRequired):
             body, state = round_.input_required()
+            state.update(lineage.next())
             try:
                 body["requestState"] = self.request_states.seal(
                     state, method=work.method, target=work.target, arguments=work.arguments, principal=_key(work)

@@ -25,6 +25,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from zemcp.core.exchange import Abortable, RoundEnded
@@ -118,6 +120,30 @@ def parse_state(state: Any) -> tuple[list[list[Any]], list[list[Any]] | None, di
             data={"reason": "invalid_request_state"},
         )
     return state["answers"], state["asked"], state["held"]
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Which call a round belongs to, and which round of it it is (telemetry joins rounds by it).
+
+    Attributes:
+        call: a random id made at the call's first round and carried in its ``requestState``.
+        round: 1 for the first round, one more for each retry that answers questions.
+    """
+
+    call: str
+    round: int
+
+    @classmethod
+    def of(cls, state: Any) -> Lineage:
+        """The lineage of the round an opened state (or None, a first round) continues."""
+        if isinstance(state, dict) and isinstance(state.get("call"), str) and isinstance(state.get("round"), int):
+            return cls(state["call"][:32], state["round"] + 1)
+        return cls(secrets.token_hex(8), 1)
+
+    def next(self) -> dict[str, Any]:
+        """The fields the state this round seals carries for the next one."""
+        return {"call": self.call, "round": self.round}
 
 
 def check_responses(responses: Any, asked: list[list[Any]] | None) -> dict[str, Any]:
@@ -257,7 +283,8 @@ class Round(Abortable):
             else:
                 self._held.pop(key, None)
                 self._answers.append([key, digest, result])
-                answers.append(jsonrpc.Response(None, result, None))
+                # The key as id tells an answer new in this round from a replayed one (id None).
+                answers.append(jsonrpc.Response(key, result, None))
         if missing:
             self.ended = InputRequired(missing)
             raise self.ended

@@ -1,0 +1,401 @@
+"""What a server tells of its work: a span, a duration and a log record per served message.
+
+One :class:`Telemetry` per server. The eras and the stdio transport open an
+:class:`Operation` for each request or notification a client sends
+(:meth:`Telemetry.begin`) and finish it with the JSON-RPC response it got; a handler's
+questions to the client (elicitation, sampling, roots) are :meth:`Operation.asking`
+blocks. Each operation becomes what the deployment turned on: a SERVER span with CLIENT
+children (:mod:`zemcp.observe.tracing`, with ``opentelemetry-api`` installed), the
+``mcp.server.operation.duration`` histogram and zemcp's counters
+(:mod:`zemcp.observe.otelmetrics`, :mod:`zemcp.observe.prometheus`), and a ``zemcp.request``
+log record (``log_requests``). With none of them on, :meth:`Telemetry.begin` returns a
+shared operation that does nothing.
+
+Arguments, results and elicited content are recorded only with ``otel_capture_content``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from zemcp import logsafe
+from zemcp.config import Settings
+
+if TYPE_CHECKING:
+    from zemcp.observe.otelmetrics import OtelMetrics
+    from zemcp.observe.prometheus import PrometheusMetrics
+    from zemcp.observe.tracing import Tracing
+
+request_log = logging.getLogger("zemcp.request")
+
+#: The WSGI environ key where the code that refuses a request names the reason it is counted
+#: under (:data:`zemcp.observe.instruments.REFUSALS`); the transport counts the refusal.
+REFUSAL = "zemcp.refusal"
+
+#: The server-to-client requests whose outcome is counted (``zemcp.client_requests``).
+ASKED_METHODS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+#: [characters] the most of a client-chosen target (tool name, resource URI) a span shows.
+TARGET_CHARS = 200
+#: What an ask's exception means, by the name of its class or of a base class.
+_ASK_OUTCOMES = {
+    "InputRequired": "input_required",
+    "TimeoutError": "timeout",
+    "CapacityError": "refused",
+    "RequestCancelled": "cancelled",
+    "ClientDisconnected": "disconnect",
+    "CancelledError": "withdrawn",
+    "ElicitAborted": "ended",
+}
+
+
+def otel_installed() -> bool:
+    """True when ``opentelemetry-api`` can be imported (looked up without importing it)."""
+    return importlib.util.find_spec("opentelemetry") is not None
+
+
+class Telemetry:
+    """Spans, metrics and request records of one server, as its settings turn them on.
+
+    Args:
+        settings: ``otel`` (``auto``: traces and OpenTelemetry metrics when the API is
+            installed; ``off``), ``metrics_path`` (Prometheus on when set),
+            ``otel_capture_content``, ``log_requests``.
+        figures: reads the server's live figures (:data:`zemcp.observe.instruments.GAUGES`).
+        shared_sessions: the sessions live in a store every process sees (Redis).
+    """
+
+    def __init__(self, settings: Settings, figures: Callable[[], dict[str, Any]], shared_sessions: bool):
+        self.tracing: Tracing | None = None
+        self._sinks: list[OtelMetrics | PrometheusMetrics] = []
+        if settings.otel == "auto" and otel_installed():
+            from zemcp.observe.otelmetrics import OtelMetrics
+            from zemcp.observe.tracing import Tracing
+
+            self.tracing = Tracing()
+            self._sinks.append(OtelMetrics(figures))
+        self.prometheus: PrometheusMetrics | None = None
+        if settings.metrics_path:
+            if importlib.util.find_spec("prometheus_client") is None:
+                raise RuntimeError(
+                    f"ZEMCP_METRICS_PATH={settings.metrics_path} serves Prometheus metrics, which need the "
+                    "prometheus_client package: pip install prometheus_client (or '.[prometheus]' in a zemcp "
+                    "checkout), or unset ZEMCP_METRICS_PATH"
+                )
+            from zemcp.observe.prometheus import process_metrics
+
+            self.prometheus = process_metrics(shared_sessions)
+            self.prometheus.watch(figures)
+            self._sinks.append(self.prometheus)
+        self.capture = settings.otel_capture_content
+        self.log_requests = settings.log_requests
+        #: Whether anything is recorded at all; when not, every operation is :data:`NULL_OPERATION`.
+        self.active = self.tracing is not None or bool(self._sinks) or self.log_requests
+
+    def begin(
+        self,
+        method: str,
+        request_id: Any,
+        environ: dict[str, Any],
+        *,
+        target: str | None = None,
+        known: bool = True,
+        version: str | None = None,
+        session: str | None = None,
+        meta: Any = None,
+    ) -> Operation:
+        """Open the operation of one message a client sent.
+
+        Args:
+            method: the JSON-RPC method.
+            request_id: its id; None for a notification.
+            environ: the WSGI environ, or a transport's stand-in without ``REQUEST_METHOD`` (stdio).
+            target: the tool or prompt name, or the resource URI, when the method has one.
+            known: whether ``method`` and ``target`` name what this server has: client-chosen
+                names never become metric labels (a flood of made-up names would grow them without end).
+            version: the MCP protocol version of the message.
+            session: the session's fingerprint (:func:`zemcp.state.session.fingerprint`), the
+                span's ``mcp.session.id`` and the log record's ``session``; never the id
+                itself, which grants the use of the session. None outside a session.
+            meta: the message's ``params._meta`` (trace context).
+        Returns:
+            the operation; :data:`NULL_OPERATION` when nothing is recorded.
+        """
+        if not self.active:
+            return NULL_OPERATION
+        return Operation(self, method, request_id, environ, target, known, version, session, meta)
+
+    def refused(self, reason: str, status: int) -> None:
+        """Count a request refused before any handler ran (reasons: :data:`zemcp.observe.instruments.REFUSALS`)."""
+        for sink in self._sinks:
+            sink.refusal(reason, status)
+
+    def session_ended(self, created: float, version: str, transport: str, error_type: str | None = None) -> None:
+        """Record the duration of a session that ended.
+
+        Args:
+            created: [seconds, ``time.time()``] when it was created.
+            version: its protocol version; transport: ``tcp`` or ``pipe``.
+            error_type: why it ended, when that was a failure.
+        """
+        if self._sinks:
+            seconds = max(0.0, time.time() - created)
+            for sink in self._sinks:
+                sink.session(seconds, (error_type or "", version, transport))
+
+    def _outcome(self, method: str, outcome: str) -> None:
+        for sink in self._sinks:
+            sink.outcome(method, outcome)
+
+
+class Operation:
+    """One message a client sent, from its arrival to its response (see :meth:`Telemetry.begin`)."""
+
+    __slots__ = (
+        "_attributes",
+        "_labels",
+        "_method",
+        "_session",
+        "_span",
+        "_started",
+        "_target",
+        "_telemetry",
+    )
+
+    def __init__(
+        self,
+        telemetry: Telemetry | None,
+        method: str,
+        request_id: Any,
+        environ: dict[str, Any],
+        target: str | None,
+        known: bool,
+        version: str | None,
+        session: str | None,
+        meta: Any,
+    ):
+        self._telemetry = telemetry
+        self._started = time.perf_counter()
+        self._method = method
+        self._target = target
+        self._session = session
+        self._attributes: dict[str, Any] = {}
+        self._span: Any = None
+        if telemetry is None:
+            return
+        transport = "tcp" if "REQUEST_METHOD" in environ else "pipe"
+        tool = target if known and method == "tools/call" else ""
+        prompt = target if known and method == "prompts/get" else ""
+        self._labels = [method if known else "_OTHER", tool or "", prompt or "", "", version or "", transport]
+        if telemetry.tracing is None:
+            return
+        attributes: dict[str, Any] = {"mcp.method.name": method, "network.transport": transport}
+        clipped = target[:TARGET_CHARS] if isinstance(target, str) else None
+        if method == "tools/call" and clipped:
+            attributes["gen_ai.tool.name"] = clipped
+            attributes["gen_ai.operation.name"] = "execute_tool"
+        elif method == "prompts/get" and clipped:
+            attributes["gen_ai.prompt.name"] = clipped
+        elif clipped and method.startswith("resources/"):
+            attributes["mcp.resource.uri"] = clipped
+        if request_id is not None:
+            attributes["jsonrpc.request.id"] = str(request_id)
+        if version:
+            attributes["mcp.protocol.version"] = version
+        if session:
+            attributes["mcp.session.id"] = session
+        if transport == "tcp":
+            attributes["network.protocol.name"] = "http"
+            protocol = environ.get("SERVER_PROTOCOL", "")
+            if protocol.startswith("HTTP/"):
+                attributes["network.protocol.version"] = protocol[5:]
+            if environ.get("REMOTE_ADDR"):
+                attributes["client.address"] = environ["REMOTE_ADDR"]
+        name = f"{method} {clipped}" if (tool or prompt) and clipped else method
+        self._span = telemetry.tracing.server_span(name, attributes, meta, environ)
+
+    def annotate(self, attributes: dict[str, Any]) -> None:
+        """Add attributes to the operation's span (zemcp's own, such as a round's call id)."""
+        self._attributes.update(attributes)
+
+    def capture_arguments(self, arguments: Any) -> None:
+        """Record a tool call's arguments (``gen_ai.tool.call.arguments``), if the settings opt in."""
+        if self._span is not None and self._telemetry is not None and self._telemetry.capture:
+            self._attributes["gen_ai.tool.call.arguments"] = json.dumps(arguments, default=str)
+
+    def trace_ids(self) -> tuple[str, str] | None:
+        """``(trace id, span id)`` of the operation's recording span, else None."""
+        if self._span is None or self._telemetry is None or self._telemetry.tracing is None:
+            return None
+        return self._telemetry.tracing.ids(self._span)
+
+    def activate(self) -> Active:
+        """A ``with`` block during which the operation's span is current on this thread, so
+        that the spans a handler makes are its children."""
+        return Active(self)
+
+    def asking(self, methods: list[str]) -> Asking:
+        """A ``with`` block around a handler's questions (one per method in ``methods``), each
+        a CLIENT span child of this operation; :meth:`Asking.answered` records the answers."""
+        return Asking(self, methods)
+
+    def finish(self, response: dict[str, Any] | None, error_type: str | None = None) -> None:
+        """End the operation with the response the client got.
+
+        Args:
+            response: the JSON-RPC response (a result or an error); None when there is none
+                (a cancelled request, a notification).
+            error_type: the failure when no response tells it (a refusal's class name).
+        """
+        telemetry = self._telemetry
+        if telemetry is None:
+            return
+        seconds = time.perf_counter() - self._started
+        description = None
+        if error_type is None and response is not None:
+            error = response.get("error")
+            if isinstance(error, dict):
+                error_type, description = str(error.get("code")), error.get("message")
+            else:
+                result = response.get("result")
+                if isinstance(result, dict):
+                    if result.get("isError") is True:
+                        error_type = "tool_error"
+                    elif result.get("resultType") == "input_required":
+                        self._attributes["zemcp.result_type"] = "input_required"
+                    if telemetry.capture and self._method == "tools/call" and self._span is not None:
+                        self._attributes["gen_ai.tool.call.result"] = json.dumps(result, default=str)
+        if self._span is not None:
+            assert telemetry.tracing is not None
+            ids = telemetry.tracing.ids(self._span)
+            telemetry.tracing.end(self._span, error_type, description, self._attributes)
+        else:
+            ids = None
+        labels = self._labels
+        labels[3] = error_type or ""
+        for sink in telemetry._sinks:
+            sink.operation(seconds, tuple(labels))
+        if telemetry.log_requests:
+            _log_request(self, seconds, error_type, ids)
+
+
+def _log_request(operation: Operation, seconds: float, error_type: str | None, ids: tuple[str, str] | None) -> None:
+    extra: dict[str, Any] = {
+        "event": "request",
+        "method": operation._method,
+        "duration": round(seconds, 6),
+        "outcome": error_type or "ok",
+    }
+    if operation._target is not None:
+        extra["tool"] = logsafe.clip(operation._target)
+    if operation._session is not None:
+        extra["session"] = operation._session
+    if ids is not None:
+        extra["trace_id"], extra["span_id"] = ids
+    request_log.info(
+        "%s %s: %s in %.3f s",
+        operation._method,
+        extra.get("tool", "-"),
+        extra["outcome"],
+        seconds,
+        extra=extra,
+    )
+
+
+class Active:
+    """The ``with`` block of :meth:`Operation.activate`."""
+
+    __slots__ = ("_operation", "_token")
+
+    def __init__(self, operation: Operation):
+        self._operation = operation
+        self._token: object = None
+
+    def __enter__(self) -> None:
+        operation = self._operation
+        if operation._span is not None and operation._telemetry is not None and operation._telemetry.tracing:
+            self._token = operation._telemetry.tracing.activate(operation._span)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            tracing = self._operation._telemetry.tracing  # type: ignore[union-attr]
+            assert tracing is not None
+            tracing.deactivate(self._token)
+
+
+class Asking:
+    """The ``with`` block of :meth:`Operation.asking`: a CLIENT span per question, ended with
+    its outcome (see :data:`zemcp.observe.instruments.OUTCOMES`)."""
+
+    __slots__ = ("_methods", "_operation", "_outcomes", "_spans")
+
+    def __init__(self, operation: Operation, methods: list[str]):
+        self._operation = operation
+        self._methods = methods
+        self._spans: list[Any] = []
+        self._outcomes: list[str] | None = None
+
+    def __enter__(self) -> Asking:
+        operation = self._operation
+        telemetry = operation._telemetry
+        if telemetry is not None and telemetry.tracing is not None and operation._span is not None:
+            self._spans = [
+                telemetry.tracing.client_span(method, operation._span, {"mcp.method.name": method})
+                for method in self._methods
+            ]
+        return self
+
+    def answered(self, answers: list[Any]) -> None:
+        """Record the client's answers (:class:`zemcp.protocol.jsonrpc.Response`, in question order).
+
+        An answer without an id is one a 2026-07-28 round replays from its ``requestState``:
+        its outcome was counted in the round it arrived in.
+        """
+        outcomes = []
+        for answer in answers:
+            result = answer.result
+            if answer.id is None:
+                outcomes.append("")
+            elif not isinstance(result, dict):
+                outcomes.append("error")
+            elif result.get("action") in ("accept", "decline", "cancel"):
+                outcomes.append(result["action"])
+            else:
+                outcomes.append("result")
+        self._outcomes = outcomes
+        telemetry = self._operation._telemetry
+        if telemetry is not None and telemetry.capture:
+            for span, answer in zip(self._spans, answers):
+                if isinstance(answer.result, dict) and "content" in answer.result:
+                    span.set_attribute("zemcp.elicitation.content", json.dumps(answer.result["content"], default=str))
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        telemetry = self._operation._telemetry
+        if telemetry is None:
+            return
+        if kind is not None:
+            names = [base.__name__ for base in kind.__mro__]
+            outcome = next((_ASK_OUTCOMES[n] for n in names if n in _ASK_OUTCOMES), "error")
+            outcomes = [outcome] * len(self._methods)
+        else:
+            outcomes = self._outcomes or ["result"] * len(self._methods)
+        failed = {"error", "timeout", "refused", "disconnect", "cancelled", "ended", "withdrawn"}
+        for index, (method, outcome) in enumerate(zip(self._methods, outcomes)):
+            if index < len(self._spans):
+                span = self._spans[index]
+                span.set_attribute("zemcp.outcome", outcome or "replayed")
+                assert telemetry.tracing is not None
+                telemetry.tracing.end(span, outcome if outcome in failed else None, None, {})
+            if outcome and method in ASKED_METHODS:
+                telemetry._outcome(method, outcome)
+
+
+#: The operation of a server that records nothing: every method does nothing.
+NULL_OPERATION = Operation(None, "", None, {}, None, True, None, None, None)
