@@ -273,6 +273,8 @@ class Server(Registrar):
         """
         request_id = exchange.request_id
         try:
+            if work.is_tool:
+                operation.capture_arguments(work.arguments)
             with operation.activate():
                 return jsonrpc.result(request_id, work.run(Context(exchange, work.auth, operation)))
         except RoundEnded:

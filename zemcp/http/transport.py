@@ -210,7 +210,8 @@ class McpApp:
         """GET of ``metrics_path``: the Prometheus text, for an allowed address or a valid token.
 
         A client address outside ``metrics_allow`` without a token that authorization
-        accepts gets 403 (or the 401 challenge when authorization is on).
+        accepts gets 403 (or the 401 challenge when authorization is on); a unix socket's
+        peer (no address) may read them.
         """
         prometheus = self.server.telemetry.prometheus
         assert prometheus is not None  # metrics_path set means the Prometheus exporter is on
@@ -219,7 +220,8 @@ class McpApp:
                 f"Method Not Allowed: {self._metrics_path} serves metrics to GET\n", 405, {"Allow": "GET, HEAD"}
             )
         address = self._addresses.of(request.environ)
-        allowed = False
+        # No address: a unix socket's peer, which only this host's processes can be.
+        allowed = address == ""
         with contextlib.suppress(ValueError):
             ip = ipaddress.ip_address(address)
             allowed = any(ip in network for network in self._metrics_readers)

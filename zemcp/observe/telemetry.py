@@ -54,9 +54,12 @@ _ASK_OUTCOMES = {
 }
 
 
-def otel_installed() -> bool:
-    """True when ``opentelemetry-api`` can be imported (looked up without importing it)."""
-    return importlib.util.find_spec("opentelemetry") is not None
+def installed(package: str) -> bool:
+    """True when ``package`` can be imported (looked up without importing it)."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ValueError:  # a module set to None in sys.modules: blocked on purpose
+        return False
 
 
 class Telemetry:
@@ -73,7 +76,7 @@ class Telemetry:
     def __init__(self, settings: Settings, figures: Callable[[], dict[str, Any]], shared_sessions: bool):
         self.tracing: Tracing | None = None
         self._sinks: list[OtelMetrics | PrometheusMetrics] = []
-        if settings.otel == "auto" and otel_installed():
+        if settings.otel == "auto" and installed("opentelemetry"):
             from zemcp.observe.otelmetrics import OtelMetrics
             from zemcp.observe.tracing import Tracing
 
@@ -81,7 +84,7 @@ class Telemetry:
             self._sinks.append(OtelMetrics(figures))
         self.prometheus: PrometheusMetrics | None = None
         if settings.metrics_path:
-            if importlib.util.find_spec("prometheus_client") is None:
+            if not installed("prometheus_client"):
                 raise RuntimeError(
                     f"ZEMCP_METRICS_PATH={settings.metrics_path} serves Prometheus metrics, which need the "
                     "prometheus_client package: pip install prometheus_client (or '.[prometheus]' in a zemcp "
