@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import tempfile
 from pathlib import Path
@@ -41,6 +42,7 @@ _settings = Settings.from_env()
 if not os.environ.get("ZEMCP_INSTANCE", "").strip():
     os.environ["ZEMCP_INSTANCE"] = _settings.instance
 
+_made_metrics_dir = ""
 # Prometheus multiprocess mode: every worker writes its figures to files in one folder, which
 # must exist, and be empty, before the workers start; a scrape of any worker adds them up.
 if _settings.metrics_path:
@@ -50,7 +52,9 @@ if _settings.metrics_path:
         for _old in Path(_metrics_dir).glob("*.db"):
             _old.unlink()
     else:
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="zemcp-metrics-")
+        # Made here, removed when the master exits (on_exit).
+        _made_metrics_dir = tempfile.mkdtemp(prefix="zemcp-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = _made_metrics_dir
 
 #: The gunicorn settings and hooks this module defines (what a config file star-imports).
 __all__ = [
@@ -72,6 +76,7 @@ __all__ = [
     "post_fork",
     "post_worker_init",
     "child_exit",
+    "on_exit",
 ]
 
 bind = [_settings.bind]
@@ -171,3 +176,9 @@ def child_exit(server: Arbiter, worker: Worker) -> None:
         from zemcp.observe.prometheus import mark_dead
 
         mark_dead(int(worker.pid))
+
+
+def on_exit(server: Arbiter) -> None:
+    """gunicorn stops: remove the metrics folder this configuration made for its workers."""
+    if _made_metrics_dir:
+        shutil.rmtree(_made_metrics_dir, ignore_errors=True)
