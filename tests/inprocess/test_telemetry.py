@@ -300,3 +300,70 @@ def test_bad_telemetry_settings_say_what_is_expected(value):
         Settings(metrics_path="/mcp")
     with pytest.raises(ValueError, match="ZEMCP_METRICS_ALLOW"):
         Settings(metrics_allow=("not-a-network",))
+
+
+def test_an_ended_session_records_its_duration():
+    peer = Peer(McpApp(make_server()))
+    before = histogram_count("mcp.server.session.duration", **{"network.transport": "tcp"})
+    ended = Client(peer.client.application).delete("/mcp", headers={**HEADERS, "Mcp-Session-Id": peer.sid})
+    assert ended.status_code == 204
+    assert histogram_count("mcp.server.session.duration", **{"network.transport": "tcp"}) == before + 1
+
+
+def refusals(reason: str) -> int:
+    return histogram_count("zemcp.refusals", **{"zemcp.refusal.reason": reason})
+
+
+def test_refusals_are_counted_by_reason():
+    app = McpApp(make_server(max_sessions=1))
+    peer = Peer(app)
+    protocol, sessions = refusals("protocol"), refusals("sessions")
+    unknown = Client(app).post(
+        "/mcp",
+        data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+        headers={**HEADERS, "Mcp-Session-Id": peer.sid + "x"},
+    )
+    assert unknown.status_code == 404
+    assert refusals("protocol") == protocol + 1
+    with pytest.raises(AssertionError):
+        Peer(app)  # the one session allowed is taken: initialize gets 429
+    assert refusals("sessions") == sessions + 1
+
+
+def test_a_request_record_is_logged_when_the_settings_ask(caplog):
+    caplog.set_level("INFO", logger="zemcp.request")
+    peer = Peer(McpApp(make_server(log_requests=True)))
+    peer.call("fails", {})
+    found = [r for r in caplog.records if r.name == "zemcp.request" and getattr(r, "method", "") == "tools/call"]
+    assert len(found) == 1, [(r.name, r.getMessage()) for r in caplog.records]
+    (record,) = found
+    assert record.event == "request" and record.tool == "'fails'" and record.outcome == "tool_error"
+    assert record.session == fingerprint(peer.sid) and isinstance(record.duration, float)
+    assert len(record.trace_id) == 32 and len(record.span_id) == 16
+    caplog.clear()
+    Peer(McpApp(make_server())).call("fails", {})
+    assert not [r for r in caplog.records if r.name == "zemcp.request"]
+
+
+class Tokens:
+    """A verifier that knows one token."""
+
+    def verify(self, token):
+        if token != "good":
+            raise zemcp.auth.InvalidToken("unknown token")
+        return zemcp.auth.Principal("ops")
+
+
+def test_metrics_are_served_to_a_valid_token_from_anywhere_when_authorization_is_on():
+    auth = zemcp.auth.Authorization(
+        Tokens(), resource="https://mcp.example.com/mcp", authorization_servers=["https://as.example.com"]
+    )
+    server = zemcp.Server("observed", "1", settings=Settings(metrics_path="/metrics"), auth=auth)
+    app = McpApp(server)
+    far = {"REMOTE_ADDR": "10.1.2.3"}
+    assert Client(app).get("/metrics", environ_overrides=far).status_code == 401
+    assert (
+        Client(app).get("/metrics", environ_overrides=far, headers={"Authorization": "Bearer bad"}).status_code == 401
+    )
+    good = Client(app).get("/metrics", environ_overrides=far, headers={"Authorization": "Bearer good"})
+    assert good.status_code == 200 and "mcp_server_operation_duration_seconds" in good.get_data(as_text=True)

@@ -76,9 +76,11 @@ def begin(
     return operation
 
 
-def figures(server: Any) -> dict[str, Any]:
+def figures(server: Any) -> dict[str, Any] | None:
     """The live figures of ``server`` (a :class:`zemcp.core.server.Server`) that
-    :data:`zemcp.observe.instruments.GAUGES` names."""
+    :data:`zemcp.observe.instruments.GAUGES` names; None once the server is gone (None)."""
+    if server is None:
+        return None
     return {
         "zemcp.calls.running": server.admission.running,
         "zemcp.calls.budget": server.settings.call_budget,

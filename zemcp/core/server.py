@@ -128,7 +128,9 @@ class Server(Registrar):
         self.admission = Admission(self.settings, self.subscriptions)
         self.started = time.time()
         #: Spans, metrics and request records of this server (:mod:`zemcp.observe`).
-        self.telemetry = Telemetry(self.settings, lambda: observed.figures(self), self.sessions.shared)
+        # The exporters outlive a server (one per process): they must not keep it alive.
+        this = weakref.ref(self)
+        self.telemetry = Telemetry(self.settings, lambda: observed.figures(this()), self.sessions.shared)
         _SERVERS.add(self)
         self._methods: dict[str, Callable[[ClientView, jsonrpc.Request, Principal | None], dict[str, Any] | Work]] = {
             "tools/list": self._tools_list,

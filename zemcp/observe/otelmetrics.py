@@ -7,17 +7,14 @@ API drops them for next to nothing. Imported only when ``opentelemetry-api`` is 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from zemcp.observe import instruments
+from zemcp.observe import figures, instruments
 from zemcp.version import __version__
-
-#: Live figures: gauge name -> a number, or kind -> number for ``zemcp.streams.open``.
-Figures = Callable[[], dict[str, Any]]
 
 
 def _attributes(keys: tuple[str, ...], values: tuple[str, ...]) -> dict[str, str]:
@@ -26,13 +23,10 @@ def _attributes(keys: tuple[str, ...], values: tuple[str, ...]) -> dict[str, str
 
 
 class OtelMetrics:
-    """The instruments of :mod:`zemcp.observe.instruments` on the global meter.
+    """The instruments of :mod:`zemcp.observe.instruments` on the global meter; one per
+    process (:func:`process_metrics`), fed by every server in it."""
 
-    Args:
-        figures: reads the live figures of the process for the observable gauges.
-    """
-
-    def __init__(self, figures: Figures):
+    def __init__(self) -> None:
         meter = metrics.get_meter("zemcp", __version__)
         self._operations = meter.create_histogram(
             instruments.OPERATION_DURATION,
@@ -52,13 +46,12 @@ class OtelMetrics:
         self._outcomes = meter.create_counter(
             instruments.OUTCOMES, unit="{request}", description="Outcomes of the requests handlers sent the client"
         )
-        self._figures = figures
         for name, (description, unit) in instruments.GAUGES.items():
             meter.create_observable_gauge(name, [self._observer(name)], unit=unit, description=description)
 
     def _observer(self, name: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
         def observe(options: CallbackOptions) -> Iterable[Observation]:
-            value = self._figures()[name]
+            value = figures.PROCESS.read()[name]
             if isinstance(value, dict):
                 return [Observation(n, {"zemcp.stream.kind": kind}) for kind, n in value.items()]
             return [Observation(value)]
@@ -80,3 +73,16 @@ class OtelMetrics:
     def outcome(self, method: str, outcome: str) -> None:
         """Count one outcome of a request a handler sent the client."""
         self._outcomes.add(1, {"mcp.method.name": method, "zemcp.outcome": outcome})
+
+
+_process_metrics: OtelMetrics | None = None
+_process_lock = threading.Lock()
+
+
+def process_metrics() -> OtelMetrics:
+    """This process's :class:`OtelMetrics` (made at the first call: an instrument is made once)."""
+    global _process_metrics
+    with _process_lock:
+        if _process_metrics is None:
+            _process_metrics = OtelMetrics()
+        return _process_metrics

@@ -14,23 +14,24 @@ the figures are this process's. Imported only when ``metrics_path`` is set; need
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from zemcp.observe import instruments
+from zemcp.observe import figures, instruments
 from zemcp.observe.instruments import prometheus_label, prometheus_name
+
+log = logging.getLogger("zemcp.metrics")
 
 #: The variable that turns prometheus_client's multiprocess mode on.
 MULTIPROCESS_DIR = "PROMETHEUS_MULTIPROC_DIR"
 #: [seconds] how often a worker writes its live figures (gauges) for the scrapes others serve.
 REFRESH_INTERVAL = 5.0
-Figures = Callable[[], dict[str, Any]]
 
 
 class PrometheusMetrics:
@@ -88,14 +89,8 @@ class PrometheusMetrics:
             self._gauges[name] = Gauge(
                 prometheus_name(name), description, kind, registry=registry, multiprocess_mode=mode
             )
-        self._figures: list[Figures] = []
         self._lock = threading.Lock()
         self._refresher: threading.Thread | None = None
-
-    def watch(self, figures: Figures) -> None:
-        """Add a server's live figures to what the gauges report."""
-        with self._lock:
-            self._figures.append(figures)
 
     def operation(self, seconds: float, labels: tuple[str, ...]) -> None:
         """Record one served request or notification ([seconds]; labels in ``OPERATION_KEYS`` order)."""
@@ -116,15 +111,14 @@ class PrometheusMetrics:
         self._outcomes.labels(method, outcome).inc()
 
     def refresh(self) -> None:
-        """Write the live figures of every watched server into the gauges."""
-        with self._lock:
-            readings = [figures() for figures in self._figures]
+        """Write the live figures of this process's servers into the gauges."""
+        totals = figures.PROCESS.read()
         for name, gauge in self._gauges.items():
             if name == "zemcp.streams.open":
-                for kind in instruments.STREAM_KINDS:
-                    gauge.labels(kind).set(sum(r[name][kind] for r in readings))
+                for kind, n in totals[name].items():
+                    gauge.labels(kind).set(n)
             else:
-                gauge.set(sum(r[name] for r in readings))
+                gauge.set(totals[name])
 
     def exposition(self) -> bytes:
         """The Prometheus text of every worker (multiprocess mode) or of this process."""
@@ -147,7 +141,11 @@ class PrometheusMetrics:
     def _refresh_forever(self) -> None:
         while True:
             time.sleep(REFRESH_INTERVAL)
-            self.refresh()
+            try:
+                self.refresh()
+            except Exception:
+                # A figure that cannot be read now (Redis away) is read again next time.
+                log.debug("the live figures could not be read", exc_info=True)
 
     def _forked(self) -> None:
         self._refresher = None

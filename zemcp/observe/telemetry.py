@@ -20,12 +20,12 @@ import importlib.util
 import json
 import logging
 import time
-from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from zemcp import logsafe
 from zemcp.config import Settings
+from zemcp.observe.figures import PROCESS, Source
 
 if TYPE_CHECKING:
     from zemcp.observe.otelmetrics import OtelMetrics
@@ -69,19 +69,20 @@ class Telemetry:
         settings: ``otel`` (``auto``: traces and OpenTelemetry metrics when the API is
             installed; ``off``), ``metrics_path`` (Prometheus on when set),
             ``otel_capture_content``, ``log_requests``.
-        figures: reads the server's live figures (:data:`zemcp.observe.instruments.GAUGES`).
+        figures: reads the server's live figures (:data:`zemcp.observe.instruments.GAUGES`),
+            None once the server is gone.
         shared_sessions: the sessions live in a store every process sees (Redis).
     """
 
-    def __init__(self, settings: Settings, figures: Callable[[], dict[str, Any]], shared_sessions: bool):
+    def __init__(self, settings: Settings, figures: Source, shared_sessions: bool):
         self.tracing: Tracing | None = None
         self._sinks: list[OtelMetrics | PrometheusMetrics] = []
         if settings.otel == "auto" and installed("opentelemetry"):
-            from zemcp.observe.otelmetrics import OtelMetrics
+            from zemcp.observe import otelmetrics
             from zemcp.observe.tracing import Tracing
 
             self.tracing = Tracing()
-            self._sinks.append(OtelMetrics(figures))
+            self._sinks.append(otelmetrics.process_metrics())
         self.prometheus: PrometheusMetrics | None = None
         if settings.metrics_path:
             if not installed("prometheus_client"):
@@ -93,8 +94,9 @@ class Telemetry:
             from zemcp.observe.prometheus import process_metrics
 
             self.prometheus = process_metrics(shared_sessions)
-            self.prometheus.watch(figures)
             self._sinks.append(self.prometheus)
+        if self._sinks:
+            PROCESS.watch(figures)
         self.capture = settings.otel_capture_content
         self.log_requests = settings.log_requests
         #: Whether anything is recorded at all; when not, every operation is :data:`NULL_OPERATION`.
@@ -275,16 +277,13 @@ class Operation:
                         self._attributes["gen_ai.tool.call.result"] = json.dumps(result, default=str)
         if self._span is not None:
             assert telemetry.tracing is not None
-            ids = telemetry.tracing.ids(self._span)
             telemetry.tracing.end(self._span, error_type, description, self._attributes)
-        else:
-            ids = None
         labels = self._labels
         labels[3] = error_type or ""
         for sink in telemetry._sinks:
             sink.operation(seconds, tuple(labels))
         if telemetry.log_requests:
-            _log_request(self, seconds, error_type, ids)
+            _log_request(self, seconds, error_type, self.trace_ids())
 
 
 def _log_request(operation: Operation, seconds: float, error_type: str | None, ids: tuple[str, str] | None) -> None:

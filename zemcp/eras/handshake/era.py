@@ -425,8 +425,9 @@ class HandshakeEra:
                 if call.cancelled:
                     response = None  # never answer a cancelled request, whatever ended it
                 session.finish(call)
-                sink.finish(response)
+                # Ended before the response is handed over: whoever reads it then sees the span ended.
                 operation.finish(response, None if response is not None else "cancelled")
+                sink.finish(response)
 
         try:
             self.server.admission.start(job, sink, environ.get(shares.ENVIRON_KEY))

@@ -354,8 +354,9 @@ class ModernEra:
                     request.id, jsonrpc.INTERNAL_ERROR, f"Internal error while serving {work.method}"
                 )
             finally:
-                sink.finish(response)
+                # Ended before the response is handed over: whoever reads it then sees the span ended.
                 operation.finish(response, None if response is not None else "cancelled")
+                sink.finish(response)
 
         self.server.admission.start(job, sink, environ.get(shares.ENVIRON_KEY))
         return sink
