@@ -160,13 +160,18 @@ def test_a_failing_tool_is_a_tool_error_and_a_bad_request_its_json_rpc_code():
     peer.call("fails", {})
     span = last_span("tools/call fails")
     assert span.attributes["error.type"] == "tool_error" and span.status.status_code == StatusCode.ERROR
-    before = histogram_count("mcp.server.operation.duration", **{"error.type": "-32602"})
+    unknown = {"error.type": "-32602", "mcp.method.name": "tools/call"}
+    before = histogram_count("mcp.server.operation.duration", **unknown)
     peer.call("no_such_tool", {})
     span = last_span("tools/call")  # an unknown name is no target: the span is named by the method
     assert span.attributes["error.type"] == "-32602" and "Unknown tool" in span.status.description
     # The metric counts it, but never under a name the client made up.
-    assert histogram_count("mcp.server.operation.duration", **{"error.type": "-32602"}) == before + 1
+    assert histogram_count("mcp.server.operation.duration", **unknown) == before + 1
     assert histogram_count("mcp.server.operation.duration", **{"gen_ai.tool.name": "no_such_tool"}) == 0
+    other = histogram_count("mcp.server.operation.duration", **{"mcp.method.name": "_OTHER"})
+    peer.post({"jsonrpc": "2.0", "id": 99, "method": "made/up", "params": {}})
+    assert last_span("made/up").attributes["error.type"] == "-32601"
+    assert histogram_count("mcp.server.operation.duration", **{"mcp.method.name": "_OTHER"}) == other + 1
 
 
 def test_an_elicitation_is_a_client_span_with_its_outcome_in_the_handshake_era():

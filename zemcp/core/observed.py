@@ -52,12 +52,12 @@ def begin(
         return NULL_OPERATION
     method, params = message.method, message.params
     target = None
-    known = method in KNOWN_METHODS or method in server.methods()
+    known_target = True
     if method in ("tools/call", "prompts/get"):
         name = params.get("name")
         target = name if isinstance(name, str) else None
         registry = server.tools if method == "tools/call" else server.prompts
-        known = target is not None and registry.get(target) is not None
+        known_target = target is not None and registry.get(target) is not None
     elif method.startswith("resources/"):
         uri = params.get("uri")
         target = uri if isinstance(uri, str) else None
@@ -68,7 +68,8 @@ def begin(
         request_id,
         environ,
         target=target,
-        known=known,
+        known_method=method in KNOWN_METHODS or method in server.methods(),
+        known_target=known_target,
         version=version,
         session=label,
         meta=params.get("_meta"),

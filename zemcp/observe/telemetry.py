@@ -109,7 +109,8 @@ class Telemetry:
         environ: dict[str, Any],
         *,
         target: str | None = None,
-        known: bool = True,
+        known_method: bool = True,
+        known_target: bool = True,
         version: str | None = None,
         session: str | None = None,
         meta: Any = None,
@@ -121,8 +122,9 @@ class Telemetry:
             request_id: its id; None for a notification.
             environ: the WSGI environ, or a transport's stand-in without ``REQUEST_METHOD`` (stdio).
             target: the tool or prompt name, or the resource URI, when the method has one.
-            known: whether ``method`` and ``target`` name what this server has: client-chosen
-                names never become metric labels (a flood of made-up names would grow them without end).
+            known_method, known_target: whether ``method`` and ``target`` name what this
+                server has: client-chosen names never become metric labels (a flood of made-up
+                names would grow them without end).
             version: the MCP protocol version of the message.
             session: the session's fingerprint (:func:`zemcp.state.session.fingerprint`), the
                 span's ``mcp.session.id`` and the log record's ``session``; never the id
@@ -133,7 +135,7 @@ class Telemetry:
         """
         if not self.active:
             return NULL_OPERATION
-        return Operation(self, method, request_id, environ, target, known, version, session, meta)
+        return Operation(self, method, request_id, environ, target, known_method, known_target, version, session, meta)
 
     def refused(self, reason: str, status: int) -> None:
         """Count a request refused before any handler ran (reasons: :data:`zemcp.observe.instruments.REFUSALS`)."""
@@ -179,7 +181,8 @@ class Operation:
         request_id: Any,
         environ: dict[str, Any],
         target: str | None,
-        known: bool,
+        known_method: bool,
+        known_target: bool,
         version: str | None,
         session: str | None,
         meta: Any,
@@ -194,9 +197,9 @@ class Operation:
         if telemetry is None:
             return
         transport = "tcp" if "REQUEST_METHOD" in environ else "pipe"
-        tool = target if known and method == "tools/call" else ""
-        prompt = target if known and method == "prompts/get" else ""
-        self._labels = [method if known else "_OTHER", tool or "", prompt or "", "", version or "", transport]
+        tool = target if known_target and method == "tools/call" else ""
+        prompt = target if known_target and method == "prompts/get" else ""
+        self._labels = [method if known_method else "_OTHER", tool or "", prompt or "", "", version or "", transport]
         if telemetry.tracing is None:
             return
         attributes: dict[str, Any] = {"mcp.method.name": method, "network.transport": transport}
@@ -400,4 +403,4 @@ class Asking:
 
 
 #: The operation of a server that records nothing: every method does nothing.
-NULL_OPERATION = Operation(None, "", None, {}, None, True, None, None, None)
+NULL_OPERATION = Operation(None, "", None, {}, None, True, True, None, None, None)
