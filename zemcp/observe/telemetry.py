@@ -202,7 +202,7 @@ class Operation:
         self._labels = [method if known_method else "_OTHER", tool or "", prompt or "", "", version or "", transport]
         if telemetry.tracing is None:
             return
-        attributes: dict[str, Any] = {"mcp.method.name": method, "network.transport": transport}
+        attributes: dict[str, Any] = {"mcp.method.name": method[:TARGET_CHARS], "network.transport": transport}
         clipped = target[:TARGET_CHARS] if isinstance(target, str) else None
         if method == "tools/call" and clipped:
             attributes["gen_ai.tool.name"] = clipped
@@ -224,7 +224,8 @@ class Operation:
                 attributes["network.protocol.version"] = protocol[5:]
             if environ.get("REMOTE_ADDR"):
                 attributes["client.address"] = environ["REMOTE_ADDR"]
-        name = f"{method} {clipped}" if (tool or prompt) and clipped else method
+        # Span names stay few: a method the client made up is named _OTHER (its attribute tells it).
+        name = f"{method} {clipped}" if (tool or prompt) and clipped else method if known_method else "_OTHER"
         self._span = telemetry.tracing.server_span(name, attributes, meta, environ)
 
     def annotate(self, attributes: dict[str, Any]) -> None:
