@@ -65,6 +65,12 @@ def test_stream_settings_read_from_the_environment():
     assert s.max_replay_bytes == 65536
 
 
+def test_the_log_format_is_text_unless_json_is_asked_for():
+    assert Settings().log_format == "text"
+    assert Settings.from_env({"ZEMCP_LOG_FORMAT": "json"}).log_format == "json"
+    assert Settings.from_env({"ZEMCP_LOG_FORMAT": " "}).log_format == "text"
+
+
 def test_overrides_win_over_environment():
     """Keyword overrides beat ZEMCP_* variables."""
     assert Settings.from_env({"ZEMCP_THREADS": "8"}, threads=12).threads == 12
@@ -91,6 +97,8 @@ def test_overrides_win_over_environment():
         ),
         ({"ZEMCP_STREAM_BUFFER_EVENTS": "0"}, "stream_buffer_events must be at least 1"),
         ({"ZEMCP_STREAM_POLL_INTERVAL": "-1"}, "stream_poll_interval must be a finite number of seconds, 0 or more"),
+        ({"ZEMCP_LOG_FORMAT": "logfmt"}, "log_format (ZEMCP_LOG_FORMAT) must be text or json, got 'logfmt'"),
+        ({"ZEMCP_LOG_FORMAT": "JSON"}, "log_format (ZEMCP_LOG_FORMAT) must be text or json, got 'JSON'"),
     ],
 )
 def test_bad_values_are_refused_with_the_variable_named(env, text):

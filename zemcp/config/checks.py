@@ -70,6 +70,8 @@ def check(settings: Any) -> None:
                 f"networks such as 10.0.0.0/8, or *; got {entry!r}"
             ) from None
     check_observability(settings)
+    if settings.log_format not in ("text", "json"):
+        raise ValueError(f"log_format (ZEMCP_LOG_FORMAT) must be text or json, got {settings.log_format!r}")
     if settings.threads < 3:
         raise ValueError(
             f"threads must be at least 3 (a waiting elicitation holds one thread and its "

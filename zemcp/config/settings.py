@@ -82,6 +82,9 @@ class Settings:
         log_requests: log one ``zemcp.request`` record per served message (method, tool,
             duration, outcome, session fingerprint, trace id); off by default, like
             :attr:`access_log`.
+        log_format: how zemcp's processes write their log lines: ``text`` (the default:
+            gunicorn's and zemcp's lines as they always were) or ``json`` (one JSON object a
+            line, :mod:`zemcp.logformat`).
         max_pending: pending elicitations the whole process may have at once; ``None``
             derives it from ``threads`` (see :attr:`pending_budget`).
         max_listen_streams: open 2026-07-28 ``subscriptions/listen`` streams the process
@@ -179,6 +182,7 @@ class Settings:
     metrics_path: str = ""
     metrics_allow: tuple[str, ...] = ("127.0.0.0/8", "::1/128")
     log_requests: bool = False
+    log_format: str = "text"
     max_pending: int | None = None
     max_listen_streams: int | None = None
     max_standalone_streams: int | None = None
