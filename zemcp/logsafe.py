@@ -16,7 +16,12 @@ CLIP = 80
 
 def clip(value: Any, limit: int = CLIP) -> str:
     """``repr(value)``, cut to ``limit`` characters with the original length noted when longer."""
-    text = repr(value)
+    return shorten(repr(value), limit)
+
+
+def shorten(text: str, limit: int = CLIP) -> str:
+    """``text`` cut to ``limit`` characters with the original length noted when longer: for a
+    value a JSON log line carries as a string of its own, which JSON escaping keeps in its field."""
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text)} characters)"
