@@ -202,7 +202,14 @@ class Server(Registrar):
         self.subscriptions.drop_session(session.id)
         session.streams.close()
         n = self.pending.end_session(session.id, reason)
-        log.info("session %s ended (%s); %d pending server-to-client request(s) ended", fingerprint(session.id), why, n)
+        label = fingerprint(session.id)
+        log.info(
+            "session %s ended (%s); %d pending server-to-client request(s) ended",
+            label,
+            why,
+            n,
+            extra={"event": "session_ended", "session": label},
+        )
 
     def abort(self, call: Any, reason: ElicitAborted) -> None:
         """End a running request's waits (its handler raises ``reason`` at its next ``ctx`` use).

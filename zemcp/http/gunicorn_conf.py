@@ -72,6 +72,7 @@ __all__ = [
     "accesslog",
     "errorlog",
     "loglevel",
+    "logger_class",
     "when_ready",
     "post_fork",
     "post_worker_init",
@@ -108,6 +109,10 @@ control_socket_disable = True
 accesslog = _settings.access_log or None
 errorlog = "-"
 loglevel = "info"
+# ZEMCP_LOG_FORMAT=json: gunicorn's own lines (and the access log's) become JSON through its
+# logger class, which keeps gunicorn's targets. Otherwise gunicorn's default, named as gunicorn
+# names it, so that a statsd host still switches it to gunicorn's statsd logger.
+logger_class = "zemcp.http.gunicorn_log.JsonLogger" if _settings.log_format == "json" else "gunicorn.glogging.Logger"
 
 
 def when_ready(server: Arbiter) -> None:
@@ -131,8 +136,8 @@ def post_fork(server: Arbiter, worker: Worker) -> None:
 
 
 def post_worker_init(worker: Worker) -> None:
-    """Send zemcp's log records to gunicorn's error log, and end the sessions on a stop (graceful
-    or quick).
+    """Send zemcp's log records to gunicorn's error log (in its format: JSON lines under
+    ``ZEMCP_LOG_FORMAT=json``), and end the sessions on a stop (graceful or quick).
 
     gunicorn's graceful stop waits up to ``graceful_timeout`` for open responses, and a
     pending elicitation keeps one open; meanwhile new connections to this instance hang.

@@ -318,13 +318,15 @@ class HandshakeEra:
         if self.server.instructions:
             result["instructions"] = self.server.instructions
         # Clipped reprs: client-chosen strings must not flood the log or forge log lines.
+        label = fingerprint(session.id)
         log.info(
             "session %s initialized: client %s %s, protocol %s, elicitation %s",
-            fingerprint(session.id),
+            label,
             logsafe.clip(client_info.get("name")),
             logsafe.clip(client_info.get("version")),
             version,
             "yes" if session.client_supports_elicit() else "no",
+            extra={"event": "session_initialized", "session": label},
         )
         return session, result
 
