@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from tests.conftest import ACCEPT, CONNECT_TIMEOUT, HOST, READ_TIMEOUT, REPO, free_port
 from tests.processes import stop_group
 from zemcp.cli.serve import main
+from zemcp.state.session import fingerprint
 
 START_TIMEOUT = 20
 
@@ -109,6 +110,23 @@ def test_run_serves_a_file_with_the_gthread_worker_and_its_thread_budget(serve):
         headers,
     )
     assert "thread budget: 8 threads" in r.json()["result"]["content"][0]["text"]
+
+
+def test_run_writes_json_lines_under_zemcp_log_format_json(serve, monkeypatch):
+    """Every line `zemcp run` writes over HTTP is one JSON object: gunicorn's, the endpoint's, zemcp's."""
+    monkeypatch.setenv("ZEMCP_LOG_FORMAT", "json")
+    url, log = serve("wsgi.py")
+    session_id = session(url)["Mcp-Session-Id"]
+    deadline = time.monotonic() + 5
+    while "session_initialized" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    messages = {record["message"]: record for record in records}
+    assert messages[f"zemcp: MCP endpoint at {url}"]["logger"] == "gunicorn.error"
+    assert "Using worker: zemcp.worker.ThreadWorker" in messages
+    [initialized] = [record for record in records if record["event"] == "session_initialized"]
+    assert initialized["session"] == fingerprint(session_id)
+    assert session_id not in log.read_text()
 
 
 @pytest.mark.parametrize(

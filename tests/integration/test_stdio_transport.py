@@ -3,6 +3,7 @@ elicitation waits, and the end of stdin ending the process (``zemcp run --transp
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -208,3 +209,47 @@ def test_cancellations_naming_no_request_id_leave_the_server_serving(pipes):
     pipes.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": META}})
     assert "tools" in pipes.read()["result"]
     assert pipes.proc.poll() is None
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_logs_go_to_stderr_in_the_chosen_format_and_stdout_carries_only_the_protocol(tmp_path, log_format):
+    """ZEMCP_LOG_FORMAT=json makes every stderr line one JSON object (a crafted client name
+    forges none, the session is a fingerprint); text keeps the lines as they were. stdout
+    holds the JSON-RPC messages and nothing else in either."""
+    crafted = 'evil\n2026-12-03 12:00:00,000 [1] [CRITICAL] zemcp.forged: {"event": "forged"}"}'
+    stderr = tmp_path / "stderr.log"
+    pipes = Pipes(stderr, log_format=log_format)
+    try:
+        init = json.loads(json.dumps(INIT))
+        init["params"]["clientInfo"]["name"] = crafted
+        pipes.send(init)
+        assert pipes.read()["result"]["serverInfo"]["name"] == "zemcp-reference"
+        pipes.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        pipes.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "ze_execute", "arguments": {"command": "help"}},
+            }
+        )
+        assert "server status" in pipes.read()["result"]["content"][0]["text"]
+        pipes.proc.stdin.close()
+        assert pipes.proc.wait(TIMEOUT) == 0
+        assert pipes.proc.stdout.read() == b"", "stdout holds the protocol only"
+    finally:
+        pipes.stop()
+    lines = stderr.read_text().splitlines()
+    assert lines, "the server logged to stderr"
+    if log_format == "text":
+        head = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} \[\d+\] \[(INFO|WARNING)\] zemcp\.\w+: "
+        assert all(re.match(head, line) for line in lines), lines
+        assert any(re.match(head + r"session [0-9a-f]{12} initialized: client 'evil\\n", line) for line in lines)
+        return
+    records = [json.loads(line) for line in lines]
+    assert all(r["event"] != "forged" and isinstance(r["pid"], int) for r in records), records
+    [initialized] = [r for r in records if r["event"] == "session_initialized"]
+    assert re.fullmatch("[0-9a-f]{12}", initialized["session"])
+    assert initialized["message"].startswith(f"session {initialized['session']} initialized: client 'evil\\n")
+    [ended] = [r for r in records if r["event"] == "session_ended"]
+    assert (ended["logger"], ended["session"]) == ("zemcp.server", initialized["session"])

@@ -192,6 +192,14 @@ def _check_port(bind: str) -> None:
         )
 
 
+def _settings() -> Settings:
+    """The settings of the environment, a malformed variable told as a usage error (without a traceback)."""
+    try:
+        return Settings.from_env()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 @click.group()
 def main() -> None:
     """zemcp: serve synchronous MCP servers."""
@@ -264,7 +272,7 @@ def run(
 
         # Before the import: what the target prints at import time must not reach stdout.
         reader, writer = stdio.claim_stdio()
-        stdio.log_to_stderr(log_level)
+        stdio.log_to_stderr(log_level, _settings().log_format)
         stdio.run(load_target(target)[1], reader, writer)
         return
     # The options become the settings the server and gunicorn's configuration both read.

@@ -32,7 +32,7 @@ import sys
 import threading
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from zemcp import logsafe
+from zemcp import logformat, logsafe
 from zemcp.cli.lifetime import watch_parent
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server
@@ -318,13 +318,18 @@ def claim_stdio() -> tuple[IO[bytes], IO[bytes]]:
     return reader, writer
 
 
-def log_to_stderr(log_level: str) -> None:
-    """Send log records of ``log_level`` (``"info"`` ...) and above to stderr, stdio's log channel."""
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=log_level.upper(),
-        format="%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s",
-    )
+def log_to_stderr(log_level: str, log_format: str = "text") -> None:
+    """Send log records of ``log_level`` and above to stderr, stdio's log channel.
+
+    Args:
+        log_level: ``"debug"``, ``"info"``, ``"warning"``, ``"error"`` or ``"critical"``.
+        log_format: ``Settings.log_format``: ``"text"`` (``<time> [<pid>] [<LEVEL>] <logger>:
+            <message>``) or ``"json"`` (one object a line, :mod:`zemcp.logformat`).
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s [%(process)d] [%(levelname)s] %(name)s: %(message)s"))
+    logformat.install(handler, log_format)
+    logging.basicConfig(level=log_level.upper(), handlers=[handler])
 
 
 def run(server: Server, reader: IO[bytes], writer: IO[bytes]) -> None:
