@@ -112,10 +112,16 @@ def test_run_serves_a_file_with_the_gthread_worker_and_its_thread_budget(serve):
     assert "thread budget: 8 threads" in r.json()["result"]["content"][0]["text"]
 
 
-def test_run_writes_json_lines_under_zemcp_log_format_json(serve, monkeypatch):
-    """Every line `zemcp run` writes over HTTP is one JSON object: gunicorn's, the endpoint's, zemcp's."""
+def test_run_writes_json_lines_under_zemcp_log_format_json(serve, monkeypatch, tmp_path):
+    """Every line `zemcp run` writes over HTTP is one JSON object: gunicorn's, the endpoint's,
+    zemcp's, those logged while the target is imported (in the master) too."""
     monkeypatch.setenv("ZEMCP_LOG_FORMAT", "json")
-    url, log = serve("wsgi.py")
+    target = tmp_path / "noisy.py"
+    target.write_text(
+        "import logging\nimport wsgi\n\nlogging.getLogger('zemcp.noisy').warning('imported')\napp = wsgi.app\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    url, log = serve(f"{target}:app")
     session_id = session(url)["Mcp-Session-Id"]
     deadline = time.monotonic() + 5
     while "session_initialized" not in log.read_text() and time.monotonic() < deadline:
@@ -124,6 +130,7 @@ def test_run_writes_json_lines_under_zemcp_log_format_json(serve, monkeypatch):
     messages = {record["message"]: record for record in records}
     assert messages[f"zemcp: MCP endpoint at {url}"]["logger"] == "gunicorn.error"
     assert "Using worker: zemcp.worker.ThreadWorker" in messages
+    assert (messages["imported"]["event"], messages["imported"]["level"]) == ("noisy", "warning")
     [initialized] = [record for record in records if record["event"] == "session_initialized"]
     assert initialized["session"] == fingerprint(session_id)
     assert session_id not in log.read_text()

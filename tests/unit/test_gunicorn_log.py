@@ -11,20 +11,26 @@ import pytest
 from gunicorn.config import Config
 from gunicorn.instrument.statsd import Statsd
 
+from zemcp.http import gunicorn_log
 from zemcp.http.gunicorn_log import JsonLogger, JsonStatsd
 from zemcp.logformat import JsonFormatter
 
 
 @pytest.fixture
 def gunicorn_loggers():
-    """gunicorn's two loggers are the process's: leave them as they were."""
-    loggers = [logging.getLogger("gunicorn.error"), logging.getLogger("gunicorn.access")]
+    """gunicorn's two loggers and zemcp's are the process's: leave them as they were."""
+    loggers = [logging.getLogger(name) for name in ("gunicorn.error", "gunicorn.access", "zemcp")]
     saved = [(log, list(log.handlers), log.level, log.propagate) for log in loggers]
+    lent = list(gunicorn_log._lent)
+    for log in loggers:
+        log.handlers.clear()
+    gunicorn_log._lent.clear()
     yield
     for log, handlers, level, propagate in saved:
         log.handlers[:] = handlers
         log.setLevel(level)
         log.propagate = propagate
+    gunicorn_log._lent[:] = lent
 
 
 def config(**settings) -> Config:
@@ -43,6 +49,20 @@ def test_the_error_and_access_handlers_write_json_and_keep_it_on_a_reload(gunico
     handlers = [*logger.error_log.handlers, *logger.access_log.handlers]
     assert len(handlers) == 2 and all(isinstance(h.formatter, JsonFormatter) for h in handlers)
     assert type(logger) is JsonLogger
+
+
+def test_zemcps_records_go_to_the_error_log_from_the_setup_on_and_once_after_a_reload(gunicorn_loggers):
+    """Under JSON, records logged while the application is imported (before post_worker_init)
+    are gunicorn's error-log lines too; a reload swaps the handlers, never doubles them."""
+    cfg = config(errorlog="-", loglevel="warning")
+    logger = JsonLogger(cfg)
+    zemcp_log = logging.getLogger("zemcp")
+    assert zemcp_log.handlers == logger.error_log.handlers and not zemcp_log.propagate
+    assert zemcp_log.level == logging.WARNING
+    logger.setup(cfg)
+    assert zemcp_log.handlers == logger.error_log.handlers and len(zemcp_log.handlers) == 1
+    gunicorn_log.send_zemcp_records(logger.error_log)  # post_worker_init, in each worker
+    assert zemcp_log.handlers == logger.error_log.handlers
 
 
 def test_a_statsd_host_makes_the_statsd_logger_with_json_lines(gunicorn_loggers):

@@ -162,6 +162,10 @@ def _gunicorn_application(target: str, options: dict[str, Any], preload: bool, w
 
     app = Application()
     if preload:
+        if _settings().log_format == "json":
+            # gunicorn's logger first: it then takes zemcp's records, so that what the import
+            # logs is a JSON line too.
+            app.cfg.logger_class(app.cfg)
         # Load in the master: a target that cannot be served fails at once, with its reason.
         app.preloaded = app.load()
     return app

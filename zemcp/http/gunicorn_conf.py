@@ -10,7 +10,6 @@ none is set: import it in the master, before workers fork.
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import signal
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING
 from zemcp.config import Settings
 from zemcp.core.server import shutdown_all
 from zemcp.eras.modern.request_state import new_key
+from zemcp.http.gunicorn_log import send_zemcp_records
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -143,12 +143,7 @@ def post_worker_init(worker: Worker) -> None:
     pending elicitation keeps one open; meanwhile new connections to this instance hang.
     Ending the sessions when the worker is told to stop lets those streams finish at once.
     """
-    error_log = worker.log.error_log
-    zemcp_log = logging.getLogger("zemcp")
-    zemcp_log.setLevel(error_log.level)
-    zemcp_log.propagate = False
-    for handler in error_log.handlers:
-        zemcp_log.addHandler(handler)
+    send_zemcp_records(worker.log.error_log)
 
     stop = worker.handle_exit
     quit_now = worker.handle_quit

@@ -7,12 +7,17 @@ handlers (at start-up, and again on every configuration reload), each handler of
 and of the access log gets zemcp's JSON format (:func:`zemcp.logformat.install`). So the
 targets stay gunicorn's (``errorlog``, ``accesslog``, syslog), and so do its records: the
 master's start-up lines, the workers' births and deaths, its errors, each access line as the
-``message`` of an ``access`` event. zemcp's own records reach the same handlers in the workers
-(``post_worker_init``), and take the same format there.
+``message`` of an ``access`` event.
+
+zemcp's own records reach the same handlers (:func:`send_zemcp_records`): in every worker once
+it has started (``post_worker_init``), and under JSON from the logger's setup on, so that the
+records logged while the application is imported (in the master with ``preload_app``, in each
+worker otherwise) are JSON lines too.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from gunicorn.glogging import Logger
@@ -43,7 +48,30 @@ class JsonLogger(Logger):
         super().setup(cfg)
         for handler in (*self.error_log.handlers, *self.access_log.handlers):
             logformat.install(handler, "json")
+        send_zemcp_records(self.error_log)
 
 
 class JsonStatsd(JsonLogger, Statsd):
     """gunicorn's statsd logger (``statsd_host``) with :class:`JsonLogger`'s lines."""
+
+
+#: The handlers of gunicorn's error log that :func:`send_zemcp_records` gave the ``zemcp``
+#: logger last, which a later call (after a configuration reload) takes back.
+_lent: list[logging.Handler] = []
+
+
+def send_zemcp_records(error_log: logging.Logger) -> None:
+    """Make the records of the ``zemcp`` loggers go to gunicorn's error log, at its level.
+
+    The ``zemcp`` logger gets the handlers of ``error_log`` (those of an earlier call are
+    removed first: a reload replaces gunicorn's handlers) and its level, and stops
+    propagating, so that nothing is written twice.
+    """
+    zemcp_log = logging.getLogger("zemcp")
+    for handler in _lent:
+        zemcp_log.removeHandler(handler)
+    _lent[:] = error_log.handlers
+    zemcp_log.setLevel(error_log.level)
+    zemcp_log.propagate = False
+    for handler in _lent:
+        zemcp_log.addHandler(handler)
