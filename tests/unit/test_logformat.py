@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -242,3 +243,16 @@ def test_a_record_in_a_recording_span_carries_its_trace():
     quiet = trace.NonRecordingSpan(context)
     with trace.use_span(quiet):
         assert "trace_id" not in json.loads(formatter.format(record()))
+
+
+def test_the_documented_lines_have_the_formatters_shape():
+    """docs/observability.md's example lines: the fixed fields first, in order, then only the
+    named ones, in order, as JsonFormatter writes them."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "observability.md").read_text()
+    examples = [json.loads(block) for block in re.findall(r"```json\n(.*?)\n```", page, flags=re.S)]
+    assert len(examples) >= 4
+    order = ["time", "level", "logger", "event", "message", "pid", *logformat.FIELDS, "exc_type", "exc_text"]
+    for example in examples:
+        assert list(example)[:6] == order[:6], example
+        assert list(example) == [name for name in order if name in example], example
+        assert TIME.fullmatch(example["time"]) and re.fullmatch(r"[a-z][a-z0-9_]*", example["event"]), example
