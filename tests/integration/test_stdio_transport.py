@@ -253,3 +253,18 @@ def test_logs_go_to_stderr_in_the_chosen_format_and_stdout_carries_only_the_prot
     assert initialized["message"].startswith(f"session {initialized['session']} initialized: client 'evil\\n")
     [ended] = [r for r in records if r["event"] == "session_ended"]
     assert (ended["logger"], ended["session"]) == ("zemcp.server", initialized["session"])
+
+
+def test_a_log_format_of_neither_kind_stops_the_server_naming_the_variable():
+    env = {**os.environ, "ZEMCP_LOG_FORMAT": "yaml"}
+    done = subprocess.run(
+        [sys.executable, "-m", "zemcp", "run", "wsgi.py", "--transport", "stdio"],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 1 and done.stdout == b""
+    assert b"log_format (ZEMCP_LOG_FORMAT) must be text or json, got 'yaml'" in done.stderr
+    assert b"Traceback" not in done.stderr, done.stderr
