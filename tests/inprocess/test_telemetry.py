@@ -29,6 +29,7 @@ from tests.inprocess.threaded import Client
 from zemcp import Settings
 from zemcp.cli.stdio import StdioTransport
 from zemcp.http.transport import McpApp
+from zemcp.logformat import JsonFormatter
 from zemcp.state.session import fingerprint
 
 SPANS = InMemorySpanExporter()
@@ -343,9 +344,19 @@ def test_a_request_record_is_logged_when_the_settings_ask(caplog):
     found = [r for r in caplog.records if r.name == "zemcp.request" and getattr(r, "method", "") == "tools/call"]
     assert len(found) == 1, [(r.name, r.getMessage()) for r in caplog.records]
     (record,) = found
-    assert record.event == "request" and record.tool == "'fails'" and record.outcome == "tool_error"
+    assert record.event == "request" and record.tool == "fails" and record.outcome == "tool_error"
     assert record.session == fingerprint(peer.sid) and isinstance(record.duration, float)
     assert len(record.trace_id) == 32 and len(record.span_id) == 16
+    # In the JSON format the record is one line with the fields the format names.
+    line = json.loads(JsonFormatter().format(record))
+    assert {k: line[k] for k in ("event", "method", "tool", "outcome", "session", "trace_id")} == {
+        "event": "request",
+        "method": "tools/call",
+        "tool": "fails",
+        "outcome": "tool_error",
+        "session": fingerprint(peer.sid),
+        "trace_id": record.trace_id,
+    }
     caplog.clear()
     Peer(McpApp(make_server())).call("fails", {})
     assert not [r for r in caplog.records if r.name == "zemcp.request"]

@@ -298,15 +298,16 @@ def _log_request(operation: Operation, seconds: float, error_type: str | None, i
         "outcome": error_type or "ok",
     }
     if operation._target is not None:
-        extra["tool"] = logsafe.clip(operation._target)
+        # The JSON format cuts fields itself; the text line shows the name clipped and quoted.
+        extra["tool"] = operation._target
     if operation._session is not None:
         extra["session"] = operation._session
     if ids is not None:
         extra["trace_id"], extra["span_id"] = ids
     request_log.info(
         "%s %s: %s in %.3f s",
-        operation._method,
-        extra.get("tool", "-"),
+        logsafe.clip(operation._method),
+        logsafe.clip(operation._target) if operation._target is not None else "-",
         extra["outcome"],
         seconds,
         extra=extra,
