@@ -223,3 +223,64 @@ def test_an_answer_claimed_as_the_wait_runs_out_is_still_taken(workers):
     waiter.join(5)
     assert [answer.result for answer in outcome[0]] == [{"action": "accept"}], outcome
     assert b.pending.count(session.id) == 0
+
+
+# -- the token buckets of the rate limits ---------------------------------------------------
+
+
+def _limit(text, scope="client"):
+    from zemcp.config.rates import parse_rate
+    from zemcp.state.ratelimits import Limit
+
+    return Limit(scope, parse_rate(text, "test"), "ZEMCP_RATE_LIMIT")
+
+
+def test_both_processes_take_from_one_bucket(workers):
+    a, b = workers
+    per_hour = _limit("4/hour")
+    taken = [worker.state.limiter.take("address 198.51.100.7", [per_hour]) for worker in (a, b, a, b)]
+    assert taken == [None] * 4
+    assert a.state.limiter.take("address 198.51.100.7", [per_hour]) is not None
+    assert b.state.limiter.take("address 198.51.100.7", [per_hour]) is not None
+
+
+def test_a_bucket_is_a_key_under_the_prefix_that_names_no_client_and_expires_when_full(workers, redis_server):
+    import redis
+
+    a, _ = workers
+    a.state.limiter.take("address 198.51.100.7", [_limit("1/hour"), _limit("2/minute", "tool report")])
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        keys = sorted(key.decode() for key in client.keys("zemcp:rate:*"))
+        assert [key.rsplit(":", 1)[0] for key in keys] == ["zemcp:rate:client", "zemcp:rate:tool:report"], keys
+        assert all("198.51.100.7" not in key and len(key.rsplit(":", 1)[1]) == 32 for key in keys), keys
+        ttls = {key: client.pttl(key) for key in keys}
+        # Empty after one take of 1/hour: full again in 3600 s; half full of 2/minute: in 30 s.
+        assert 3599_000 < ttls[keys[0]] <= 3601_000, ttls
+        assert 29_000 < ttls[keys[1]] <= 31_000, ttls
+    finally:
+        client.close()
+
+
+def test_redis_trouble_in_the_limiter_is_state_unavailable(start_redis):
+    import redis
+
+    from zemcp.state.interfaces import StateUnavailable
+
+    server = start_redis()
+    worker = Worker(server.url, "a", redis_timeout=0.5)
+    try:
+        per_hour = _limit("4/hour")
+        # A key of another type where the bucket goes: an error reply, not a 500.
+        client = redis.Redis.from_url(server.url)
+        client.set(worker.state.limiter.key("client", "address a"), "not a hash")
+        client.close()
+        with pytest.raises(StateUnavailable, match="ZEMCP_REDIS_URL"):
+            worker.state.limiter.take("address a", [per_hour])
+        server.stop()
+        started = time.monotonic()
+        with pytest.raises(StateUnavailable, match="cannot be reached"):
+            worker.state.limiter.take("address b", [per_hour])
+        assert time.monotonic() - started < 2.0
+    finally:
+        worker.close()

@@ -1,10 +1,11 @@
-"""The contract of the four shared-state seams (zemcp.state.interfaces), run against every
-implementation zemcp.state.open_state can choose (zemcp.state.BACKENDS).
+"""The contract of the shared-state seams (zemcp.state.interfaces, zemcp.state.ratelimits),
+run against every implementation zemcp.state.open_state can choose (zemcp.state.BACKENDS).
 
 Each test reaches the state only through the interfaces: sessions (SessionStore), the
 server-to-client requests waiting for answers (WaitingCalls), a session's stream logs
-(StreamLogs and EventLog) and the fan-out of change notifications (FanOut). A new
-implementation joins BACKENDS and passes these tests as they are.
+(StreamLogs and EventLog), the fan-out of change notifications (FanOut) and the token
+buckets of the rate limits (RateLimiter). A new implementation joins BACKENDS and passes
+these tests as they are.
 """
 
 import threading
@@ -13,6 +14,7 @@ import time
 import pytest
 
 from zemcp.config import Settings
+from zemcp.config.rates import parse_rate
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import RequestCancelled, SessionEnded
 from zemcp.state import BACKENDS, open_state
@@ -30,6 +32,7 @@ from zemcp.state.interfaces import (
     StreamNotFound,
     retry_field,
 )
+from zemcp.state.ratelimits import CLIENT_SCOPE, Limit
 
 SETTINGS = dict(
     instance="contract",
@@ -60,6 +63,7 @@ class Opened:
         self.ended = Ended()
         built = open_state(Settings(**SETTINGS, state_backend=backend, **extra), self.ended)
         self.sessions, self.pending, self.fanout = built.sessions, built.pending, built.fanout
+        self.limiter = built.limiter
 
 
 @pytest.fixture(params=BACKENDS)
@@ -535,3 +539,63 @@ def test_ending_a_connection_on_purpose_stops_its_reader_but_not_the_stream(stat
     assert read[-1] == retry_field(log.limits), "the reader ends after telling the client when to come back"
     assert not log.finished, "the stream lives on for the client to resume"
     assert log.append(b'{"n":2}') is not None
+
+
+# -- the token buckets of the rate limits -------------------------------------------------
+
+
+def rate_limit(text, scope=CLIENT_SCOPE):
+    return Limit(scope, parse_rate(text, "contract"), "ZEMCP_RATE_LIMIT")
+
+
+def test_a_bucket_gives_its_burst_then_tells_how_long_until_a_token(state):
+    per_hour = rate_limit("3/hour")
+    assert [state.limiter.take("address a", [per_hour]) for _ in range(3)] == [None, None, None]
+    refused = state.limiter.take("address a", [per_hour])
+    assert refused is not None and refused.limit == per_hour
+    assert 1190 < refused.wait <= 1200, refused  # one token every 1200 s
+
+
+def test_a_request_takes_from_every_bucket_or_from_none(state):
+    client, tool = rate_limit("3/hour"), rate_limit("1/hour", "tool report")
+    assert state.limiter.take("address a", [client, tool]) is None
+    refused = state.limiter.take("address a", [client, tool])
+    assert refused is not None and refused.limit == tool and 3590 < refused.wait <= 3600, refused
+    # The refused call took nothing from the client's bucket: two tokens are left there.
+    assert [state.limiter.take("address a", [client]) for _ in range(2)] == [None, None]
+    assert state.limiter.take("address a", [client]).limit == client
+
+
+def test_each_client_and_each_scope_has_a_bucket_of_its_own(state):
+    one = rate_limit("1/hour")
+    assert state.limiter.take("address a", [one]) is None
+    assert state.limiter.take("address a", [one]) is not None
+    assert state.limiter.take("address b", [one]) is None
+    assert state.limiter.take("principal issuer alice", [one]) is None
+    assert state.limiter.take("address a", [rate_limit("1/hour", "tool report")]) is None
+
+
+def test_a_bucket_fills_again_at_its_rate(state):
+    quick = rate_limit("20/second burst 1")
+    assert state.limiter.take("address a", [quick]) is None
+    refused = state.limiter.take("address a", [quick])
+    assert refused is not None and 0 < refused.wait <= 0.05, refused
+    time.sleep(refused.wait + 0.02)
+    assert state.limiter.take("address a", [quick]) is None
+
+
+def test_concurrent_takes_get_exactly_the_burst(state):
+    per_hour = rate_limit("30/hour")
+    granted = []
+    start = threading.Barrier(4)
+
+    def run():
+        start.wait()
+        granted.append(sum(state.limiter.take("address a", [per_hour]) is None for _ in range(20)))
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(granted) == 4 and sum(granted) == 30, granted

@@ -2,9 +2,10 @@
 
 The seams are declared in :mod:`zemcp.state.interfaces`: sessions (``SessionStore``), the
 server-to-client requests waiting for answers (``WaitingCalls``), streams' event logs
-(``StreamLogs`` and ``EventLog``) and the fan-out of change notifications (``FanOut``). A
+(``StreamLogs`` and ``EventLog``) and the fan-out of change notifications (``FanOut``); the
+token buckets of the rate limits (``RateLimiter``) in :mod:`zemcp.state.ratelimits`. A
 backend is one module of this package with a ``build(settings, on_session_end)`` that returns
-the four as a :class:`zemcp.state.seams.State`; :func:`open_state` is the one place that
+them as a :class:`zemcp.state.seams.State`; :func:`open_state` is the one place that
 chooses it, by ``Settings.state_backend`` (``ZEMCP_STATE_BACKEND``, or ``ZEMCP_REDIS_URL``),
 and imports it only then, so that a backend's own libraries load only where it is chosen.
 ``memory`` (:mod:`zemcp.state.memory`) keeps everything in the process and needs no
@@ -37,7 +38,7 @@ def open_state(settings: Settings, on_session_end: Callable[[Session, str], None
         on_session_end: called as ``on_session_end(session, why)`` after a session ended
             (DELETE, expiry, shutdown).
     Returns:
-        the four seams, ready to use.
+        the seams, ready to use.
     Raises:
         ValueError: ``state_backend`` names no backend of :data:`BACKENDS`.
         ImportError: the backend's library is not installed (the message names the extra).

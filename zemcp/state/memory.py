@@ -8,6 +8,7 @@ from collections.abc import Callable
 from functools import partial
 
 from zemcp.config import Settings
+from zemcp.state.buckets import LocalRateLimiter
 from zemcp.state.correlation import CorrelationTable
 from zemcp.state.eventlogs import ReplayBudget, SessionStreams
 from zemcp.state.registry import SessionRegistry
@@ -17,7 +18,7 @@ from zemcp.state.subscriptions import SubscriptionHub
 
 
 def build(settings: Settings, on_session_end: Callable[[Session, str], None]) -> State:
-    """The four seams, in this process.
+    """The seams, in this process (the rate limits' buckets too: each worker has its own).
 
     Args:
         settings: ``max_sessions``, ``session_ttl``, ``instance``, ``stream_limits``,
@@ -40,4 +41,5 @@ def build(settings: Settings, on_session_end: Callable[[Session, str], None]) ->
         pending=CorrelationTable(settings.pending_budget, settings.session_pending_budget, settings.client_share),
         replay_budget=replay_budget,
         fanout=SubscriptionHub(settings.listen_budget),
+        limiter=LocalRateLimiter(),
     )

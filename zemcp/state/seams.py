@@ -1,10 +1,11 @@
-"""The shared state of one server: its four seams, as a backend builds them (:class:`State`)."""
+"""The shared state of one server: its seams, as a backend builds them (:class:`State`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from zemcp.state.interfaces import ByteBudget, FanOut, SessionStore, WaitingCalls
+from zemcp.state.ratelimits import RateLimiter
 from zemcp.state.session import Session
 
 
@@ -18,9 +19,11 @@ class State:
         replay_budget: the bound on bytes kept by finished streams, which every session's
             stream logs count against (its ``held`` figure is in ``server status``).
         fanout: who hears change notifications.
+        limiter: the token buckets of the rate limits, per client.
     """
 
     sessions: SessionStore[Session]
     pending: WaitingCalls
     replay_budget: ByteBudget
     fanout: FanOut
+    limiter: RateLimiter

@@ -4,7 +4,8 @@ instance serves every handshake-era session.
 What a session shares lives in Redis: its record (:mod:`.sessions`), the listing of its
 waiting server-to-client requests and the way their answers travel to the waiting process
 (:mod:`.waiting`, :mod:`.node`), the event logs of its streams (:mod:`.eventlogs`), and the
-list of its standalone stream for change notifications (:mod:`.fanout`). A running call,
+list of its standalone stream for change notifications (:mod:`.fanout`). The token buckets
+of the rate limits are there too (:mod:`.buckets`), one set for the whole deployment. A running call,
 and the thread that waits for its answers, stay in the process that runs it. Imported only
 when this backend is chosen, so the ``redis`` package is needed only then.
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable
 
 from zemcp.config import Settings
 from zemcp.state.interfaces import STANDALONE
+from zemcp.state.redis.buckets import RedisRateLimiter
 from zemcp.state.redis.client import Redis
 from zemcp.state.redis.eventlogs import RedisEventLog, RedisStreamLogs
 from zemcp.state.redis.fanout import RedisFanOut
@@ -27,7 +29,8 @@ from zemcp.state.session import Session
 
 
 def build(settings: Settings, on_session_end: Callable[[Session, str], None]) -> State:
-    """The four seams, in the Redis of ``settings.redis_url``.
+    """The seams, in the Redis of ``settings.redis_url`` (the rate limits' buckets too, shared
+    by every process).
 
     Args:
         settings: ``redis_url``, ``redis_prefix``, ``redis_timeout``, and the caps and
@@ -63,4 +66,6 @@ def build(settings: Settings, on_session_end: Callable[[Session, str], None]) ->
         settings.resume_window * 2,
         lambda session_id, stream_id: RedisEventLog(replay, session_id, stream_id, STANDALONE),
     )
-    return State(sessions=sessions, pending=pending, replay_budget=replay, fanout=fanout)
+    return State(
+        sessions=sessions, pending=pending, replay_budget=replay, fanout=fanout, limiter=RedisRateLimiter(redis)
+    )
