@@ -12,9 +12,12 @@ import re
 import threading
 from typing import Any
 
+from zemcp.config.rates import parse_rate, parse_tool_rates
+
 _INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 _BACKEND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+_RATE_EXAMPLES = {"rate_limit": "120/minute", "rate_limit_tools": "report=5/minute,search=1/s"}
 
 
 def check(settings: Any) -> None:
@@ -58,6 +61,7 @@ def check(settings: Any) -> None:
             f"client_share (ZEMCP_CLIENT_SHARE) must be above 0 and at most 1 (the fraction of each thread "
             f"budget one client may hold; 1 turns fair shares off), got {share!r}"
         )
+    check_rates(settings)
     proxies = settings.forwarded_allow_ips
     proxies = tuple(p.strip() for p in proxies.split(",") if p.strip()) if isinstance(proxies, str) else proxies
     object.__setattr__(settings, "forwarded_allow_ips", tuple(proxies))
@@ -118,6 +122,18 @@ def check(settings: Any) -> None:
                 "print(secrets.token_urlsafe(32))'"
             )
     check_auth(settings)
+
+
+def check_rates(settings: Any) -> None:
+    """The rate limits: each a rate of :mod:`zemcp.config.rates`, or empty; blanks around them dropped."""
+    for name, parse in (("rate_limit", parse_rate), ("rate_limit_tools", parse_tool_rates)):
+        source = f"{name} (ZEMCP_{name.upper()})"
+        value = getattr(settings, name)
+        if not isinstance(value, str):
+            raise ValueError(f"{source} must be a string such as {_RATE_EXAMPLES[name]!r}, got {value!r}")
+        object.__setattr__(settings, name, value.strip())
+        if value.strip():
+            parse(value, source)
 
 
 def check_redis(settings: Any) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zemcp.config import checks, environment
+from zemcp.config.rates import Rate, parse_rate, parse_tool_rates
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,18 @@ class Settings:
             least one place; a client beyond it gets 429 with ``Retry-After``. A client is the
             principal with authorization on, else the client address. 1 lets one client take
             everything (a server whose only client is one backend).
+        rate_limit: the token bucket of every client (the same client as for
+            :attr:`client_share`): ``<count>/<second|minute|hour>`` (also ``s``, ``m``,
+            ``h``), optionally followed by ``burst <n>``; ``120/minute`` lets a client send
+            120 requests at once and then one every half second. Every JSON-RPC request POSTed
+            over HTTP takes a token, except ``ping``; a request that finds none gets 429 with
+            ``Retry-After``. Answers, notifications, GETs, DELETEs and stdio are never limited.
+            Empty (the default): no limit. Per process unless :attr:`redis_url` shares the
+            buckets.
+        rate_limit_tools: token buckets per client for the calls of single tools, as
+            comma-separated ``<tool>=<rate>`` pairs (``report=5/minute,search=1/s``); such a
+            call takes a token from this bucket and from :attr:`rate_limit`'s. A tool's own
+            ``rate_limit=`` (``@server.tool``) wins over its entry here. Empty: none.
         forwarded_allow_ips: the addresses or CIDR networks of the reverse proxies whose
             ``X-Forwarded-For`` header names the client address (``*`` trusts any peer);
             empty (the default) believes no such header, so behind a proxy every client
@@ -174,6 +187,8 @@ class Settings:
     max_sessions: int = 1024
     max_pending_per_session: int = 32
     client_share: float = 0.75
+    rate_limit: str = ""
+    rate_limit_tools: str = ""
     forwarded_allow_ips: tuple[str, ...] = ()
     max_client_info_bytes: int = 4096
     access_log: str = ""
@@ -239,6 +254,16 @@ class Settings:
             max_bytes=self.stream_buffer_bytes,
             poll_interval=self.stream_poll_interval,
         )
+
+    @property
+    def client_rate(self) -> Rate | None:
+        """The token bucket of every client (:attr:`rate_limit`), or None without one."""
+        return parse_rate(self.rate_limit, "rate_limit (ZEMCP_RATE_LIMIT)") if self.rate_limit else None
+
+    @property
+    def tool_rates(self) -> dict[str, Rate]:
+        """Tool name -> the token bucket of its calls per client (:attr:`rate_limit_tools`)."""
+        return parse_tool_rates(self.rate_limit_tools, "rate_limit_tools (ZEMCP_RATE_LIMIT_TOOLS)")
 
     @property
     def thread_reserve(self) -> int:

@@ -62,6 +62,7 @@ class Registrar:
         scopes: tuple[str, ...] | list[str] = (),
         elicit_missing: bool | list[str] | tuple[str, ...] = False,
         elicit_message: str | None = None,
+        rate_limit: str | None = None,
     ) -> Callable[[_F], _F]: ...
 
     def tool(
@@ -79,6 +80,7 @@ class Registrar:
         scopes: tuple[str, ...] | list[str] = (),
         elicit_missing: bool | list[str] | tuple[str, ...] = False,
         elicit_message: str | None = None,
+        rate_limit: str | None = None,
     ) -> _F | Callable[[_F], _F]:
         """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
 
@@ -113,13 +115,19 @@ class Registrar:
                 ``Error: missing required argument: <names>``.
             elicit_message: the question shown with that form (``"<title or name> needs:
                 <fields>"`` when omitted).
+            rate_limit: a token bucket per client for this tool's calls over HTTP, such as
+                ``"5/minute"`` (``<count>/<second|minute|hour>``, optionally ``burst <n>``);
+                each call takes a token from it and from the server's ``ZEMCP_RATE_LIMIT``
+                bucket, and a call that finds it empty gets 429 (docs/observability.md,
+                "Rate limits"). It wins over the tool's entry in ``ZEMCP_RATE_LIMIT_TOOLS``.
         Returns:
             the decorator, which returns the function unchanged (bare use: the function).
         Raises:
             ValueError: a bad or taken name, a schema that is not an object schema, bad
                 annotations or ``x-mcp-header`` marks, a bad caching hint, an
                 ``elicit_missing`` that names an unknown argument or one a form cannot ask
-                for (or, as True, finds none), a blank ``elicit_message``.
+                for (or, as True, finds none), a blank ``elicit_message``, a
+                ``rate_limit`` that is not a rate.
             TypeError: a parameter or return type that cannot be expressed as JSON Schema,
                 or an async generator function.
         """
@@ -141,6 +149,7 @@ class Registrar:
                     cache=cache,
                     elicit_missing=elicit_missing,
                     elicit_message=elicit_message,
+                    rate_limit=rate_limit,
                 )
             )
             self._scopes[("tool", tool.name)] = needed

@@ -27,6 +27,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
 from zemcp import logsafe
+from zemcp.config.rates import parse_rate
 from zemcp.core import callables, coroutines, schemas
 from zemcp.core.context import Context
 from zemcp.core.docstrings import docstring_summary
@@ -82,13 +83,17 @@ class Tool:
             by the schema or not.
         elicit_message: the question shown with that form; when None, ``"<title or name>
             needs: <the missing fields' titles or names>"`` (see :meth:`question`).
+        rate_limit: a token bucket per client for this tool's calls over HTTP (a rate of
+            :func:`zemcp.config.rates.parse_rate`: ``5/minute``), over the server's own;
+            None: ``ZEMCP_RATE_LIMIT_TOOLS`` may name one.
     Raises:
         ValueError: a bad name, a schema that is not an object schema, both
             ``output_schema`` and ``structured_output``, unknown annotation keys, or an
             invalid ``x-mcp-header`` in the input schema (see :func:`zemcp.protocol.param_headers.header_annotations`),
             an ``elicit_missing`` list naming an argument the schema does not have or a form
             cannot ask for, ``elicit_missing=True`` without a required argument a form can
-            ask for, or an ``elicit_message`` that is not a non-empty string.
+            ask for, an ``elicit_message`` that is not a non-empty string, or a
+            ``rate_limit`` that is not a rate.
         TypeError: a parameter or return type the schemas cannot express (the message
             names it and lists what is supported), ``structured_output`` without a
             return annotation, or a handler that is an async generator function.
@@ -103,6 +108,7 @@ class Tool:
         elicited: the names of the arguments asked for when missing, in schema order (empty
             without ``elicit_missing``).
         elicit_message: as given (None: a question naming the missing fields).
+        rate_limit: ``rate_limit`` parsed, or None.
     """
 
     def __init__(
@@ -119,10 +125,12 @@ class Tool:
         cache: CacheHint = NO_CACHE,
         elicit_missing: bool | list[str] | tuple[str, ...] = False,
         elicit_message: str | None = None,
+        rate_limit: str | None = None,
     ):
         self.name = callables.handler_name(handler, name, "tool")
         if not _NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '.', '-'")
+        self.rate_limit = None if rate_limit is None else parse_rate(rate_limit, f"tool {self.name!r}: rate_limit")
         self.handler = handler
         self._async = coroutines.handler_is_async(handler, f"tool {self.name!r}")
         self.cache = cache

@@ -7,7 +7,9 @@ pass (Origin, Host, path, method, Content-Type, Accept, body size and pace, JSON
 syntax), then decides the protocol era once, by MCP 2026-07-28 basic/versioning's dual-era
 rule (:func:`zemcp.eras.modern.era.selects`), and hands the message to that era's module:
 :mod:`zemcp.eras.modern.era` (stateless 2026-07-28) or :mod:`zemcp.eras.handshake.era` (``initialize`` and
-sessions). The ``docs/transport.md`` table lists every status code.
+sessions). The ``docs/transport.md`` table lists every status code. Between the two, the
+request's rate limits are checked (:mod:`zemcp.http.rategate`): a client over its limit gets
+429 before any handler runs.
 
 The in-place upgrade (:func:`zemcp.replies.responses.reply`): a request is answered
 ``application/json`` when its handler returns without sending anything first; when the
@@ -37,11 +39,13 @@ from zemcp.eras.modern.era import ModernEra
 from zemcp.http import cors
 from zemcp.http.forwarded import ClientAddresses, trusted_networks
 from zemcp.observe.telemetry import REFUSAL
+from zemcp.http.rategate import RateGate
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
 from zemcp.replies.responses import WSGIResponse, challenge_response, empty_response, error_response, json_response
 from zemcp.state import shares
 from zemcp.state.interfaces import StateUnavailable
+from zemcp.state.ratelimits import RateLimited
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse
@@ -85,6 +89,7 @@ class McpApp:
         self._addresses = ClientAddresses(trusted_networks(self.settings.forwarded_allow_ips))
         self._metrics_path = self.settings.metrics_path
         self._metrics_readers = [ipaddress.ip_network(n, strict=False) for n in self.settings.metrics_allow]
+        self.rates = RateGate(server)
         self._warn_if_exposed()
 
     def _warn_if_exposed(self) -> None:
@@ -341,6 +346,20 @@ class McpApp:
             message = jsonrpc.parse(body)
         except ProtocolError as exc:
             return json_response(400, exc.to_message())
+        request_id = getattr(message, "id", None)
+        try:
+            # Before any era or handler spends anything on the request.
+            self.rates.check(message, request.environ[shares.ENVIRON_KEY])
+        except RateLimited as exc:
+            return json_response(
+                exc.status,
+                jsonrpc.error(request_id, jsonrpc.INTERNAL_ERROR, str(exc), exc.data),
+                headers={"Retry-After": str(exc.retry_after)},
+            )
+        except StateUnavailable as exc:
+            return error_response(
+                503, jsonrpc.INTERNAL_ERROR, str(exc), id=request_id, headers={"Retry-After": str(exc.retry_after)}
+            )
         # The era is decided here, once; each era's module does the rest.
         era = self.modern if modern.selects(message, request.headers) else self.handshake
         return era.post(request, message, principal)
