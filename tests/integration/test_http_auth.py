@@ -580,3 +580,20 @@ def test_fair_shares_belong_to_the_principal_not_the_address(jwt_server, authz):
         assert next(response.iter_lines()).startswith(b"id: ")
     for response in opened:
         response.close()
+
+
+def test_rate_limits_belong_to_the_principal_not_the_address(start_server, authz):
+    """With authorization on and ZEMCP_RATE_LIMIT=2/minute, Alice's bucket is hers whichever
+    OAuth client her tokens were issued to: her third call is refused naming the limit; Bob,
+    from the same address, is served."""
+    server = start_server(
+        auth="jwt", auth_issuer=authz.issuer, auth_jwks_url=authz.jwks_url, auth_scopes="mcp", rate_limit="2/minute"
+    )
+    client = ModernClient(server.url)
+    alice = [bearer(authz.token(server.url, subject="alice", client_id=f"client-{n}")) for n in range(3)]
+    assert [client.call({"command": "help"}, headers=headers)[0].status_code for headers in alice] == [200, 200, 429]
+    response, reply = client.call({"command": "help"}, headers=alice[0])
+    assert response.status_code == 429 and int(response.headers["Retry-After"]) >= 1, response.text
+    assert "rate limit (2/minute, ZEMCP_RATE_LIMIT)" in reply["error"]["message"], reply
+    bob = bearer(authz.token(server.url, subject="bob", client_id="client-0"))
+    assert client.call({"command": "help"}, headers=bob)[0].status_code == 200

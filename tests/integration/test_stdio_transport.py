@@ -268,3 +268,31 @@ def test_a_log_format_of_neither_kind_stops_the_server_naming_the_variable():
     assert done.returncode == 1 and done.stdout == b""
     assert b"log_format (ZEMCP_LOG_FORMAT) must be text or json, got 'yaml'" in done.stderr
     assert b"Traceback" not in done.stderr, done.stderr
+
+
+def test_stdio_is_never_rate_limited():
+    """With ZEMCP_RATE_LIMIT=1/hour (one request an hour over HTTP), a stdio server serves its
+    one client every request, in both eras: stdio never reaches the rate limits."""
+    for era in ("handshake", "modern"):
+        pipes = Pipes(rate_limit="1/hour", rate_limit_tools="ze_execute=1/hour")
+        try:
+            meta = {}
+            if era == "handshake":
+                pipes.send(INIT)
+                assert pipes.read()["result"]["serverInfo"]["name"] == "zemcp-reference"
+                pipes.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            else:
+                meta = {"_meta": META}
+            for n in range(2, 12):
+                pipes.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": n,
+                        "method": "tools/call",
+                        "params": {"name": "ze_execute", "arguments": {"command": "help"}, **meta},
+                    }
+                )
+                reply = pipes.read()
+                assert reply["id"] == n and "server status" in reply["result"]["content"][0]["text"], (era, reply)
+        finally:
+            pipes.stop()
