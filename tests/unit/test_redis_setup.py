@@ -57,6 +57,20 @@ def test_the_default_install_never_imports_redis():
     assert done.stdout.strip() == "False"
 
 
+def test_rate_limits_without_a_redis_url_never_import_redis():
+    code = (
+        "import sys, zemcp\n"
+        "from zemcp.protocol import jsonrpc\n"
+        "settings = zemcp.Settings(rate_limit='5/minute', rate_limit_tools='x=1/s')\n"
+        "zemcp.McpApp(zemcp.Server('x', settings=settings)).rates.check(\n"
+        "    jsonrpc.Request(1, 'tools/list', {}), 'address a')\n"
+        "print('redis' in sys.modules)"
+    )
+    done = _python(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
 def test_without_the_extra_a_redis_url_says_what_to_install():
     blocked = "import sys; sys.modules['redis'] = None\nimport zemcp\ntry:\n    zemcp.Server('x')\nexcept ImportError as exc:\n    print(exc)"
     done = _python(blocked, ZEMCP_REDIS_URL="redis://127.0.0.1:6379/0")
