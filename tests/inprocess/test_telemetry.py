@@ -335,6 +335,12 @@ def test_refusals_are_counted_by_reason():
     with pytest.raises(AssertionError):
         Peer(app)  # the one session allowed is taken: initialize gets 429
     assert refusals("sessions") == sessions + 1
+    limited = McpApp(make_server(rate_limit="2/hour"))
+    rate = refusals("rate")
+    Peer(limited).call("double", {"n": 1})  # initialize and the call take the two tokens
+    with pytest.raises(AssertionError):
+        Peer(limited)
+    assert refusals("rate") == rate + 1
 
 
 def test_a_request_record_is_logged_when_the_settings_ask(caplog):

@@ -38,8 +38,8 @@ from zemcp.eras.modern import era as modern
 from zemcp.eras.modern.era import ModernEra
 from zemcp.http import cors
 from zemcp.http.forwarded import ClientAddresses, trusted_networks
-from zemcp.observe.telemetry import REFUSAL
 from zemcp.http.rategate import RateGate
+from zemcp.observe.telemetry import REFUSAL
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
 from zemcp.replies.responses import WSGIResponse, challenge_response, empty_response, error_response, json_response
@@ -351,6 +351,7 @@ class McpApp:
             # Before any era or handler spends anything on the request.
             self.rates.check(message, request.environ[shares.ENVIRON_KEY])
         except RateLimited as exc:
+            request.environ[REFUSAL] = "rate"
             return json_response(
                 exc.status,
                 jsonrpc.error(request_id, jsonrpc.INTERNAL_ERROR, str(exc), exc.data),
