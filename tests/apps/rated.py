@@ -5,34 +5,38 @@
 ``ask`` asks the user for a word (key ``word``) and echoes it.
 """
 
+from typing import Any
+
 import zemcp
 
-server = zemcp.Server("zemcp-rate-tests", "1.0")
 WORD = {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}
 
 
-@server.tool
-def hello() -> str:
-    """Say hello."""
-    return "hello"
+def make_server(**settings: Any) -> zemcp.Server:
+    """The server, with ``settings`` (``ZEMCP_*`` from the environment when none are given)."""
+    server = zemcp.Server("zemcp-rate-tests", "1.0", settings=zemcp.Settings(**settings) if settings else None)
+
+    @server.tool
+    def hello() -> str:
+        """Say hello."""
+        return "hello"
+
+    @server.tool
+    def search() -> str:
+        """Pretend to search."""
+        return "found"
+
+    @server.tool(rate_limit="2/minute")
+    def report() -> str:
+        """Pretend to build a costly report."""
+        return "reported"
+
+    @server.tool
+    def ask(ctx: zemcp.Context) -> str:
+        """Ask the user for a word and echo it."""
+        return "word: " + ctx.elicit("A word?", WORD, key="word")["word"]
+
+    return server
 
 
-@server.tool
-def search() -> str:
-    """Pretend to search."""
-    return "found"
-
-
-@server.tool(rate_limit="2/minute")
-def report() -> str:
-    """Pretend to build a costly report."""
-    return "reported"
-
-
-@server.tool
-def ask(ctx: zemcp.Context) -> str:
-    """Ask the user for a word and echo it."""
-    return "word: " + ctx.elicit("A word?", WORD, key="word")["word"]
-
-
-app = zemcp.McpApp(server)
+app = zemcp.McpApp(make_server())

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import zemcp
+from tests.apps import rated
 from tests.conftest import free_port
 from tests.inprocess.threaded import Client
 from zemcp import Settings
@@ -25,21 +26,7 @@ META = {
 
 
 def make_app(**settings: Any) -> zemcp.McpApp:
-    server = zemcp.Server("rates", settings=Settings(**settings))
-
-    @server.tool
-    def hello() -> str:
-        return "hello"
-
-    @server.tool
-    def search() -> str:
-        return "found"
-
-    @server.tool(rate_limit="2/minute")
-    def report() -> str:
-        return "reported"
-
-    return zemcp.McpApp(server)
+    return zemcp.McpApp(rated.make_server(**settings))
 
 
 class Wire:

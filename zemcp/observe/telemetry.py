@@ -20,12 +20,14 @@ import importlib.util
 import json
 import logging
 import time
+from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from zemcp import logsafe
 from zemcp.config import Settings
 from zemcp.observe.figures import PROCESS, Source
+from zemcp.protocol.jsonrpc import ProtocolError
 
 if TYPE_CHECKING:
     from zemcp.observe.otelmetrics import OtelMetrics
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from zemcp.observe.tracing import Tracing
 
 request_log = logging.getLogger("zemcp.request")
+
+_Outcome = TypeVar("_Outcome")
 
 #: The WSGI environ key where the code that refuses a request names the reason it is counted
 #: under (:data:`zemcp.observe.instruments.REFUSALS`); the transport counts the refusal.
@@ -253,6 +257,23 @@ class Operation:
         a CLIENT span child of this operation; :meth:`Asking.answered` records the answers."""
         return Asking(self, methods)
 
+    def serve(self, answer: Callable[[], _Outcome]) -> _Outcome:
+        """Run ``answer()`` for the operation's message and end the operation by its outcome.
+
+        A dict (the JSON-RPC response) ends it at once; anything else (the sink of a running
+        handler, which ends it later) is returned as is. An exception ends it, named by its
+        JSON-RPC code or its class, and propagates.
+        """
+        try:
+            outcome = answer()
+        except BaseException as exc:
+            self.finish(None, failure_type(exc))
+            raise
+        response: Any = outcome
+        if isinstance(response, dict):
+            self.finish(response)
+        return outcome
+
     def finish(self, response: dict[str, Any] | None, error_type: str | None = None) -> None:
         """End the operation with the response the client got.
 
@@ -288,6 +309,11 @@ class Operation:
             sink.operation(seconds, tuple(labels))
         if telemetry.log_requests:
             _log_request(self, seconds, error_type, self.trace_ids())
+
+
+def failure_type(exc: BaseException) -> str:
+    """The ``error.type`` of a message that failed with ``exc``: its JSON-RPC code, or its class name."""
+    return str(exc.code) if isinstance(exc, ProtocolError) else type(exc).__name__
 
 
 def _log_request(operation: Operation, seconds: float, error_type: str | None, ids: tuple[str, str] | None) -> None:

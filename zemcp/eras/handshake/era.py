@@ -26,7 +26,7 @@ from zemcp.core.admission import Busy
 from zemcp.core.server import Server, Work
 from zemcp.eras.handshake.call import Call
 from zemcp.eras.handshake.streams import Streams
-from zemcp.observe.telemetry import REFUSAL, Operation
+from zemcp.observe.telemetry import REFUSAL, Operation, failure_type
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.capabilities import LOG_LEVELS, check_size
 from zemcp.protocol.elicitation import ClientDisconnected, RequestCancelled
@@ -280,7 +280,7 @@ class HandshakeEra:
         try:
             session, result = self._open_session(request, principal)
         except BaseException as exc:
-            operation.finish(None, str(exc.code) if isinstance(exc, ProtocolError) else type(exc).__name__)
+            operation.finish(None, failure_type(exc))
             raise
         if environ is None:
             session.transport = "pipe"
@@ -346,14 +346,7 @@ class HandshakeEra:
             ShareTaken: the request's client holds its share of the call budget.
         """
         operation = observed.begin(self.server, request, environ, session.protocol_version, session)
-        try:
-            response = self._answer(session, request, environ, principal, operation)
-        except BaseException as exc:
-            operation.finish(None, type(exc).__name__)
-            raise
-        if isinstance(response, dict):
-            operation.finish(response)
-        return response
+        return operation.serve(lambda: self._answer(session, request, environ, principal, operation))
 
     def _answer(
         self,

@@ -212,16 +212,13 @@ class ModernEra:
             Busy, ShareTaken, ListenLimitReached: no room for the request.
         """
         operation = observed.begin(self.server, message, environ, version_of(message))
-        try:
+
+        def answer() -> dict[str, Any] | ReplySink | DirectSink:
             client = envelope(message)
             _check_version(client)
-            outcome = self.dispatch(client, message, environ, None, operation)
-        except BaseException as exc:
-            operation.finish(None, str(exc.code) if isinstance(exc, ProtocolError) else type(exc).__name__)
-            raise
-        if isinstance(outcome, dict):
-            operation.finish(outcome)
-        return outcome
+            return self.dispatch(client, message, environ, None, operation)
+
+        return operation.serve(answer)
 
     def dispatch(
         self,
