@@ -1,14 +1,18 @@
 """Benchmark: what traces and metrics cost a plain tools/call, side by side in one run.
 
-Starts the reference server twice under the repository's gunicorn configuration on free
-127.0.0.1 ports: once with telemetry off (``ZEMCP_OTEL=off``, no metrics path) and once with
-all of it on (benchmarks/otel_app.py: an OpenTelemetry SDK recording every span and metric
-and exporting them nowhere, plus Prometheus at ``/metrics``). Then drives both with wrk
-(Debian: ``apt-get install wrk``), alternating rounds of handshake-era plain calls
-(``ze_execute`` with a command, in a session) between them, the servers on CPU 0 and wrk on
-CPU 1 when ``taskset`` and two CPUs are there. Prints every round, the medians and the
-ratio beside the target (telemetry on within 1.15x of off: off's rate / on's rate <= 1.15),
-then stops both. Compare the ratio of one run, not absolute figures across runs. Usage::
+Starts, under the repository's gunicorn configuration on free 127.0.0.1 ports, the reference
+server three times: with telemetry off (``ZEMCP_OTEL=off``, no metrics path); with traces and
+metrics on (benchmarks/otel_app.py: an OpenTelemetry SDK recording every span and metric and
+exporting them nowhere); and with Prometheus at ``/metrics`` on top. Beside them, the floor:
+the canned-JSON app without and with one SDK span per request (benchmarks/span_floor_app.py),
+which is what the SDK costs whatever records the span. Drives them with wrk (Debian:
+``apt-get install wrk``), alternating rounds (handshake-era plain calls of ``ze_execute``
+with a command, in a session; a canned POST for the floor), the servers on CPU 0 and wrk on
+CPU 1 when ``taskset`` and two CPUs are there. Prints every round, the medians, the ratio
+beside the target (traces and metrics on within 1.15x of off: off's rate / on's rate <=
+1.15), and how many microseconds a call each costs, the SDK's floor apart from zemcp's own
+work; then stops them all. Compare the ratios of one run, not absolute figures across runs.
+Usage::
 
     python benchmarks/telemetry.py [--seconds 5] [--rounds 5] [--connections 16]
 """
@@ -27,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.calls import free_port, start_gunicorn, stop_gunicorn
-from benchmarks.wrk import run_wrk, session_script
+from benchmarks.wrk import modern_script, run_wrk, session_script
 
 #: The most traces and metrics may slow a plain call: off's rate / on's rate.
 TARGET = 1.15
@@ -66,12 +70,16 @@ def main() -> None:
     pinned = shutil.which("taskset") is not None and len(os.sched_getaffinity(0)) >= 2
     servers: dict[str, tuple[subprocess.Popen, int]] = {}
     try:
-        with environment(ZEMCP_OTEL="off", ZEMCP_METRICS_PATH=""):
-            port = free_port()
-            servers["off"] = (start_gunicorn("wsgi:app", port), port)
-        with environment(ZEMCP_OTEL="auto", ZEMCP_METRICS_PATH="/metrics"):
-            port = free_port()
-            servers["on"] = (start_gunicorn("benchmarks.otel_app:app", port), port)
+        for label, app, variables in (
+            ("off", "wsgi:app", {"ZEMCP_OTEL": "off", "ZEMCP_METRICS_PATH": ""}),
+            ("on", "benchmarks.otel_app:app", {"ZEMCP_OTEL": "auto", "ZEMCP_METRICS_PATH": ""}),
+            ("on + Prometheus", "benchmarks.otel_app:app", {"ZEMCP_OTEL": "auto", "ZEMCP_METRICS_PATH": "/metrics"}),
+            ("canned", "benchmarks.calls:canned_app", {}),
+            ("canned + 1 span", "benchmarks.span_floor_app:app", {}),
+        ):
+            with environment(**variables):
+                port = free_port()
+                servers[label] = (start_gunicorn(app, port), port)
         if pinned:
             for process, _ in servers.values():
                 pin(process, "0")
@@ -80,22 +88,35 @@ def main() -> None:
             f"wrk, 2 threads, {options.connections} connections, {options.seconds} s a round, one gunicorn worker "
             f"each, {'servers on CPU 0 and wrk on CPU 1' if pinned else 'unpinned'}"
         )
-        scripts = {label: session_script(f"http://127.0.0.1:{port}/mcp") for label, (_, port) in servers.items()}
-        for label, (_, port) in servers.items():
-            run_wrk(f"http://127.0.0.1:{port}/mcp", scripts[label], 1, options.connections, wrk_cpu)  # warm up
-        rates: dict[str, list[float]] = {"off": [], "on": []}
+        urls = {label: f"http://127.0.0.1:{port}/mcp" for label, (_, port) in servers.items()}
+        session = {label: session_script(urls[label]) for label in ("off", "on", "on + Prometheus")}
+        scripts = {**session, "canned": modern_script(), "canned + 1 span": modern_script()}
+        for label, url in urls.items():
+            run_wrk(url, scripts[label], 1, options.connections, wrk_cpu)  # warm up
+        rates: dict[str, list[float]] = {label: [] for label in servers}
         for n in range(options.rounds):
-            for label, (_, port) in servers.items():
-                rate = run_wrk(
-                    f"http://127.0.0.1:{port}/mcp", scripts[label], options.seconds, options.connections, wrk_cpu
-                )
+            for label, url in urls.items():
+                rate = run_wrk(url, scripts[label], options.seconds, options.connections, wrk_cpu)
                 rates[label].append(rate)
-                print(f"round {n + 1}, telemetry {label:>3}: {rate:8.0f} requests/s", flush=True)
-        off, on = statistics.median(rates["off"]), statistics.median(rates["on"])
-        ratio = off / on
-        print(f"\nhandshake plain tools/call, median of {options.rounds} rounds: off {off:.0f}, on {on:.0f} requests/s")
+                print(f"round {n + 1}, {label:>15}: {rate:8.0f} requests/s", flush=True)
+        median = {label: statistics.median(values) for label, values in rates.items()}
+
+        def cost(label: str, base: str) -> float:
+            """[microseconds] what a request of ``label`` costs beyond one of ``base``."""
+            return (1 / median[label] - 1 / median[base]) * 1e6
+
+        ratio = median["off"] / median["on"]
+        floor = cost("canned + 1 span", "canned")
         print(
-            f"cost of traces and metrics: {ratio:.3f}x (target <= {TARGET}x): {'within' if ratio <= TARGET else 'OVER'} target"
+            f"\nmedians of {options.rounds} rounds, requests/s: " + ", ".join(f"{k} {v:.0f}" for k, v in median.items())
+        )
+        verdict = "within" if ratio <= TARGET else "OVER"
+        print(f"traces and metrics on, beside off: {ratio:.3f}x (target <= {TARGET}x): {verdict} target")
+        print(f"  with Prometheus too: {median['off'] / median['on + Prometheus']:.3f}x")
+        print(
+            f"per call: traces and metrics {cost('on', 'off'):.0f} us, of which one bare SDK span {floor:.0f} us "
+            f"(alone, {(1 / median['off'] * 1e6 + floor) / (1 / median['off'] * 1e6):.3f}x a plain call); "
+            f"Prometheus {cost('on + Prometheus', 'on'):.0f} us more"
         )
     finally:
         for process, _ in servers.values():

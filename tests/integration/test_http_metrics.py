@@ -18,8 +18,13 @@ import time
 import requests
 
 from tests.conftest import ModernClient
+from zemcp import Settings
+from zemcp.observe.prometheus import REFRESH_INTERVAL
 
 CALLS = 24
+THREADS = 8
+#: [seconds] how long calls may take to reach both workers (the second boots after the first).
+WORKERS_DEADLINE = 20.0
 #: [seconds] how long gunicorn may take to replace a worker.
 RESTART_TIMEOUT = 30.0
 
@@ -44,6 +49,20 @@ def scrape(base: str) -> str:
     return response.text
 
 
+def gauge_when(base: str, wanted, timeout: float = 15.0) -> float:
+    """The summed ``zemcp_calls_budget`` of the first scrape where ``wanted(value)``, scraping
+    for at most ``timeout`` seconds (the last value seen when none was)."""
+    deadline = time.monotonic() + timeout
+    value = -1.0
+    while time.monotonic() < deadline:
+        rows = [row for row in scrape(base).splitlines() if row.startswith("zemcp_calls_budget ")]
+        value = sum(float(row.rsplit(" ", 1)[1]) for row in rows)
+        if wanted(value):
+            return value
+        time.sleep(0.25)
+    return value
+
+
 def worker_pid(url: str, n: int) -> int:
     client = ModernClient(url, name=f"metrics-{n}")
     result = client.call_result({"command": "server status"})
@@ -51,12 +70,24 @@ def worker_pid(url: str, n: int) -> int:
 
 
 def test_one_scrape_counts_the_calls_of_both_workers_and_keeps_them_past_a_restart(start_server):
-    server = start_server(workers=2, metrics_path="/metrics")
-    pids = [worker_pid(server.url, n) for n in range(CALLS)]
-    assert len(set(pids)) == 2, f"the calls did not reach both workers: {pids}"
-    assert tools_call_count(scrape(server.base)) == CALLS
+    server = start_server(workers=2, threads=THREADS, metrics_path="/metrics")
+    # The workers boot one after the other: call until both have served some calls.
+    pids: list[int] = []
+    deadline = time.monotonic() + WORKERS_DEADLINE
+    while len(pids) < CALLS or len(set(pids)) < 2:
+        assert time.monotonic() < deadline, f"{len(pids)} calls in {WORKERS_DEADLINE} s reached only {set(pids)}"
+        pids.append(worker_pid(server.url, len(pids)))
+        if len(pids) >= CALLS and len(set(pids)) < 2:
+            time.sleep(0.1)
+    calls = len(pids)
+    assert tools_call_count(scrape(server.base)) == calls
     # Every scrape, whichever worker serves it, sees the same sums.
-    assert {tools_call_count(scrape(server.base)) for _ in range(6)} == {CALLS}
+    assert {tools_call_count(scrape(server.base)) for _ in range(6)} == {calls}
+
+    # Each worker writes its live gauges when it serves a scrape, and every few seconds: wait
+    # until both have, so that the one about to stop has a gauge to lose.
+    per_worker = Settings(threads=THREADS).call_budget
+    assert gauge_when(server.base, lambda value: value == 2 * per_worker) == 2 * per_worker
 
     gone = pids[0]
     os.kill(gone, signal.SIGTERM)
@@ -71,9 +102,11 @@ def test_one_scrape_counts_the_calls_of_both_workers_and_keeps_them_past_a_resta
         time.sleep(0.2)
     assert gone not in seen and len(seen) == 2, f"worker {gone} was not replaced: {seen}"
     # The calls before the restart still count, and so do those that found the new workers.
-    probes = tools_call_count(scrape(server.base)) - CALLS
-    assert probes >= 6, probes
-    assert "zemcp_calls_budget" in scrape(server.base)
+    assert tools_call_count(scrape(server.base)) == calls + made
+    # The stopped worker's gauge left the sum (child_exit marked it dead); the new one's joined,
+    # once the new worker wrote it (it served calls: it writes within REFRESH_INTERVAL).
+    time.sleep(REFRESH_INTERVAL + 1)
+    assert gauge_when(server.base, lambda value: value == 2 * per_worker) == 2 * per_worker
 
 
 def test_metrics_are_refused_to_addresses_not_allowed(start_server):
