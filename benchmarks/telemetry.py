@@ -1,20 +1,23 @@
 """Benchmark: what traces and metrics cost a plain tools/call, side by side in one run.
 
 Starts, under the repository's gunicorn configuration on free 127.0.0.1 ports, the reference
-server three times: with telemetry off (``ZEMCP_OTEL=off``, no metrics path); with traces and
+server four times: with telemetry off (``ZEMCP_OTEL=off``, no metrics path); with traces and
 metrics on (benchmarks/otel_app.py: an OpenTelemetry SDK recording every span and metric and
-exporting them nowhere); and with Prometheus at ``/metrics`` on top. Beside them, the floor:
-the canned-JSON app without and with one SDK span per request (benchmarks/span_floor_app.py),
-which is what the SDK costs whatever records the span. Drives them with wrk (Debian:
-``apt-get install wrk``), alternating rounds (handshake-era plain calls of ``ze_execute``
-with a command, in a session; a canned POST for the floor), the servers on CPU 0 and wrk on
-CPU 1 when ``taskset`` and two CPUs are there. Prints every round, the medians, the ratio
-beside the target (traces and metrics on within 1.15x of off: off's rate / on's rate <=
-1.15), and how many microseconds a call each costs, the SDK's floor apart from zemcp's own
-work; then stops them all. Compare the ratios of one run, not absolute figures across runs.
+exporting them nowhere); with Prometheus at ``/metrics`` on top; and with the SDK sampling
+one trace in ten (``OTEL_TRACES_SAMPLER=parentbased_traceidratio``, the way deployments
+commonly run it). Beside them, the floor: the canned-JSON app without and with one SDK span
+per request (benchmarks/span_floor_app.py), what the SDK costs whatever records the span.
+Drives them with wrk (Debian: ``apt-get install wrk``), alternating rounds (handshake-era
+plain calls of ``ze_execute`` with a command, in a session; a canned POST for the floor),
+the servers on CPU 0 and wrk on CPU 1 when ``taskset`` and two CPUs are there
+(``--mode unpinned``: every process on every core). Prints every round, the medians, the
+ratio beside the target (traces and metrics on within 1.15x of off: off's rate / on's rate
+<= 1.15), and how many microseconds a call each costs, the SDK's floor apart from zemcp's
+own work; then stops them all. Compare the ratios of one run, not absolute figures across
+runs.
 Usage::
 
-    python benchmarks/telemetry.py [--seconds 5] [--rounds 5] [--connections 16]
+    python benchmarks/telemetry.py [--seconds 5] [--rounds 5] [--connections 16] [--mode pinned|unpinned]
 """
 
 from __future__ import annotations
@@ -64,16 +67,32 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=5, help="length of one round [s]")
     parser.add_argument("--rounds", type=int, default=5, help="rounds per server, alternating")
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument(
+        "--mode",
+        choices=("pinned", "unpinned"),
+        default="pinned",
+        help="servers on CPU 0 and wrk on CPU 1, or every process on every core",
+    )
     options = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed (Debian: apt-get install wrk)")
-    pinned = shutil.which("taskset") is not None and len(os.sched_getaffinity(0)) >= 2
+    pinned = options.mode == "pinned" and shutil.which("taskset") is not None and len(os.sched_getaffinity(0)) >= 2
     servers: dict[str, tuple[subprocess.Popen, int]] = {}
     try:
         for label, app, variables in (
             ("off", "wsgi:app", {"ZEMCP_OTEL": "off", "ZEMCP_METRICS_PATH": ""}),
             ("on", "benchmarks.otel_app:app", {"ZEMCP_OTEL": "auto", "ZEMCP_METRICS_PATH": ""}),
             ("on + Prometheus", "benchmarks.otel_app:app", {"ZEMCP_OTEL": "auto", "ZEMCP_METRICS_PATH": "/metrics"}),
+            (
+                "on, 10% sampled",
+                "benchmarks.otel_app:app",
+                {
+                    "ZEMCP_OTEL": "auto",
+                    "ZEMCP_METRICS_PATH": "",
+                    "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+                    "OTEL_TRACES_SAMPLER_ARG": "0.1",
+                },
+            ),
             ("canned", "benchmarks.calls:canned_app", {}),
             ("canned + 1 span", "benchmarks.span_floor_app:app", {}),
         ):
@@ -89,7 +108,7 @@ def main() -> None:
             f"each, {'servers on CPU 0 and wrk on CPU 1' if pinned else 'unpinned'}"
         )
         urls = {label: f"http://127.0.0.1:{port}/mcp" for label, (_, port) in servers.items()}
-        session = {label: session_script(urls[label]) for label in ("off", "on", "on + Prometheus")}
+        session = {label: session_script(urls[label]) for label in urls if not label.startswith("canned")}
         scripts = {**session, "canned": modern_script(), "canned + 1 span": modern_script()}
         for label, url in urls.items():
             run_wrk(url, scripts[label], 1, options.connections, wrk_cpu)  # warm up
@@ -118,6 +137,7 @@ def main() -> None:
             f"(alone, {(1 / median['off'] * 1e6 + floor) / (1 / median['off'] * 1e6):.3f}x a plain call); "
             f"Prometheus {cost('on + Prometheus', 'on'):.0f} us more"
         )
+        print(f"traces sampled at 10% (metrics of every call): {median['off'] / median['on, 10% sampled']:.3f}x")
     finally:
         for process, _ in servers.values():
             stop_gunicorn(process)

@@ -46,6 +46,7 @@ class OtelMetrics:
         self._outcomes = meter.create_counter(
             instruments.OUTCOMES, unit="{request}", description="Outcomes of the requests handlers sent the client"
         )
+        self._attribute_sets: dict[tuple[str, ...], dict[str, str]] = {}
         for name, (description, unit) in instruments.GAUGES.items():
             meter.create_observable_gauge(name, [self._observer(name)], unit=unit, description=description)
 
@@ -60,7 +61,11 @@ class OtelMetrics:
 
     def operation(self, seconds: float, labels: tuple[str, ...]) -> None:
         """Record one served request or notification ([seconds]; labels in ``OPERATION_KEYS`` order)."""
-        self._operations.record(seconds, _attributes(instruments.OPERATION_KEYS, labels))
+        attributes = self._attribute_sets.get(labels)
+        if attributes is None:
+            # Few distinct label sets (client-chosen names never become labels): build each once.
+            attributes = self._attribute_sets[labels] = _attributes(instruments.OPERATION_KEYS, labels)
+        self._operations.record(seconds, attributes)
 
     def session(self, seconds: float, labels: tuple[str, ...]) -> None:
         """Record one ended session ([seconds]; labels in ``SESSION_KEYS`` order)."""

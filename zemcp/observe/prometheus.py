@@ -89,12 +89,17 @@ class PrometheusMetrics:
             self._gauges[name] = Gauge(
                 prometheus_name(name), description, kind, registry=registry, multiprocess_mode=mode
             )
+        self._operation_children: dict[tuple[str, ...], Histogram] = {}
         self._lock = threading.Lock()
         self._refresher: threading.Thread | None = None
 
     def operation(self, seconds: float, labels: tuple[str, ...]) -> None:
         """Record one served request or notification ([seconds]; labels in ``OPERATION_KEYS`` order)."""
-        self._operations.labels(*labels).observe(seconds)
+        child = self._operation_children.get(labels)
+        if child is None:
+            # Few distinct label sets (client-chosen names never become labels): look each up once.
+            child = self._operation_children[labels] = self._operations.labels(*labels)
+        child.observe(seconds)
         if self._refresher is None and self.multiprocess:
             self._start_refresher()
 
