@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.calls import free_port, start_gunicorn, stop_gunicorn
-from benchmarks.wrk import modern_script, run_wrk, session_script
+from benchmarks.wrk import modern_script, run_wrk, session_script, wrk_figures
 
 #: The most traces and metrics may slow a plain call: off's rate / on's rate.
 TARGET = 1.15
@@ -59,7 +59,22 @@ def pin(server: subprocess.Popen, cpu: str) -> None:
     """Put a gunicorn master and its workers on ``cpu``."""
     subprocess.run(["taskset", "-a", "-p", "-c", cpu, str(server.pid)], check=True, capture_output=True)
     for child in Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split():
-        subprocess.run(["taskset", "-a", "-p", "-c", cpu, child], check=True, capture_output=True)
+        done = subprocess.run(["taskset", "-a", "-p", "-c", cpu, child], capture_output=True)
+        # A child that exited meanwhile (a short-lived helper of the master) needs no pinning.
+        if done.returncode != 0 and Path(f"/proc/{child}").exists():
+            raise RuntimeError(f"taskset could not pin process {child}: {done.stderr!r}")
+
+
+def server_cpu(master: subprocess.Popen) -> float:
+    """[seconds] the CPU time a gunicorn master and its workers used so far (user and system)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    pids = [str(master.pid), *Path(f"/proc/{master.pid}/task/{master.pid}/children").read_text().split()]
+    total = 0
+    for pid in pids:
+        # Fields 14 and 15 of /proc/<pid>/stat, after the parenthesised command name.
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / tick
 
 
 def main() -> None:
@@ -113,12 +128,19 @@ def main() -> None:
         for label, url in urls.items():
             run_wrk(url, scripts[label], 1, options.connections, wrk_cpu)  # warm up
         rates: dict[str, list[float]] = {label: [] for label in servers}
+        cpu: dict[str, list[float]] = {label: [] for label in servers}
         for n in range(options.rounds):
             for label, url in urls.items():
-                rate = run_wrk(url, scripts[label], options.seconds, options.connections, wrk_cpu)
+                before = server_cpu(servers[label][0])
+                rate, requests = wrk_figures(url, scripts[label], options.seconds, options.connections, wrk_cpu)
+                used = (server_cpu(servers[label][0]) - before) / requests * 1e6
                 rates[label].append(rate)
-                print(f"round {n + 1}, {label:>15}: {rate:8.0f} requests/s", flush=True)
+                cpu[label].append(used)
+                print(
+                    f"round {n + 1}, {label:>15}: {rate:8.0f} requests/s, {used:6.0f} us of server CPU each", flush=True
+                )
         median = {label: statistics.median(values) for label, values in rates.items()}
+        cpu_median = {label: statistics.median(values) for label, values in cpu.items()}
 
         def cost(label: str, base: str) -> float:
             """[microseconds] what a request of ``label`` costs beyond one of ``base``."""
@@ -138,6 +160,15 @@ def main() -> None:
             f"Prometheus {cost('on + Prometheus', 'on'):.0f} us more"
         )
         print(f"traces sampled at 10% (metrics of every call): {median['off'] / median['on, 10% sampled']:.3f}x")
+        # Server CPU per request moves less between rounds than rates do: the same question, asked so.
+        print(
+            "server CPU per request, us: "
+            + ", ".join(f"{k} {v:.0f}" for k, v in cpu_median.items())
+            + f"\n  traces and metrics on, beside off: {cpu_median['on'] / cpu_median['off']:.3f}x; "
+            f"with Prometheus {cpu_median['on + Prometheus'] / cpu_median['off']:.3f}x; "
+            f"10% sampled {cpu_median['on, 10% sampled'] / cpu_median['off']:.3f}x; "
+            f"one bare SDK span {cpu_median['canned + 1 span'] - cpu_median['canned']:.0f} us"
+        )
     finally:
         for process, _ in servers.values():
             stop_gunicorn(process)

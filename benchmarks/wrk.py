@@ -88,6 +88,11 @@ def session_script(url: str) -> str:
 
 def run_wrk(url: str, script: str, seconds: int, connections: int, cpu: str | None) -> float:
     """Requests per second of one wrk run (on ``cpu`` when given); fails when any response was not 2xx."""
+    return wrk_figures(url, script, seconds, connections, cpu)[0]
+
+
+def wrk_figures(url: str, script: str, seconds: int, connections: int, cpu: str | None) -> tuple[float, int]:
+    """Requests per second and requests made of one wrk run, as :func:`run_wrk`."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(script)
     try:
@@ -103,7 +108,8 @@ def run_wrk(url: str, script: str, seconds: int, connections: int, cpu: str | No
         os.unlink(f.name)
     if "Non-2xx" in out:
         raise RuntimeError(f"wrk saw error responses:\n{out}")
-    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    return rate, int(re.search(r"(\d+) requests in", out).group(1))
 
 
 def main() -> None:

@@ -142,6 +142,8 @@ class Server(Registrar):
             "prompts/get": self._prompts_get,
             "completion/complete": self._completion_complete,
         }
+        # Asked on every request: made once.
+        self._method_names = frozenset(self._methods)
 
     # -- capabilities and sessions -----------------------------------------------------
 
@@ -224,7 +226,7 @@ class Server(Registrar):
 
     def methods(self) -> frozenset[str]:
         """The methods :meth:`prepare` serves."""
-        return frozenset(self._methods)
+        return self._method_names
 
     def prepare(
         self, client: ClientView, request: jsonrpc.Request, principal: Principal | None = None

@@ -221,13 +221,6 @@ class Operation:
             attributes["mcp.protocol.version"] = version
         if session:
             attributes["mcp.session.id"] = session
-        if transport == "tcp":
-            attributes["network.protocol.name"] = "http"
-            protocol = environ.get("SERVER_PROTOCOL", "")
-            if protocol.startswith("HTTP/"):
-                attributes["network.protocol.version"] = protocol[5:]
-            if environ.get("REMOTE_ADDR"):
-                attributes["client.address"] = environ["REMOTE_ADDR"]
         # Span names stay few: a method the client made up is named _OTHER (its attribute tells it).
         name = f"{method} {clipped}" if (tool or prompt) and clipped else method if known_method else "_OTHER"
         self._span = telemetry.tracing.server_span(name, attributes, meta, environ)
