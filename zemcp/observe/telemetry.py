@@ -76,6 +76,10 @@ class Telemetry:
         figures: reads the server's live figures (:data:`zemcp.observe.instruments.GAUGES`),
             None once the server is gone.
         shared_sessions: the sessions live in a store every process sees (Redis).
+
+    Raises:
+        RuntimeError: ``metrics_path`` is set and ``prometheus_client`` is not installed (the
+            message says what to install).
     """
 
     def __init__(self, settings: Settings, figures: Source, shared_sessions: bool):
@@ -146,18 +150,18 @@ class Telemetry:
         for sink in self._sinks:
             sink.refusal(reason, status)
 
-    def session_ended(self, created: float, version: str, transport: str, error_type: str | None = None) -> None:
-        """Record the duration of a session that ended.
+    def session_ended(self, created: float, version: str, transport: str) -> None:
+        """Record the duration of a session that ended (none ends in error: expiry, DELETE and a
+        stop are its ordinary ends, so ``error.type`` stays empty).
 
         Args:
             created: [seconds, ``time.time()``] when it was created.
             version: its protocol version; transport: ``tcp`` or ``pipe``.
-            error_type: why it ended, when that was a failure.
         """
         if self._sinks:
             seconds = max(0.0, time.time() - created)
             for sink in self._sinks:
-                sink.session(seconds, (error_type or "", version, transport))
+                sink.session(seconds, ("", version, transport))
 
     def _outcome(self, method: str, outcome: str) -> None:
         for sink in self._sinks:
