@@ -175,3 +175,10 @@ def test_an_unreachable_redis_is_a_503_for_limited_requests_only():
         assert probe.status_code != 503, probe.get_data(as_text=True)
     finally:
         app.server.sessions.close()
+
+
+def test_a_tool_limit_naming_no_tool_is_warned_of(caplog):
+    caplog.set_level("WARNING", logger="zemcp.rates")
+    make_app(rate_limit_tools="serach=1/hour,search=1/hour")
+    (record,) = [r for r in caplog.records if r.name == "zemcp.rates"]
+    assert "'serach'" in record.getMessage() and "'search'" not in record.getMessage()

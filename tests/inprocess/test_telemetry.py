@@ -389,3 +389,55 @@ def test_metrics_are_served_to_a_valid_token_from_anywhere_when_authorization_is
     )
     good = Client(app).get("/metrics", environ_overrides=far, headers={"Authorization": "Bearer good"})
     assert good.status_code == 200 and "mcp_server_operation_duration_seconds" in good.get_data(as_text=True)
+
+
+def test_initialize_is_counted_under_the_version_it_settled():
+    labels = {"mcp.method.name": "initialize", "mcp.protocol.version": "2025-06-18"}
+    before = histogram_count("mcp.server.operation.duration", **labels)
+    peer = Peer(McpApp(make_server()))
+    assert histogram_count("mcp.server.operation.duration", **labels) == before + 1
+    assert last_span("initialize").attributes["mcp.session.id"] == fingerprint(peer.sid)
+
+
+def test_a_2026_error_answered_with_an_http_error_is_an_operation_not_a_refusal():
+    modern = Modern(McpApp(make_server()))
+    protocol = refusals("protocol")
+    unknown = {"error.type": "-32602", "mcp.protocol.version": "2026-07-28"}
+    before = histogram_count("mcp.server.operation.duration", **unknown)
+    response = modern.call("no_such_tool")
+    assert response.status_code >= 400
+    assert histogram_count("mcp.server.operation.duration", **unknown) == before + 1
+    assert refusals("protocol") == protocol
+
+
+def test_a_sampled_out_call_logs_no_trace_id(caplog):
+    caplog.set_level("INFO", logger="zemcp.request")
+    peer = Peer(McpApp(make_server(log_requests=True)))
+    # The caller's context says "not sampled": the SDK's default sampler follows it.
+    meta = {"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-00"}
+    peer.post(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "double", "arguments": {"n": 2}, "_meta": meta},
+        }
+    )
+    (record,) = [r for r in caplog.records if getattr(r, "method", "") == "tools/call"]
+    assert not hasattr(record, "trace_id") and not hasattr(record, "span_id")
+
+
+def test_a_captured_result_leaves_out_the_request_state():
+    SPANS.clear()
+    modern = Modern(McpApp(make_server(otel_capture_content=True)))
+    first = result_of(modern.call("two_steps"))
+    assert "requestState" in first
+    captured = json.loads(last_span("tools/call two_steps").attributes["gen_ai.tool.call.result"])
+    assert captured["resultType"] == "input_required" and "requestState" not in captured
+
+
+def test_telemetry_modes_are_read_in_any_case_and_metrics_paths_must_be_plain():
+    assert Settings(otel="OFF").otel == "off" and Settings(log_format="JSON").log_format == "json"
+    for path in ("/metrics?x", "/a b", "/m%20"):
+        with pytest.raises(ValueError, match="ZEMCP_METRICS_PATH"):
+            Settings(metrics_path=path)

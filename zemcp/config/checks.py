@@ -17,6 +17,8 @@ from zemcp.config.rates import parse_rate, parse_tool_rates
 _INSTANCE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 _BACKEND = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+#: A URL path a request can name as it is: no query, fragment, space or percent-escape.
+_URL_PATH = re.compile(r"^/[A-Za-z0-9._~!$&'()*+,;=:@/-]*$")
 _RATE_EXAMPLES = {"rate_limit": "120/minute", "rate_limit_tools": "report=5/minute,search=1/s"}
 
 
@@ -74,6 +76,7 @@ def check(settings: Any) -> None:
                 f"networks such as 10.0.0.0/8, or *; got {entry!r}"
             ) from None
     check_observability(settings)
+    object.__setattr__(settings, "log_format", str(settings.log_format).strip().lower())
     if settings.log_format not in ("text", "json"):
         raise ValueError(f"log_format (ZEMCP_LOG_FORMAT) must be text or json, got {settings.log_format!r}")
     if settings.threads < 3:
@@ -189,12 +192,13 @@ def check_auth(settings: Any) -> None:
 
 def check_observability(settings: Any) -> None:
     """The telemetry settings: ``otel``, the metrics path and who may read it."""
+    object.__setattr__(settings, "otel", str(settings.otel).strip().lower())
     if settings.otel not in ("auto", "off"):
         raise ValueError(f"otel (ZEMCP_OTEL) must be auto or off, got {settings.otel!r}")
     path = settings.metrics_path.strip()
     path = path.rstrip("/") or path
     object.__setattr__(settings, "metrics_path", path)
-    if path and (not path.startswith("/") or path == settings.endpoint.rstrip("/")):
+    if path and (not _URL_PATH.match(path) or path == settings.endpoint.rstrip("/")):
         raise ValueError(
             f"metrics_path (ZEMCP_METRICS_PATH) must be a URL path starting with '/' other than the MCP "
             f"endpoint, such as /metrics, got {path!r}"

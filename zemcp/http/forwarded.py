@@ -80,7 +80,8 @@ class ClientAddresses:
                 # Once per process: behind an unlisted proxy every client shares one fair share.
                 log.warning(
                     "requests arrive with X-Forwarded-For from %s, which ZEMCP_FORWARDED_ALLOW_IPS does not "
-                    "list: every client behind it counts as one client in the fair shares of threads; list "
+                    "list: every client behind it counts as one client in the fair shares of threads, the rate "
+                    "limits and ZEMCP_METRICS_ALLOW; list "
                     "the proxy's address there if it is yours",
                     peer or "a unix socket",
                 )

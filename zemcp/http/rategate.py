@@ -11,9 +11,14 @@ the server's :class:`zemcp.state.ratelimits.RateLimiter` (per process, or in Red
 
 from __future__ import annotations
 
+import logging
+
+from zemcp import logsafe
 from zemcp.core.server import Server
 from zemcp.protocol import jsonrpc
 from zemcp.state.ratelimits import CLIENT_SCOPE, Limit, RateLimited
+
+log = logging.getLogger("zemcp.rates")
 
 #: Methods no bucket limits: a ping tells whether the server is there, and must.
 UNLIMITED_METHODS = frozenset({"ping"})
@@ -37,6 +42,14 @@ class RateGate:
         }
         self._tools = server.tools
         self._limiter = server.state.limiter
+        unknown = sorted(name for name in self._by_setting if self._tools.get(name) is None)
+        if unknown:
+            # Most likely a typo, which would leave the tool unlimited without a word.
+            log.warning(
+                "ZEMCP_RATE_LIMIT_TOOLS names %s, which this server has no tool of (yet): no limit applies "
+                "until a tool of that name is registered; check the spelling against tools/list",
+                ", ".join(logsafe.clip(name) for name in unknown),
+            )
 
     def limits(self, message: jsonrpc.Message) -> list[Limit]:
         """The limits whose buckets ``message`` takes a token from (empty: it is not limited)."""

@@ -39,7 +39,7 @@ from zemcp.eras.modern.era import ModernEra
 from zemcp.http import cors
 from zemcp.http.forwarded import ClientAddresses, trusted_networks
 from zemcp.http.rategate import RateGate
-from zemcp.observe.telemetry import REFUSAL
+from zemcp.observe.telemetry import REFUSAL, SERVED
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
 from zemcp.replies.responses import WSGIResponse, challenge_response, empty_response, error_response, json_response
@@ -133,7 +133,9 @@ class McpApp:
         # A handler's direct reply decides its status later: it is an operation, never a refusal.
         if isinstance(response, Response) and response.status_code >= 400:
             status = response.status_code
-            self.server.telemetry.refused(environ.get(REFUSAL) or _refusal_reason(status), status)
+            reason = environ.get(REFUSAL)
+            if reason != SERVED:
+                self.server.telemetry.refused(reason or _refusal_reason(status), status)
         if _body_left_unread(environ):
             # A body over the limit, or one refused before it was read: gunicorn would skip a
             # little of it, then close the connection it announced as kept alive, losing the

@@ -45,9 +45,9 @@ REFUSAL_KEYS: Final = ("zemcp.refusal.reason", "http.response.status_code")
 OUTCOMES: Final = "zemcp.client_requests"
 OUTCOME_KEYS: Final = ("mcp.method.name", "zemcp.outcome")
 
-#: Live figures of a process, read when exported: name -> (description, unit).
+#: Live figures, read when exported (a scrape sums them over the live workers): name -> (description, unit).
 GAUGES: Final = {
-    "zemcp.calls.running": ("Running calls (handlers) of this process", "{call}"),
+    "zemcp.calls.running": ("Running calls (handlers), summed over the live workers", "{call}"),
     "zemcp.calls.budget": ("The threads running calls and streams may hold at once (the call budget)", "{thread}"),
     "zemcp.elicitations.pending": ("Server-to-client requests waiting for their answer", "{request}"),
     "zemcp.streams.open": ("Open streams that hold a thread, by zemcp.stream.kind", "{stream}"),

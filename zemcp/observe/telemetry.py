@@ -41,6 +41,9 @@ _Outcome = TypeVar("_Outcome")
 #: The WSGI environ key where the code that refuses a request names the reason it is counted
 #: under (:data:`zemcp.observe.instruments.REFUSALS`); the transport counts the refusal.
 REFUSAL = "zemcp.refusal"
+#: The reason that says a response of 400 or more was no refusal: an era served the message
+#: and its operation counted it (a 2026-07-28 JSON-RPC error answered with an HTTP error).
+SERVED = ""
 
 #: The server-to-client requests whose outcome is counted (``zemcp.client_requests``).
 ASKED_METHODS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
@@ -233,6 +236,15 @@ class Operation:
         """Add attributes to the operation's span (zemcp's own, such as a round's call id)."""
         self._attributes.update(attributes)
 
+    def negotiated(self, version: str, session: str) -> None:
+        """Name what ``initialize`` settled: the protocol version and the new session's fingerprint."""
+        if self._telemetry is None:
+            return
+        self._labels[4] = version
+        self._session = session
+        self._attributes["mcp.protocol.version"] = version
+        self._attributes["mcp.session.id"] = session
+
     def capture_arguments(self, arguments: Any) -> None:
         """Record a tool call's arguments (``gen_ai.tool.call.arguments``), if the settings opt in."""
         if self._span is not None and self._telemetry is not None and self._telemetry.capture:
@@ -296,7 +308,11 @@ class Operation:
                     elif result.get("resultType") == "input_required":
                         self._attributes["zemcp.result_type"] = "input_required"
                     if telemetry.capture and self._method == "tools/call" and self._span is not None:
-                        self._attributes["gen_ai.tool.call.result"] = json.dumps(result, default=str)
+                        # The requestState is a credential for the next round, not content.
+                        shown = {k: v for k, v in result.items() if k != "requestState"}
+                        self._attributes["gen_ai.tool.call.result"] = json.dumps(shown, default=str)
+        # Read while the span records: an ended span is recording no more.
+        ids = self.trace_ids() if telemetry.log_requests else None
         if self._span is not None:
             assert telemetry.tracing is not None
             telemetry.tracing.end(self._span, error_type, description, self._attributes)
@@ -305,7 +321,7 @@ class Operation:
         for sink in telemetry._sinks:
             sink.operation(seconds, tuple(labels))
         if telemetry.log_requests:
-            _log_request(self, seconds, error_type, self.trace_ids())
+            _log_request(self, seconds, error_type, ids)
 
 
 def failure_type(exc: BaseException) -> str:

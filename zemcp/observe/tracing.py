@@ -105,6 +105,7 @@ class Tracing:
     def ids(span: Span) -> tuple[str, str] | None:
         """``(trace id, span id)`` of a recording span in hex, or None."""
         context = span.get_span_context()
-        if not context.is_valid:
+        # A span that is not recorded (no SDK, or sampled out) names a trace nobody keeps.
+        if not span.is_recording() or not context.is_valid:
             return None
         return trace.format_trace_id(context.trace_id), trace.format_span_id(context.span_id)

@@ -284,9 +284,7 @@ class HandshakeEra:
             raise
         if environ is None:
             session.transport = "pipe"
-        operation.annotate(
-            {"mcp.protocol.version": session.protocol_version, "mcp.session.id": fingerprint(session.id)}
-        )
+        operation.negotiated(session.protocol_version, fingerprint(session.id))
         operation.finish({"result": result})
         return session, result
 

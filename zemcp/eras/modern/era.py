@@ -42,7 +42,7 @@ from zemcp.core.server import Server, Work
 from zemcp.eras.modern import listen, mrtr
 from zemcp.eras.modern.refusals import META_VERSION, refusal, version_of
 from zemcp.eras.modern.request_state import RequestStateError, RequestStateSealer, StateTooLarge, new_key
-from zemcp.observe.telemetry import NULL_OPERATION, Operation
+from zemcp.observe.telemetry import NULL_OPERATION, REFUSAL, SERVED, Operation
 from zemcp.protocol import header_values, headers as mcp_headers, jsonrpc, param_headers, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import LOG_LEVELS, ClientView
@@ -186,6 +186,8 @@ class ModernEra:
         if isinstance(outcome, dict):
             outcome = retire_codes(outcome)
             operation.finish(outcome)
+            # An error status here answers a served message: its operation counted it.
+            request.environ[REFUSAL] = SERVED
             return json_response(status_of(outcome), outcome)
         return reply(outcome, request.environ, self.settings.keepalive_interval, status_of)
 
