@@ -441,3 +441,16 @@ def test_telemetry_modes_are_read_in_any_case_and_metrics_paths_must_be_plain():
     for path in ("/metrics?x", "/a b", "/m%20"):
         with pytest.raises(ValueError, match="ZEMCP_METRICS_PATH"):
             Settings(metrics_path=path)
+
+
+def test_a_failing_exporter_never_costs_the_client_its_answer(caplog, monkeypatch):
+    server = make_server()
+    sink = server.telemetry._sinks[0]
+
+    def broken(*args):
+        raise RuntimeError("exporter down")
+
+    monkeypatch.setattr(sink, "operation", broken)
+    rid, response = Peer(McpApp(server)).call("double", {"n": 5})
+    assert response.get_json()["result"]["content"][0]["text"] == "10"
+    assert any("telemetry of 'tools/call' failed" in r.getMessage() for r in caplog.records)

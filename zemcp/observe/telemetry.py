@@ -290,10 +290,21 @@ class Operation:
             response: the JSON-RPC response (a result or an error); None when there is none
                 (a cancelled request, a notification).
             error_type: the failure when no response tells it (a refusal's class name).
+
+        Never raises: a failing exporter or instrument is logged, and the response still goes out.
         """
-        telemetry = self._telemetry
-        if telemetry is None:
+        if self._telemetry is None:
             return
+        try:
+            self._finish(response, error_type)
+        except Exception:
+            request_log.warning(
+                "telemetry of %s failed; the request was served", logsafe.clip(self._method), exc_info=True
+            )
+
+    def _finish(self, response: dict[str, Any] | None, error_type: str | None) -> None:
+        telemetry = self._telemetry
+        assert telemetry is not None
         seconds = time.perf_counter() - self._started
         description = None
         if error_type is None and response is not None:
