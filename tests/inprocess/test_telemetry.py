@@ -24,6 +24,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import zemcp
 from tests.inprocess.test_modern import Modern, result_of
+from tests.inprocess.test_stdio_loop import INIT as STDIO_INIT
 from tests.inprocess.test_transport import HEADERS, Peer, events
 from tests.inprocess.threaded import Client
 from zemcp import Settings
@@ -232,16 +233,7 @@ def test_the_rounds_of_a_2026_call_are_marked_input_required_and_share_a_call_id
 def test_a_stdio_call_is_a_span_over_a_pipe():
     SPANS.clear()
     lines = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "s", "version": "1"},
-            },
-        },
+        STDIO_INIT,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "double", "arguments": {"n": 4}}},
     ]
