@@ -12,6 +12,7 @@ layer uses it, :func:`fingerprint` and :data:`UNKNOWN_SESSION`, never a store's 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import secrets
@@ -41,8 +42,12 @@ def new_session_id(instance: str) -> str:
     return f"{instance}.{workers.tag()}.{secrets.token_urlsafe(24)}"
 
 
+@functools.lru_cache(maxsize=4096)
 def fingerprint(session_id: str) -> str:
-    """A short, non-reversible label for a session id (safe to log and to show)."""
+    """A short, non-reversible label for a session id (safe to log and to show).
+
+    Remembered for the most recent 4,096 ids: telemetry asks it on every request of a session.
+    """
     return hashlib.sha256(session_id.encode()).hexdigest()[:12]
 
 
