@@ -5,6 +5,7 @@ a GET with ``Last-Event-ID`` resumes the stream; answers sent meanwhile reach th
 unknown, foreign and dropped ids are refused; the server may end a connection on purpose.
 """
 
+import http.client
 import json
 import re
 import socket
@@ -241,6 +242,52 @@ def test_sse_polling_ends_every_connection_after_the_interval(start_server):
     third = resume(client, second.last_event_id or stream.last_event_id)
     client.accept(question["id"], {"word": "p"})
     assert final_of(third, call)["result"]["content"][0]["text"] == "word: p"
+
+
+def eliciting_call_on(connection: http.client.HTTPConnection, client: McpClient) -> http.client.HTTPResponse:
+    """Run ze_execute's eliciting call on ``connection`` to its end (the answer goes on the client's own)."""
+    call = client.call_message({})
+    connection.request("POST", "/mcp", json.dumps(call), client.headers({"Content-Type": "application/json"}))
+    response = connection.getresponse()
+    assert response.getheader("Content-Type") == "text/event-stream"
+    while not (line := response.readline()).startswith(b"data: {"):
+        assert line, "the stream ended before the elicitation"
+    question = json.loads(line[len(b"data: ") :])
+    assert client.accept(question["id"], {"command": "help"}).status_code == 202
+    rest = response.read()
+    assert f'"id":{json.dumps(call["id"])}'.encode() in rest, rest[-300:]
+    return response
+
+
+def test_a_streamed_call_keeps_its_connection_for_the_next_request(server):
+    """A session's eliciting call answers keep-alive: the next request goes on the same connection."""
+    client = server.session()
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        response = eliciting_call_on(connection, client)
+        assert response.getheader("Connection") == "keep-alive"
+        sock = connection.sock
+        assert sock is not None, "the client closed the connection after the stream"
+        connection.request(
+            "POST",
+            "/mcp",
+            json.dumps({"jsonrpc": "2.0", "id": client.new_id(), "method": "ping"}),
+            client.headers({"Content-Type": "application/json"}),
+        )
+        assert connection.getresponse().read() and connection.sock is sock
+    finally:
+        connection.close()
+
+
+def test_with_a_poll_interval_a_stream_says_connection_close(start_server):
+    """With ZEMCP_STREAM_POLL_INTERVAL set, a stream's connection may be ended early: it says so at the start."""
+    server = start_server(stream_poll_interval=30)
+    client = server.session()
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        assert eliciting_call_on(connection, client).getheader("Connection") == "close"
+    finally:
+        connection.close()
 
 
 def test_a_finished_stream_can_still_be_resumed_within_the_window(start_server):

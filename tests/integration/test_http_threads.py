@@ -83,8 +83,10 @@ def test_a_pending_elicitation_costs_one_thread(start_server):
         client = server.session(name=f"waiter-{n}")
         waiting.append((client, *client.start_elicitation()))
     during = worker_threads(server)
+    # Idle threads of the requests before (the probe's) are reused: count what runs, and what was added.
+    assert during >= PENDING + 1, f"{during} threads in all with {PENDING} pending elicitations and the main thread"
     added = during - before
-    assert PENDING <= added <= PENDING + 4, f"{added} threads for {PENDING} pending elicitations"
+    assert added <= PENDING + 4, f"{added} threads added for {PENDING} pending elicitations"
     for client, call, _, stream, elicitation in waiting:
         assert client.accept(elicitation["id"], {"command": "help"}).status_code == 202
         assert stream.next_message()["id"] == call["id"]

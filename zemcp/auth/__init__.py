@@ -18,11 +18,14 @@ challenges and checks scopes. The package's modules, lowest first:
   endpoint.
 
 This package re-exports the public names; zemcp's own modules import them from the module
-that defines them. Besides the classes (``__all__``), ``zemcp.auth`` keeps the constants the
+that defines them. The verifiers' names load :mod:`zemcp.auth.verifiers` (and with it PyJWT
+and cryptography) on first use, so that a server without authorization never imports them. Besides the classes (``__all__``), ``zemcp.auth`` keeps the constants the
 module of that name had before the package was split: ``METADATA_PREFIX``, ``OFFLINE_ACCESS``,
 ``JWT_ALGORITHMS``, ``MAX_INTROSPECTION_BYTES``, ``INTROSPECTION_CACHE_SIZE`` and its logger
 ``log``.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from zemcp.auth.authorization import (
     METADATA_PREFIX as METADATA_PREFIX,
@@ -30,14 +33,29 @@ from zemcp.auth.authorization import (
     Authorization,
 )
 from zemcp.auth.principal import Challenge, InsufficientScope, InvalidToken, Principal, VerifierUnavailable
-from zemcp.auth.verifiers import (
-    INTROSPECTION_CACHE_SIZE as INTROSPECTION_CACHE_SIZE,
-    JWT_ALGORITHMS as JWT_ALGORITHMS,
-    MAX_INTROSPECTION_BYTES as MAX_INTROSPECTION_BYTES,
-    IntrospectionVerifier,
-    JwtVerifier,
-    TokenVerifier,
-    log as log,
+
+if TYPE_CHECKING:
+    from zemcp.auth.verifiers import (
+        INTROSPECTION_CACHE_SIZE as INTROSPECTION_CACHE_SIZE,
+        JWT_ALGORITHMS as JWT_ALGORITHMS,
+        MAX_INTROSPECTION_BYTES as MAX_INTROSPECTION_BYTES,
+        IntrospectionVerifier,
+        JwtVerifier,
+        TokenVerifier,
+        log as log,
+    )
+
+#: The names of :mod:`zemcp.auth.verifiers` this package offers, loaded on first use.
+_VERIFIER_NAMES = frozenset(
+    {
+        "INTROSPECTION_CACHE_SIZE",
+        "JWT_ALGORITHMS",
+        "MAX_INTROSPECTION_BYTES",
+        "IntrospectionVerifier",
+        "JwtVerifier",
+        "TokenVerifier",
+        "log",
+    }
 )
 
 __all__ = [
@@ -51,3 +69,14 @@ __all__ = [
     "IntrospectionVerifier",
     "Authorization",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The verifiers' names (PEP 562): imported from :mod:`zemcp.auth.verifiers` when first asked for."""
+    if name in _VERIFIER_NAMES:
+        from zemcp.auth import verifiers
+
+        value = getattr(verifiers, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'zemcp.auth' has no attribute {name!r}")

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from zemcp.auth.principal import Challenge, InsufficientScope, InvalidToken, Principal
-from zemcp.auth.verifiers import IntrospectionVerifier, JwtVerifier, TokenVerifier
 
 if TYPE_CHECKING:
+    from zemcp.auth.verifiers import TokenVerifier
     from zemcp.config import Settings
 
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
@@ -83,6 +83,9 @@ class Authorization:
         """The authorization ``settings.auth`` asks for, or None when it is ``off``."""
         if settings.auth == "off":
             return None
+        # Imported here: PyJWT and cryptography load only where authorization is on.
+        from zemcp.auth.verifiers import IntrospectionVerifier, JwtVerifier
+
         resource = settings.auth_resource_url
         if settings.auth == "jwt":
             verifier: TokenVerifier = JwtVerifier(

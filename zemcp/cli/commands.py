@@ -66,6 +66,9 @@ class CommandRegistry:
 
     def __init__(self) -> None:
         self._commands: dict[tuple[str, ...], Command] = {}
+        # Made at the first use after a registration: commands do not change once registered.
+        self._sorted: list[Command] | None = None
+        self._help: str | None = None
 
     def command(
         self, name: str, help: str
@@ -83,13 +86,24 @@ class CommandRegistry:
             if words in self._commands:
                 raise ValueError(f"a command named {' '.join(words)!r} is already registered")
             self._commands[words] = Command(" ".join(words), handler, help)
+            self._sorted = self._help = None
             return handler
 
         return register
 
     def commands(self) -> list[Command]:
-        """Every command, sorted by name."""
-        return sorted(self._commands.values(), key=lambda c: c.name)
+        """Every command, sorted by name (do not modify the list)."""
+        if self._sorted is None:
+            self._sorted = sorted(self._commands.values(), key=lambda c: c.name)
+        return self._sorted
+
+    def help_text(self) -> str:
+        """One line per command, sorted by name: its name, padded to the longest, and its help."""
+        if self._help is None:
+            commands = self.commands()
+            width = max((len(c.name) for c in commands), default=0)
+            self._help = "\n".join(f"{c.name:<{width}}  {c.help}" for c in commands)
+        return self._help
 
     def match(self, line: str) -> tuple[Command, str]:
         """Find the command for ``line``.
@@ -99,6 +113,10 @@ class CommandRegistry:
         Raises:
             CommandError: no command name is a word prefix of the line.
         """
+        whole = self._commands.get(tuple(line.lower().split()))
+        if whole is not None:
+            # The whole line names a command (no arguments): the common case, found at once.
+            return whole, ""
         words = list(_WORD.finditer(line))
         for n in range(len(words), 0, -1):
             command = self._commands.get(tuple(m.group().lower() for m in words[:n]))
@@ -162,8 +180,7 @@ def add_builtin_commands(commands: CommandRegistry) -> None:
 
     @commands.command("help", "list the commands")
     def help_(ctx: CommandContext, args: str) -> str:
-        width = max(len(c.name) for c in ctx.commands.commands())
-        return "\n".join(f"{c.name:<{width}}  {c.help}" for c in ctx.commands.commands())
+        return ctx.commands.help_text()
 
     @commands.command("session show", "this session: client, protocol version, elicitation, age, pending")
     def session_show(ctx: CommandContext, args: str) -> str:

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from zemcp.config import Settings
 from zemcp.state.interfaces import REQUEST, STANDALONE, FanOut, ListenLimitReached
 from zemcp.state.shares import Shares
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 
 class _Closable(Protocol):
@@ -82,8 +84,9 @@ class Admission:
         self._threads = Shares(settings.call_budget, share, "threads for running calls and streams")
         self._standalones = Shares(settings.standalone_budget, share, "standalone GET streams")
         self._listens = Shares(settings.listen_budget, share, "subscriptions/listen streams")
-        # One worker per gunicorn thread: each thread waits on at most one handler.
-        self._pool = ThreadPoolExecutor(max_workers=settings.threads, thread_name_prefix="zemcp-handler")
+        # Made at the first job that needs it: under gunicorn every handler runs on its
+        # request's own thread, and the pool is never used.
+        self._pool: ThreadPoolExecutor | None = None
 
     def _check_room(self) -> None:
         """Raise :class:`Busy` when running calls and open streams hold the whole call budget (call it under the admission lock)."""
@@ -194,4 +197,18 @@ class Admission:
         if getattr(sink, "direct", False):
             sink.job = counted
         else:
-            self._pool.submit(counted)
+            self._handler_pool().submit(counted)
+
+    def _handler_pool(self) -> ThreadPoolExecutor:
+        pool = self._pool
+        if pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with self._lock:
+                if self._pool is None:
+                    # One worker per thread of the WSGI server: each waits on at most one handler.
+                    self._pool = ThreadPoolExecutor(
+                        max_workers=self._settings.threads, thread_name_prefix="zemcp-handler"
+                    )
+                pool = self._pool
+        return pool

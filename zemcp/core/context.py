@@ -18,7 +18,6 @@ methods only write on the request's stream and stay plain calls in either kind o
 
 from __future__ import annotations
 
-import asyncio
 import math
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -300,6 +299,8 @@ class Context:
                     # A 2026-07-28 round answers or ends at once: no thread is worth its cost there.
                     answers = self._exchange.ask(requests, wait)
                 else:
+                    import asyncio  # loaded already: this coroutine runs in an event loop
+
                     withdrawal = Withdrawal()
                     answers = await waiting(
                         lambda: self._exchange.ask(requests, wait, withdrawal),

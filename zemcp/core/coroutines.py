@@ -15,7 +15,6 @@ thread of its own while the handler's loop goes on with its other tasks.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import logging
@@ -29,6 +28,8 @@ from zemcp.protocol.elicitation import ElicitAborted
 log = logging.getLogger("zemcp.coroutines")
 
 T = TypeVar("T")
+#: Types of return values that are never awaitable: most handlers return one of them.
+_PLAIN_VALUES = frozenset({str, dict, list, int, float, bool, type(None)})
 
 
 def handler_is_async(handler: Callable[..., Any], what: str) -> bool:
@@ -107,6 +108,8 @@ def call(
     """
     if not is_async:
         value = handler(*args, **kwargs)
+        if type(value) in _PLAIN_VALUES:
+            return value
         if inspect.isawaitable(value):
             if inspect.iscoroutine(value):
                 value.close()
@@ -115,6 +118,9 @@ def call(
                 "await what a plain def returns; declare the handler async def, or return the value itself"
             )
         return value
+    # Imported here: a server whose handlers are all plain def never loads asyncio.
+    import asyncio
+
     aborted: list[BaseException] = []
     try:
         value = asyncio.run(_supervised(handler(*args, **kwargs), aborts, aborted))
@@ -141,6 +147,8 @@ def call(
 async def _supervised(coroutine: Coroutine[Any, Any, T], aborts: Abortable | None, aborted: list[BaseException]) -> T:
     """Await ``coroutine`` as the loop's main task, cancelled when ``aborts`` reports an abort
     (whose reason goes to ``aborted``)."""
+    import asyncio
+
     if aborts is None:
         return await coroutine
     loop = asyncio.get_running_loop()
@@ -194,6 +202,8 @@ async def waiting(wait: Callable[[], T], name: str, stop: Callable[[], object]) 
     Raises:
         what ``wait()`` raised; ``asyncio.CancelledError`` when the awaiting task was cancelled.
     """
+    import asyncio
+
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
     ended: asyncio.Future[None] = loop.create_future()

@@ -11,6 +11,7 @@ from typing import Any
 
 from zemcp.observe.telemetry import NULL_OPERATION, Operation
 from zemcp.protocol import jsonrpc
+from zemcp.state.interfaces import StateUnavailable
 from zemcp.state.session import Session, fingerprint
 
 #: The MCP methods zemcp knows beside :meth:`Server.methods` (the eras' own, notifications),
@@ -82,6 +83,11 @@ def figures(server: Any) -> dict[str, Any] | None:
     :data:`zemcp.observe.instruments.GAUGES` names; None once the server is gone (None)."""
     if server is None:
         return None
+    try:
+        sessions = len(server.sessions)
+    except StateUnavailable:
+        # Shared sessions out of reach (Redis down): a scrape still reports everything else.
+        sessions = 0
     return {
         "zemcp.calls.running": server.admission.running,
         "zemcp.calls.budget": server.settings.call_budget,
@@ -91,5 +97,5 @@ def figures(server: Any) -> dict[str, Any] | None:
             "listen": server.subscriptions.count(),
             "resuming": server.admission.resuming,
         },
-        "zemcp.sessions.live": len(server.sessions),
+        "zemcp.sessions.live": sessions,
     }

@@ -18,14 +18,12 @@ streaming" (see :mod:`zemcp.replies.sinks`).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from zemcp import logsafe
 from zemcp.auth.authorization import Authorization
@@ -67,8 +65,7 @@ def shutdown_all() -> int:
     return sum(server.shutdown() for server in list(_SERVERS))
 
 
-@dataclass(frozen=True)
-class Work:
+class Work(NamedTuple):
     """A request whose handler may talk to the client: run it with :meth:`Server.execute`.
 
     Attributes:
@@ -219,7 +216,8 @@ class Server(Registrar):
         Only a request of a session can wait in the table of waiting calls; a 2026-07-28
         round never does, so ending one leaves the table alone.
         """
-        if call.abort(reason) and call.session is not None:
+        # A call that never asked holds nothing in the table: no need to look there.
+        if call.abort(reason) and call.session is not None and getattr(call, "asked", True):
             self.pending.end_call(call, reason)
 
     # -- the era-agnostic methods --------------------------------------------------------
@@ -247,7 +245,7 @@ class Server(Registrar):
         """
         outcome = self._methods[request.method](client, request, principal)
         if isinstance(outcome, Work) and principal is not None:
-            outcome = dataclasses.replace(outcome, auth=principal)
+            outcome = outcome._replace(auth=principal)
         return outcome
 
     def cache_hint(self, request: jsonrpc.Request) -> CacheHint:
@@ -411,11 +409,12 @@ class Server(Registrar):
         tool = self.tools.get(name)
         if tool is None:
             raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name!r}; tools/list names the available tools")
-        self._allow(principal, "tool", tool.name, f"tools/call {tool.name!r}")
+        if principal is not None:
+            self._allow(principal, "tool", tool.name, f"tools/call {tool.name!r}")
         if not isinstance(arguments, dict):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: params.arguments must be an object")
         # Arguments the tool asks the user for (elicit_missing): the rest must be valid already.
-        missing = tool.missing(arguments)
+        missing = tool.missing(arguments) if tool.elicited else []
         problem = tool.check_partial(arguments, missing) if missing else tool.check_arguments(arguments)
         if problem is None and missing and not client.client_supports_elicit("form"):
             # Deterministic in every version and era: the model can retry with the argument.

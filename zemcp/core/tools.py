@@ -38,10 +38,13 @@ from zemcp.core.results import error_result, structured_result, to_result
 from zemcp.core.type_schemas import to_python, type_hints
 from zemcp.protocol import elicitation, param_headers, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
+from zemcp.protocol.validators import SchemaValidator
 
 log = logging.getLogger("zemcp.tools")
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+#: Validators of partial arguments a tool keeps (one per set of arguments a call lacks).
+PARTIAL_VALIDATORS = 16
 
 #: The keys of ``Tool.annotations`` (MCP ToolAnnotations) and the type of each value.
 ANNOTATION_KEYS = {
@@ -157,7 +160,10 @@ class Tool:
             self.header_annotations = param_headers.header_annotations(self.input_schema)
         except ValueError as exc:
             raise ValueError(f"tool {self.name!r}: {exc}") from None
-        self._validator = jsonschema.Draft202012Validator(self.input_schema)
+        self._validator = SchemaValidator(self.input_schema)
+        # Validators of the arguments a call gives when it lacks some it will be asked for, by
+        # what it lacks (few sets: the elicited arguments are few).
+        self._partial_validators: dict[tuple[str, ...], SchemaValidator] = {}
         if output_schema is not None and structured_output:
             raise ValueError(f"tool {self.name!r}: give output_schema or structured_output=True, not both")
         self._wrapped = False
@@ -175,7 +181,7 @@ class Tool:
         # No format checker, as for the arguments: in JSON Schema 2020-12 ``format`` is an
         # annotation, and what a type's schema names (pydantic's naive datetime as
         # "date-time") need not pass a strict checker of it.
-        self._output_validator = jsonschema.Draft202012Validator(output_schema) if output_schema is not None else None
+        self._output_validator = SchemaValidator(output_schema) if output_schema is not None else None
         # name -> (field for the 2025-06-18 subset, field for 2025-11-25 on), built once here.
         self._fields = elicited_fields(self.name, self.input_schema, elicit_missing)
         self.elicited = tuple(self._fields)
@@ -231,9 +237,13 @@ class Tool:
             (naming every missing argument), as it was without ``elicit_missing``.
         """
         given = {k: v for k, v in arguments.items() if k not in missing}
-        required = [r for r in self.input_schema.get("required", ()) if r not in missing]
-        # Built per call: only a call that lacks arguments takes this path, then a round trip to the user.
-        relaxed = jsonschema.Draft202012Validator({**self.input_schema, "required": required})
+        lacking = tuple(missing)
+        relaxed = self._partial_validators.get(lacking)
+        if relaxed is None:
+            required = [r for r in self.input_schema.get("required", ()) if r not in missing]
+            relaxed = SchemaValidator({**self.input_schema, "required": required})
+            if len(self._partial_validators) < PARTIAL_VALIDATORS:
+                self._partial_validators[lacking] = relaxed
         error = _first_error(relaxed, given)
         if error is None:
             return None
@@ -365,6 +375,8 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
         self._definitions: list[dict[str, Any]] = []
         self._cache = NO_CACHE
+        #: True once a tool with a ``rate_limit`` of its own is registered.
+        self.rate_limited = False
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -374,6 +386,8 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        if tool.rate_limit is not None:
+            self.rate_limited = True
         # Built once here, not on every tools/list: a tool does not change once registered.
         self._definitions.append(tool.definition())
         self._cache = combine(t.cache for t in self._tools.values())
@@ -410,7 +424,7 @@ def _check_annotations(tool: str, annotations: dict[str, Any] | None) -> dict[st
     return dict(annotations)
 
 
-def _first_error(validator: jsonschema.Draft202012Validator, instance: Any) -> ValidationError | None:
+def _first_error(validator: SchemaValidator, instance: Any) -> ValidationError | None:
     """The most telling validation error, or None when ``instance`` is valid."""
     # The common case, valid arguments, needs no ranking of errors.
     if validator.is_valid(instance):

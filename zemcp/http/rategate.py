@@ -53,6 +53,8 @@ class RateGate:
 
     def limits(self, message: jsonrpc.Message) -> list[Limit]:
         """The limits whose buckets ``message`` takes a token from (empty: it is not limited)."""
+        if self._client is None and not self._by_setting and not self._tools.rate_limited:
+            return []  # no limit is set anywhere: the common case, answered at once
         if not isinstance(message, jsonrpc.Request) or message.method in UNLIMITED_METHODS:
             return []
         limits = [] if self._client is None else [self._client]

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from werkzeug.exceptions import ClientDisconnected, HTTPException
+from werkzeug.http import parse_options_header
+from werkzeug.sansio.utils import get_content_length
 from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
@@ -39,6 +41,7 @@ from zemcp.eras.modern.era import ModernEra
 from zemcp.http import cors
 from zemcp.http.forwarded import ClientAddresses, trusted_networks
 from zemcp.http.rategate import RateGate
+from zemcp.http.wsgirequest import WsgiRequest, endpoint_path
 from zemcp.observe.telemetry import REFUSAL, SERVED
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
@@ -85,6 +88,8 @@ class McpApp:
         self._accept_cache: dict[str, bool] = {}
         self._host_cache: dict[str, bool] = {}
         self._origin_cache: dict[str, bool] = {}
+        self._content_type_cache: dict[str, bool] = {}
+        self._paths: dict[str, str] = {}
         self.auth = server.auth
         self._addresses = ClientAddresses(trusted_networks(self.settings.forwarded_allow_ips))
         self._metrics_path = self.settings.metrics_path
@@ -127,7 +132,7 @@ class McpApp:
             # Every response to an allowed page, streams included, says the page may read it.
             start_response = cors.with_response_headers(start_response, origin)
         try:
-            response = self.dispatch(Request(environ))
+            response = self.dispatch(WsgiRequest(environ))
         except HTTPException as exc:  # werkzeug's own refusals (bad headers and the like)
             response = error_response(exc.code or 400, INVALID_REQUEST, f"{exc.name}: {exc.description}")
         # A handler's direct reply decides its status later: it is an operation, never a refusal.
@@ -148,7 +153,13 @@ class McpApp:
         refusal = self._check_origin_and_host(request)
         if refusal is not None:
             return refusal
-        path = request.path.rstrip("/")
+        # Judged once per distinct PATH_INFO, as werkzeug reads it: clients post to one path.
+        raw_path = request.environ.get("PATH_INFO", "")
+        path = self._paths.get(raw_path)
+        if path is None:
+            path = endpoint_path(request.environ)
+            if len(self._paths) < VERDICT_CACHE_SIZE:
+                self._paths[raw_path] = path
         if path == self._metrics_path and path:
             return self._metrics(request)
         if self.auth is not None and self.auth.metadata_path in (
@@ -276,7 +287,7 @@ class McpApp:
         )
 
     def _check_origin_and_host(self, request: Request) -> Response | None:
-        origin = request.headers.get("Origin")
+        origin = request.environ.get("HTTP_ORIGIN")
         if origin is not None and not _remembered(self._origin_cache, origin, self._origin_allowed):
             log.warning("refused Origin %s", logsafe.clip(origin))
             return error_response(
@@ -313,7 +324,7 @@ class McpApp:
         return parts.scheme in ("http", "https") and parts.hostname is not None and is_loopback_host(parts.hostname)
 
     def _post(self, request: Request, principal: Principal | None) -> WSGIResponse:
-        if request.mimetype != "application/json":
+        if not _remembered(self._content_type_cache, request.environ.get("CONTENT_TYPE", ""), _is_json):
             got = repr(request.mimetype) if request.mimetype else "none"
             return error_response(
                 415, INVALID_REQUEST, f"Unsupported Media Type: Content-Type must be application/json, got {got}"
@@ -374,7 +385,8 @@ class McpApp:
             TimeoutError: under gunicorn, the client sent nothing for ``body_timeout`` seconds.
         """
         limit = self.settings.max_body_bytes
-        length = request.content_length
+        environ = request.environ
+        length = get_content_length(environ.get("CONTENT_LENGTH"), environ.get("HTTP_TRANSFER_ENCODING"))
         if length is not None and length > limit:
             return None
         # A client that stalls mid-body would hold this thread for good; bound each wait.
@@ -432,6 +444,11 @@ def _refusal_reason(status: int) -> str:
     if status == 503:
         return "unavailable"
     return "protocol"
+
+
+def _is_json(content_type: str) -> bool:
+    """True when a ``Content-Type`` value names ``application/json`` (parameters aside, any case)."""
+    return parse_options_header(content_type)[0].lower() == "application/json"
 
 
 def _is_loopback_name(host: str) -> bool:

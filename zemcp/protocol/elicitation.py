@@ -29,6 +29,7 @@ from jsonschema.exceptions import best_match
 
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.inputs import InputRequest
+from zemcp.protocol.validators import SchemaValidator
 from zemcp.protocol.versions import ELICITATION_MODES, since
 
 if TYPE_CHECKING:
@@ -288,7 +289,6 @@ _META_VALIDATORS = {
     False: jsonschema.Draft202012Validator(REQUESTED_SCHEMA_META),
     True: jsonschema.Draft202012Validator(REQUESTED_SCHEMA_META_2025_11_25),
 }
-_FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
 #: Distinct requested schemas whose check and content validator are remembered.
 SCHEMA_CACHE_SIZE = 256
 
@@ -396,11 +396,7 @@ def interpret_answer(answer: jsonrpc.Response, schema: dict[str, Any], formats: 
                 "booleans or arrays of strings"
             )
     text = _schema_text(schema)
-    validator = (
-        _content_validator(text, formats)
-        if text is not None
-        else jsonschema.Draft202012Validator(schema, format_checker=_FORMATS if formats else None)
-    )
+    validator = _content_validator(text, formats) if text is not None else SchemaValidator(schema, formats)
     if validator.is_valid(content):
         return content
     error = best_match(validator.iter_errors(content))
@@ -436,8 +432,8 @@ def _schema_text(schema: Any) -> str | None:
 
 
 @functools.lru_cache(maxsize=SCHEMA_CACHE_SIZE)
-def _content_validator(text: str, formats: bool) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(json.loads(text), format_checker=_FORMATS if formats else None)
+def _content_validator(text: str, formats: bool) -> SchemaValidator:
+    return SchemaValidator(json.loads(text), formats)
 
 
 def form_request(

@@ -6,9 +6,9 @@ and builds the messages the server sends. Pure: no HTTP here.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
+
+from zemcp.protocol import jsontext
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -41,8 +41,8 @@ class ProtocolError(Exception):
         return error(self.id, self.code, self.message, self.data)
 
 
-@dataclass(frozen=True)
-class Request:
+# Immutable records made for every message: tuples, which are cheaper to make than frozen dataclasses.
+class Request(NamedTuple):
     """A client request: it has an ``id`` and wants exactly one response."""
 
     id: RequestId
@@ -50,16 +50,14 @@ class Request:
     params: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Notification:
+class Notification(NamedTuple):
     """A client notification: no ``id``, never answered."""
 
     method: str
     params: dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Response:
+class Response(NamedTuple):
     """A client's response to a server-to-client request (for example an elicitation answer).
 
     Exactly one of ``result`` and ``error`` is set; ``id`` may be ``None`` only for errors.
@@ -93,13 +91,11 @@ def parse(body: bytes) -> Message:
     if not body.strip():
         raise ProtocolError(PARSE_ERROR, "Parse error: the body is empty; send one JSON-RPC message")
     try:
-        text = body.decode("utf-8")
+        data = jsontext.loads(body)
     except UnicodeDecodeError as exc:
         raise ProtocolError(
             PARSE_ERROR, f"Parse error: the body is not UTF-8 ({exc.reason} at byte {exc.start})"
         ) from None
-    try:
-        data = _DECODER.decode(text)
     except RecursionError:
         raise ProtocolError(PARSE_ERROR, "Parse error: the JSON is nested too deeply") from None
     except ValueError as exc:
@@ -113,24 +109,23 @@ def parse(body: bytes) -> Message:
     if not isinstance(data, dict):
         raise ProtocolError(INVALID_REQUEST, "Invalid Request: the body must be a JSON-RPC 2.0 object")
     raw_id = data.get("id")
-    id_ = raw_id if valid_id(raw_id) else None
+    # A decoded id is a str, an int, or a value no id may be (bool, float, null, object ...).
+    id_ = raw_id if type(raw_id) is str or type(raw_id) is int else None
     if data.get("jsonrpc") != "2.0":
         raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', id_)
     if "method" in data:
         method = data["method"]
-        if not isinstance(method, str) or not method:
+        if type(method) is not str or not method:
             raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "method" must be a non-empty string', id_)
-        if "id" in data and not valid_id(raw_id):
+        if id_ is None and "id" in data:
             why = "MCP forbids null" if raw_id is None else f"got {type(raw_id).__name__}"
             raise ProtocolError(INVALID_REQUEST, f'Invalid Request: "id" must be a string or an integer ({why})')
-        params = data.get("params", {})
+        params = data.get("params")
         if params is None:
             params = {}
-        if not isinstance(params, dict):
+        elif type(params) is not dict:
             raise ProtocolError(INVALID_PARAMS, 'Invalid params: "params" must be an object', id_)
-        if "id" in data and id_ is not None:
-            return Request(id_, method, params)
-        return Notification(method, params)
+        return Request(id_, method, params) if id_ is not None else Notification(method, params)
     has_result, has_error = "result" in data, "error" in data
     if has_result == has_error:
         raise ProtocolError(
@@ -174,22 +169,12 @@ def notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    """One message as compact single-line ASCII JSON (safe inside an SSE ``data:`` line).
-
-    Non-ASCII characters, lone surrogates included, are written as ``\\u`` escapes, so any
-    Python string can be sent.
+    """One message as compact single-line UTF-8 JSON (safe inside an SSE ``data:`` line), by
+    :func:`zemcp.protocol.jsontext.dumps`: a string with a lone surrogate is written with
+    ``\\u`` escapes, so any Python string can be sent.
 
     Raises:
         TypeError: a value JSON cannot represent (a datetime, a set ...).
         ValueError: NaN or an infinity (not valid JSON).
     """
-    return _ENCODER.encode(message).encode()
-
-
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-# Made once: json.loads and json.dumps with options build a new codec on every call.
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+    return jsontext.dumps(message)

@@ -60,6 +60,23 @@ class DirectSink(CloseCallbacks):
     """
 
     direct = True
+    # Defaults of the state a plain call never changes, as class attributes: a call that
+    # answers plain JSON sets none of them.
+    _write: Callable[[bytes], object] | None = None
+    _start_response: StartResponse | None = None
+    _last_write = 0.0
+    _opened = 0.0
+    started = False
+    _finished = False
+    final: dict[str, Any] | None = None
+    #: The handler's job, run by :class:`DirectResponse` on the request's thread.
+    job: Callable[[], None] | None = None
+    #: The stream's events, once it started (resumable streams only).
+    log: EventLog | None = None
+    _token = 0
+    # True while the first event went out with the stream's opening (see _start_stream).
+    _folded = False
+    _peer_watch: PeerWatch | None = None
 
     def __init__(
         self,
@@ -72,27 +89,20 @@ class DirectSink(CloseCallbacks):
         super().__init__()
         self._request_id = request_id
         self._client = environ["gunicorn.socket"]
-        self._peer = PeerWatch(self._client)
         self._keepalive = keepalive
         #: [seconds] how often a waiting handler calls :meth:`tick`.
         self.tick_interval = min(PEER_CHECK_INTERVAL, keepalive)
         self._lock = threading.Lock()
-        self._write: Callable[[bytes], object] | None = None
-        self._start_response: StartResponse | None = None
-        self._last_write = 0.0
-        self._opened = 0.0
-        self.started = False
-        self._finished = False
-        self.final: dict[str, Any] | None = None
-        #: The handler's job, run by :class:`DirectResponse` on the request's thread.
-        self.job: Callable[[], None] | None = None
         self.streams = streams
         self._send_timeout = send_timeout
-        #: The stream's events, once it started (resumable streams only).
-        self.log: EventLog | None = None
-        self._token = 0
-        # True while the first event went out with the stream's opening (see _start_stream).
-        self._folded = False
+
+    @property
+    def _peer(self) -> PeerWatch:
+        # Made with the stream: a plain call never looks at its client's socket.
+        peer = self._peer_watch
+        if peer is None:
+            peer = self._peer_watch = PeerWatch(self._client)
+        return peer
 
     def bind(self, start_response: StartResponse) -> None:
         """Take the WSGI ``start_response`` of the request (before the job runs)."""
@@ -265,8 +275,9 @@ class DirectSink(CloseCallbacks):
             return
         self.log, self._token, opening = self.streams.open_reading(self._request_id, first)
         self._folded = first is not None
-        # The connection may be ended on purpose: the client must not send its next request on it.
-        _close_after(self._write)
+        if self.log.limits.poll_interval:
+            # This connection will be ended on purpose: say so before the headers go out.
+            _close_after(self._write)
         self._emit(opening)
         self._last_write = time.monotonic()
 
@@ -278,6 +289,7 @@ class DirectSink(CloseCallbacks):
             ended = _gunicorn_response(self._write) is not None
             if ended:
                 self._emit(retry_field(log.limits))
+                _close_after(self._write)
                 _end_body(self._write)
         except OSError:
             ended = True
@@ -304,9 +316,12 @@ def _gunicorn_response(write: Callable[[bytes], object]) -> Any:
 
 
 def _close_after(write: Callable[[bytes], object]) -> None:
-    """Before the headers go out: make gunicorn send ``Connection: close`` and close the
-    connection after this response, so that a stream ended early by :func:`_end_body`
-    never has a next request sent on its connection."""
+    """Make gunicorn close the connection after this response, and say ``Connection: close``
+    when the headers have not gone out yet: a stream ended early by :func:`_end_body` must
+    not have a next request read from its connection. Streams of sessions otherwise keep
+    their connections alive (a client's next call reuses it: one connection set-up less per
+    eliciting call); one ended early without notice is half-closed at once, which clients
+    take as the end of the connection."""
     response = _gunicorn_response(write)
     if response is not None and hasattr(response, "force_close"):
         response.force_close()
@@ -314,7 +329,7 @@ def _close_after(write: Callable[[bytes], object]) -> None:
 
 def _end_body(write: Callable[[bytes], object]) -> None:
     """End a gunicorn response body cleanly while its thread goes on: the last chunk, then
-    the end of the connection's sending side (the response was sent ``Connection: close``).
+    the end of the connection's sending side (:func:`_close_after` came first).
 
     Raises:
         OSError: the connection failed.

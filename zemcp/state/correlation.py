@@ -66,6 +66,9 @@ class CorrelationTable:
         self._entries: dict[tuple[str, str], Pending] = {}
         self._per_session: Counter[str] = Counter()
         self._per_client = Shares(max_pending, client_share, "pending elicitations")
+        # The entries of each call (by its id(), which its entries keep alive), so that ending
+        # one call looks at its own entries only.
+        self._by_call: dict[int, list[Pending]] = {}
 
     def register(self, session: Identified, call: RunningCall) -> Pending:
         """Reserve a slot and an id for a new request of ``call``.
@@ -89,6 +92,7 @@ class CorrelationTable:
             # Random, so an id tells a session nothing about the requests of other sessions.
             pending = Pending(f"zemcp-{secrets.token_urlsafe(12)}", session.id, call, self._lock)
             self._entries[(session.id, pending.id)] = pending
+            self._by_call.setdefault(id(call), []).append(pending)
             self._per_session[session.id] += 1
             self._per_client.take(client)
             return pending
@@ -124,7 +128,14 @@ class CorrelationTable:
         Returns:
             how many waits were ended.
         """
-        return self._abandon(lambda pending: pending.call is call, reason)
+        ended = 0
+        with self._lock:
+            for pending in self._by_call.get(id(call), ()):
+                if pending._outcome is None:
+                    pending._outcome = reason
+                    pending._cond.notify()
+                    ended += 1
+        return ended
 
     def _abandon(self, match: Callable[[Pending], bool], reason: BaseException) -> int:
         """End every unresolved wait for which ``match`` is true; each waiter raises ``reason``.
@@ -245,6 +256,10 @@ class CorrelationTable:
         """Free the slot of ``pending`` (always call it when the wait is over)."""
         with self._lock:
             if self._entries.pop((pending.session_id, pending.id), None) is not None:
+                of_call = self._by_call[id(pending.call)]
+                of_call.remove(pending)
+                if not of_call:
+                    del self._by_call[id(pending.call)]
                 self._per_client.give(pending.call.client_key)
                 self._per_session[pending.session_id] -= 1
                 if not self._per_session[pending.session_id]:

@@ -49,7 +49,10 @@ class Call(Abortable):
         session, request_id, sink, progress_token, timeout, can_wait, client_key: as given;
             ``client`` is the session.
         aborted: why it can no longer be answered, or None.
+        asked: True once it asked the client something (only then can it wait in the table).
     """
+
+    asked = False
 
     def __init__(
         self,
@@ -93,6 +96,8 @@ class Call(Abortable):
         """
         if self._table is None:
             raise RuntimeError("this call was made without a correlation table and cannot ask the client")
+        # Before the table holds anything of it: an abort from now on ends its waits there.
+        self.asked = True
         limit = self.timeout if timeout is None else min(timeout, self.timeout)
         start = time.monotonic()
         self.session.wait_initialized(min(INITIALIZED_GRACE, limit))

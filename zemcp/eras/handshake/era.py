@@ -55,6 +55,9 @@ log = logging.getLogger("zemcp.handshake")
 
 SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
+# The WSGI environ keys of the two headers (PEP 3333: HTTP_ and the name in capitals, - as _).
+SESSION_KEY = "HTTP_MCP_SESSION_ID"
+VERSION_KEY = "HTTP_MCP_PROTOCOL_VERSION"
 #: [seconds] ``Retry-After`` sent with 429 when the session cap is reached.
 RETRY_AFTER = 30
 
@@ -92,7 +95,8 @@ class HandshakeEra:
         """
         # Only a request's id is echoed: a response's id is the server's own request id.
         request_id = message.id if isinstance(message, jsonrpc.Request) else None
-        session_id = request.headers.get(SESSION_HEADER)
+        environ = request.environ
+        session_id = environ.get(SESSION_KEY)
         if session_id is not None and "," in session_id:
             # Repeated headers arrive joined with commas; a session id never contains one.
             return error_response(
@@ -104,7 +108,7 @@ class HandshakeEra:
         if isinstance(message, jsonrpc.Request) and message.method == "initialize":
             return self._initialize(message, session_id, principal, request.environ)
         try:
-            check_protocol_header(request.headers.get(VERSION_HEADER))
+            check_protocol_header(environ.get(VERSION_KEY))
             session = self._owned(self.server.sessions.get(session_id), principal)
         except ProtocolError as exc:
             return error_response(400, exc.code, exc.message, id=request_id)

@@ -24,14 +24,13 @@ import json
 import math
 import re
 import secrets
+import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 #: Shortest operator secret accepted [characters].
 MIN_KEY_CHARS = 32
@@ -128,6 +127,33 @@ def _key_id(derived: bytes) -> bytes:
     return hashlib.sha256(derived).digest()[:_KEY_ID_BYTES]
 
 
+class _Ciphers:
+    """The AES-256-GCM ciphers of a key ring: keys derived from the secrets by HKDF-SHA256.
+
+    Attributes:
+        seal_key_id: the id of the first secret's key, which seals.
+        sealer: its cipher.
+        openers: key id -> the ciphers of every key with that id (two different keys sharing
+            a 4-byte id is unlikely but harmless: opening tries each). A secret listed twice
+            counts once.
+    """
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+        derived_keys = [
+            HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_HKDF_INFO).derive(secret.encode("utf-8"))
+            for secret in keys
+        ]
+        self.seal_key_id = _key_id(derived_keys[0])
+        self.sealer = AESGCM(derived_keys[0])
+        self.openers: dict[bytes, list[AESGCM]] = {}
+        for derived in dict.fromkeys(derived_keys):
+            self.openers.setdefault(_key_id(derived), []).append(AESGCM(derived))
+
+
 def _is_int(value: Any) -> bool:
     # JSON true parses to a bool, which Python also counts as an int.
     return isinstance(value, int) and not isinstance(value, bool)
@@ -175,17 +201,20 @@ class RequestStateSealer:
             raise ValueError(f"request state audience must be a non-empty string, got {audience!r}")
         self._ttl = ttl
         self._audience = audience
-        derived_keys = [
-            HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_HKDF_INFO).derive(secret.encode("utf-8"))
-            for secret in keys
-        ]
-        self._seal_key_id = _key_id(derived_keys[0])
-        self._sealer = AESGCM(derived_keys[0])
-        # Key id -> ciphers: two different keys sharing a 4-byte id is unlikely but harmless,
-        # since opening tries each of them. dict.fromkeys drops a secret listed twice.
-        self._openers: dict[bytes, list[AESGCM]] = {}
-        for derived in dict.fromkeys(derived_keys):
-            self._openers.setdefault(_key_id(derived), []).append(AESGCM(derived))
+        self._secrets = tuple(keys)
+        # The ciphers are made at the first seal or open: cryptography loads only in a process
+        # that serves a 2026-07-28 round that asks or answers.
+        self._ciphers: _Ciphers | None = None
+        self._ciphers_lock = threading.Lock()
+
+    def _keys(self) -> _Ciphers:
+        ciphers = self._ciphers
+        if ciphers is None:
+            with self._ciphers_lock:
+                if self._ciphers is None:
+                    self._ciphers = _Ciphers(self._secrets)
+                ciphers = self._ciphers
+        return ciphers
 
     def seal(
         self,
@@ -241,9 +270,10 @@ class RequestStateSealer:
             json.loads(plaintext)
         except RecursionError:
             raise StateTooLarge("the answers are nested too deeply to be carried in a requestState") from None
+        ciphers = self._keys()
         nonce = secrets.token_bytes(_NONCE_BYTES)
-        sealed = self._sealer.encrypt(nonce, plaintext, _PREFIX.encode("ascii") + self._seal_key_id)
-        token = _PREFIX + _b64encode(self._seal_key_id + nonce + sealed)
+        sealed = ciphers.sealer.encrypt(nonce, plaintext, _PREFIX.encode("ascii") + ciphers.seal_key_id)
+        token = _PREFIX + _b64encode(ciphers.seal_key_id + nonce + sealed)
         if len(token) > MAX_TOKEN_CHARS:
             # open() would refuse it; fail here, where the oversized state is made.
             raise StateTooLarge(
@@ -289,7 +319,7 @@ class RequestStateSealer:
         key_id = raw[:_KEY_ID_BYTES]
         nonce = raw[_KEY_ID_BYTES : _KEY_ID_BYTES + _NONCE_BYTES]
         sealed = raw[_KEY_ID_BYTES + _NONCE_BYTES :]
-        openers = self._openers.get(key_id)
+        openers = self._keys().openers.get(key_id)
         if openers is None:
             raise RequestStateError("unknown key")
         claims = self._decrypt(openers, nonce, sealed, _PREFIX.encode("ascii") + key_id)
@@ -306,6 +336,8 @@ class RequestStateSealer:
     @staticmethod
     def _decrypt(openers: list[AESGCM], nonce: bytes, sealed: bytes, aad: bytes) -> dict[str, Any]:
         """The claims object, shape-checked. Raises RequestStateError."""
+        from cryptography.exceptions import InvalidTag
+
         for cipher in openers:
             try:
                 plaintext = cipher.decrypt(nonce, sealed, aad)
