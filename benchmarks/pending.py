@@ -25,8 +25,10 @@ import json
 import os
 import socket
 import statistics
+import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import requests
@@ -155,21 +157,45 @@ def plain_latency(session: Session) -> float:
     return statistics.median(times) * 1000
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pending", type=int, default=1000, help="pending elicitations to hold (default %(default)s)")
-    args = parser.parse_args()
-    threads = threads_for(args.pending)
+@dataclass(frozen=True)
+class PendingFigures:
+    """What ``pending`` waiting elicitations cost one worker."""
+
+    pending: int
+    threads: int  # ZEMCP_THREADS of the server
+    threads_idle: int
+    threads_busy: int
+    rss_idle: int  # [KiB]
+    rss_busy: int  # [KiB]
+    p50_idle: float  # [ms] plain call
+    p50_busy: float  # [ms]
+    opened: float  # [s]
+    answered: float  # [s]
+    wrong: int  # calls completed with another call's answer
+
+    @property
+    def kib_each(self) -> float:
+        return (self.rss_busy - self.rss_idle) / self.pending
+
+    @property
+    def threads_each(self) -> float:
+        return (self.threads_busy - self.threads_idle) / self.pending
+
+
+def measure(pending: int, extra_env: dict[str, str] | None = None) -> PendingFigures:
+    """Serve the reference server with room for ``pending`` elicitations, hold them, answer them."""
+    threads = threads_for(pending)
     port = free_port()
     env = {
         **os.environ,
+        **(extra_env or {}),
         "ZEMCP_BIND": f"127.0.0.1:{port}",
         "ZEMCP_THREADS": str(threads),
-        "ZEMCP_MAX_SESSIONS": str(args.pending // PER_SESSION + 10),
+        "ZEMCP_MAX_SESSIONS": str(pending // PER_SESSION + 10),
         "ZEMCP_KEEPALIVE_INTERVAL": "15",
+        # One process of this script stands for every client: no fair share may hold it back.
+        "ZEMCP_CLIENT_SHARE": "1",
     }
-    import subprocess
-
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"],
         cwd=ROOT,
@@ -186,9 +212,9 @@ def main() -> None:
         plain_latency(probe)  # warm up
         threads_idle, rss_idle = worker_figures(pid)
         p50_idle = plain_latency(probe)
-        sessions = [Session(url, f"s{n}") for n in range((args.pending + PER_SESSION - 1) // PER_SESSION)]
+        sessions = [Session(url, f"s{n}") for n in range((pending + PER_SESSION - 1) // PER_SESSION)]
         started = time.monotonic()
-        for n in range(args.pending):
+        for n in range(pending):
             session = sessions[n // PER_SESSION]
             request_id = 1_000_000 + n
             sock, elicitation_id, data = open_eliciting(port, session, request_id)
@@ -211,32 +237,46 @@ def main() -> None:
             if answer.status_code != 202:
                 raise RuntimeError(f"answer refused: {answer.status_code} {answer.text}")
         wrong = 0
-        for sock, elicitation_id, data, session, request_id in held:
+        for index, (sock, _elicitation_id, data, _session, request_id) in enumerate(held):
             text = read_result(sock, data, request_id)
-            wrong += (
-                f"client: s{held.index((sock, elicitation_id, data, session, request_id)) // PER_SESSION} " not in text
-            )
+            wrong += f"client: s{index // PER_SESSION} " not in text
         answered = time.monotonic() - started
-        pending = len(held)
-        print(f"pending elicitations: {pending} in one worker, ZEMCP_THREADS={threads} (pending budget by the formula)")
-        print(
-            f"  idle:    {threads_idle:5d} threads  {rss_idle / 1024:8.1f} MiB RSS  plain call p50 {p50_idle:6.2f} ms"
-        )
-        print(
-            f"  pending: {threads_busy:5d} threads  {rss_busy / 1024:8.1f} MiB RSS  plain call p50 {p50_busy:6.2f} ms"
-        )
-        print(
-            f"  per pending elicitation: {(threads_busy - threads_idle) / pending:.2f} threads, "
-            f"{(rss_busy - rss_idle) / pending:.1f} KiB"
-        )
-        print(
-            f"  opened in {opened:.1f} s, all answered and completed in {answered:.1f} s, "
-            f"{wrong} completed with another call's answer"
+        return PendingFigures(
+            len(held),
+            threads,
+            threads_idle,
+            threads_busy,
+            rss_idle,
+            rss_busy,
+            p50_idle,
+            p50_busy,
+            opened,
+            answered,
+            wrong,
         )
     finally:
         for sock, *_ in held:
             sock.close()
         stop_gunicorn(server)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pending", type=int, default=1000, help="pending elicitations to hold (default %(default)s)")
+    args = parser.parse_args()
+    f = measure(args.pending)
+    print(f"pending elicitations: {f.pending} in one worker, ZEMCP_THREADS={f.threads} (pending budget by the formula)")
+    print(
+        f"  idle:    {f.threads_idle:5d} threads  {f.rss_idle / 1024:8.1f} MiB RSS  plain call p50 {f.p50_idle:6.2f} ms"
+    )
+    print(
+        f"  pending: {f.threads_busy:5d} threads  {f.rss_busy / 1024:8.1f} MiB RSS  plain call p50 {f.p50_busy:6.2f} ms"
+    )
+    print(f"  per pending elicitation: {f.threads_each:.2f} threads, {f.kib_each:.1f} KiB")
+    print(
+        f"  opened in {f.opened:.1f} s, all answered and completed in {f.answered:.1f} s, "
+        f"{f.wrong} completed with another call's answer"
+    )
 
 
 if __name__ == "__main__":

@@ -216,7 +216,7 @@ class Node:
         channel = self.redis.key("bus")
         pause = 0.1
         while self._current(node_id):
-            pubsub = self.redis.blocking.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
+            pubsub = self.redis.blocking.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call, unused-ignore]  # untyped before redis 8.2
             try:
                 pubsub.subscribe(channel)
                 pause = 0.1
