@@ -38,6 +38,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,50 @@ ACCEPT = "application/json, text/event-stream"
 CONNECT_TIMEOUT = 5.0
 #: [seconds] read timeout of every plain request and default read timeout of streams.
 READ_TIMEOUT = 10.0
+
+
+#: Connections opened at once per try of :func:`connection_to_a_worker`.
+WORKER_PROBE_BATCH = 8
+#: [seconds] how long :func:`connection_to_a_worker` tries (workers may still be starting).
+WORKER_PROBE_TIME = 20.0
+
+
+def connection_to_a_worker(ask_pid: Callable[[requests.Session], int], avoid: set[int]) -> tuple[requests.Session, int]:
+    """A kept-alive connection to a gunicorn worker whose pid is not in ``avoid``, and its pid.
+
+    ``ask_pid(http)`` makes one request on the connection ``http`` and returns the pid of the
+    worker that answered. The kernel hands a new connection to whichever worker accepts
+    first: the others may still be starting, and one worker can win every time when
+    connections come one by one. Each try opens a batch of connections at once, so that the
+    others accept some while it is busy; tries go on for :data:`WORKER_PROBE_TIME`.
+
+    Raises:
+        pytest.fail: no connection reached another worker in time.
+    """
+
+    def probe(_: int) -> tuple[requests.Session, int]:
+        http = requests.Session()
+        return http, ask_pid(http)
+
+    tries = 0
+    deadline = time.monotonic() + WORKER_PROBE_TIME
+    with ThreadPoolExecutor(WORKER_PROBE_BATCH) as pool:
+        while time.monotonic() < deadline:
+            tries += 1
+            found = None
+            for http, pid in pool.map(probe, range(WORKER_PROBE_BATCH)):
+                if found is None and pid not in avoid:
+                    found = http, pid
+                else:
+                    http.close()
+            if found is not None:
+                return found
+            time.sleep(0.1)
+    pytest.fail(
+        f"{tries} batches of {WORKER_PROBE_BATCH} new connections in {WORKER_PROBE_TIME:g} s all reached workers {avoid}"
+    )
+
+
 #: [seconds] how long a server may take to accept TCP connections after start.
 START_TIMEOUT = 20.0
 #: [seconds] how long a server may take to exit after SIGTERM before it is killed.

@@ -18,18 +18,23 @@ import time
 
 import httpx2
 import mcp
-import pytest
 import requests
 from mcp import types
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, McpClient, ModernClient, SseStream, trace_records
+from tests.conftest import (
+    CONNECT_TIMEOUT,
+    READ_TIMEOUT,
+    McpClient,
+    ModernClient,
+    SseStream,
+    connection_to_a_worker,
+    trace_records,
+)
 from tests.tsclient1 import run_legacy_calls
 
 #: [seconds] bound on the SDK scenario of 50 calls.
 SDK_TIMEOUT = 120
-#: Connections opened at most to reach one chosen worker.
-TRIES = 60
 #: What each answered command's output shows, to tell each call got its own answer.
 ANSWERS = {"session show": "protocol version:", "server status": "thread budget:", "help": "session list"}
 
@@ -40,8 +45,8 @@ def redis_settings(url: str, **extra) -> dict:
 
 def worker_connection(client: McpClient, avoid: set[int] = frozenset()) -> tuple[requests.Session, int]:
     """A new kept-alive connection to a worker whose pid is not in ``avoid``: the connection and the pid."""
-    for _ in range(TRIES):
-        http = requests.Session()
+
+    def ask_pid(http: requests.Session) -> int:
         response = http.post(
             client.url,
             json=client.call_message({"command": "server status"}),
@@ -50,11 +55,9 @@ def worker_connection(client: McpClient, avoid: set[int] = frozenset()) -> tuple
         )
         assert response.status_code == 200, (response.status_code, response.text)
         text = response.json()["result"]["content"][0]["text"]
-        pid = int(re.search(r"^pid: (\d+)$", text, re.M).group(1))
-        if pid not in avoid:
-            return http, pid
-        http.close()
-    pytest.fail(f"{TRIES} new connections all reached workers {avoid}")
+        return int(re.search(r"^pid: (\d+)$", text, re.M).group(1))
+
+    return connection_to_a_worker(ask_pid, set(avoid))
 
 
 def start_call(client: McpClient, http: requests.Session) -> tuple[dict, SseStream, dict]:

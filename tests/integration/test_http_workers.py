@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, TAG_HEADER, ModernClient, wait_trace
+from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, TAG_HEADER, ModernClient, connection_to_a_worker, wait_trace
 from zemcp.state import workers
 
 WORKERS = 4
@@ -188,12 +188,12 @@ def wait_log(server, pattern: str) -> re.Match:
 def connection_to_another_worker(server, owner: int) -> tuple[requests.Session, int]:
     """A kept-alive connection to a worker of ``server`` other than ``owner``, and that worker's pid.
 
-    Each try opens a new connection and asks, with a stateless ``server status`` (no session),
-    which worker took it; the first that is not ``owner`` is kept.
+    Each new connection asks, with a stateless ``server status`` (no session), which worker
+    took it; the first that is not ``owner`` is kept.
     """
-    probe = ModernClient(server.url, name="worker-probe")
-    for _ in range(MAX_TRIES):
-        http = requests.Session()
+
+    def ask_pid(http: requests.Session) -> int:
+        probe = ModernClient(server.url, name="worker-probe")
         message = probe.message("tools/call", {"name": "ze_execute", "arguments": {"command": "server status"}})
         response = http.post(
             server.url,
@@ -202,11 +202,9 @@ def connection_to_another_worker(server, owner: int) -> tuple[requests.Session, 
             timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
         )
         text = ModernClient.reply(response, message["id"])["result"]["content"][0]["text"]
-        pid = int(re.search(r"^pid: (\d+)$", text, re.M).group(1))
-        if pid != owner:
-            return http, pid
-        http.close()
-    pytest.fail(f"{MAX_TRIES} new connections all reached worker {owner}")
+        return int(re.search(r"^pid: (\d+)$", text, re.M).group(1))
+
+    return connection_to_a_worker(ask_pid, {owner})
 
 
 def session_owner(server, client) -> int:
