@@ -43,6 +43,12 @@ CASES = [
     ({"type": "object", "dependentRequired": {"a": ["b"]}}, [{"a": 1}, {"a": 1, "b": 2}]),
     ({"type": "object", "unevaluatedProperties": False, "properties": {"a": {}}}, [{"a": 1}, {"b": 1}]),
     ({"type": "string", "format": "date-time"}, ["nope", "2026-01-02T03:04:05Z"]),
+    # Values the two read differently (jsonschema decides): infinity and NaN (the standard library
+    # parses the Infinity and NaN literals), and tuples (a handler's structured output).
+    ({"maximum": 1e308}, [float("inf"), float("nan"), 1e308, {"a": float("inf")}]),
+    ({"minimum": 0}, [float("-inf"), 0.0, [float("-inf")]]),
+    ({"type": "array", "items": {"type": "integer"}}, [(1, 2), [1, 2], [(1,)]]),
+    ({"type": "object", "properties": {"xs": {"type": "array"}}}, [{"xs": (1, 2)}, {"xs": [1]}]),
 ]
 
 

@@ -10,12 +10,14 @@ whose meaning the two libraries implement differently is checked by jsonschema a
 ``pattern`` and ``patternProperties`` (Python's ``re`` against ECMA-262 regular expressions),
 ``multipleOf`` (float division against exact arithmetic), asserted ``format`` (different
 checkers), references that leave the schema, and the ``content*`` keywords. A value
-jsonschema-rs cannot take (a string with a lone surrogate) is checked by jsonschema too, and a
+jsonschema-rs cannot take (a string with a lone surrogate) or reads differently (an infinite or
+NaN float, a tuple) is checked by jsonschema alone, and a
 no from jsonschema-rs is checked again by jsonschema, whose verdict stands.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -81,7 +83,7 @@ class SchemaValidator:
     def is_valid(self, instance: Any) -> bool:
         """True when ``instance`` satisfies the schema."""
         fast = self._fast
-        if fast is not None:
+        if fast is not None and _read_alike(instance):
             try:
                 if fast.is_valid(instance):
                     return True
@@ -100,6 +102,20 @@ class SchemaValidator:
             checker = jsonschema.Draft202012Validator.FORMAT_CHECKER if self._formats else None
             validator = self._python = jsonschema.Draft202012Validator(self.schema, format_checker=checker)
         return validator
+
+
+def _read_alike(instance: Any) -> bool:
+    """False when ``instance`` holds a value the two libraries read differently: an infinite
+    or NaN float (jsonschema-rs takes infinity within any ``maximum``), or a tuple (an array
+    to jsonschema-rs, not to jsonschema, whose arrays are lists)."""
+    kind = type(instance)
+    if kind is dict:
+        return all(_read_alike(value) for value in instance.values())
+    if kind is list:
+        return all(_read_alike(item) for item in instance)
+    if kind is float:
+        return math.isfinite(instance)
+    return kind is not tuple
 
 
 def _fast_enough(schema: Any, formats: bool) -> bool:
