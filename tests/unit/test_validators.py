@@ -1,6 +1,8 @@
 """Schema validators: jsonschema-rs (zemcp[speed]) answers yes exactly where jsonschema does, and
 every message is jsonschema's."""
 
+from collections import OrderedDict
+
 import jsonschema
 import pytest
 from jsonschema.exceptions import best_match
@@ -49,6 +51,10 @@ CASES = [
     ({"minimum": 0}, [float("-inf"), 0.0, [float("-inf")]]),
     ({"type": "array", "items": {"type": "integer"}}, [(1, 2), [1, 2], [(1,)]]),
     ({"type": "object", "properties": {"xs": {"type": "array"}}}, [{"xs": (1, 2)}, {"xs": [1]}]),
+    (
+        {"type": "object", "properties": {"p": {"type": "array"}, "m": {"maximum": 1}}},
+        [OrderedDict(p=(1, 2)), OrderedDict(m=float("inf")), OrderedDict(p=[1], m=0)],
+    ),
 ]
 
 
@@ -99,3 +105,19 @@ def test_messages_are_jsonschemas():
     error = best_match(validator.iter_errors({"n": "x"}))
     assert error is not None and error.message == "'x' is not of type 'integer'"
     assert list(error.absolute_path) == ["n"]
+
+
+@needs_rs
+def test_a_schema_with_an_infinite_number_stays_with_jsonschema():
+    schema = {"enum": [float("inf"), 1]}
+    assert SchemaValidator(schema)._fast is None
+    assert SchemaValidator(schema).is_valid(None) is False
+
+
+def test_deeply_nested_arguments_get_an_answer_not_a_recursion_error():
+    """Deeper than the JSON parser lets a client send: the check before jsonschema-rs loops, it does not recurse."""
+    schema = {"type": "object", "properties": {"command": {"type": "string"}}}
+    deep: list = []
+    for _ in range(2000):
+        deep = [deep]
+    assert SchemaValidator(schema).is_valid({"command": "x", "extra": deep}) is True

@@ -106,21 +106,27 @@ class SchemaValidator:
 
 def _read_alike(instance: Any) -> bool:
     """False when ``instance`` holds a value the two libraries read differently: an infinite
-    or NaN float (jsonschema-rs takes infinity within any ``maximum``), or a tuple (an array
-    to jsonschema-rs, not to jsonschema, whose arrays are lists)."""
-    kind = type(instance)
-    if kind is dict:
-        return all(_read_alike(value) for value in instance.values())
-    if kind is list:
-        return all(_read_alike(item) for item in instance)
-    if kind is float:
-        return math.isfinite(instance)
-    return kind is not tuple
+    or NaN float (jsonschema-rs takes infinity within any ``maximum``, and reads it as null in
+    a schema), or a tuple (an array to jsonschema-rs, not to jsonschema, whose arrays are
+    lists). A loop, not recursion: arguments nest as deep as a client sends them."""
+    stack = [instance]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, tuple) or (isinstance(value, float) and not math.isfinite(value)):
+            return False
+    return True
 
 
 def _fast_enough(schema: Any, formats: bool) -> bool:
     """True when jsonschema-rs answers ``schema`` exactly as jsonschema does (no keyword of
-    :data:`PYTHON_ONLY_KEYWORDS`, no asserted ``format``, only ``#`` references)."""
+    :data:`PYTHON_ONLY_KEYWORDS`, no asserted ``format``, only ``#`` references, no value
+    that :func:`_read_alike` refuses)."""
+    if not _read_alike(schema):
+        return False
     stack = [schema]
     while stack:
         node = stack.pop()
