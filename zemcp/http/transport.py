@@ -23,7 +23,7 @@ import ipaddress
 import logging
 import socket
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from werkzeug.exceptions import ClientDisconnected, HTTPException
@@ -154,12 +154,7 @@ class McpApp:
         if refusal is not None:
             return refusal
         # Judged once per distinct PATH_INFO, as werkzeug reads it: clients post to one path.
-        raw_path = request.environ.get("PATH_INFO", "")
-        path = self._paths.get(raw_path)
-        if path is None:
-            path = endpoint_path(request.environ)
-            if len(self._paths) < VERDICT_CACHE_SIZE:
-                self._paths[raw_path] = path
+        path = _remembered(self._paths, request.environ.get("PATH_INFO", ""), lambda _: endpoint_path(request.environ))
         if path == self._metrics_path and path:
             return self._metrics(request)
         if self.auth is not None and self.auth.metadata_path in (
@@ -455,7 +450,10 @@ def _is_loopback_name(host: str) -> bool:
     return is_loopback_host(urlsplit("//" + host).hostname or "")
 
 
-def _remembered(cache: dict[str, bool], value: str, judge: Callable[[str], bool]) -> bool:
+_Verdict = TypeVar("_Verdict")
+
+
+def _remembered(cache: dict[str, _Verdict], value: str, judge: Callable[[str], _Verdict]) -> _Verdict:
     """``judge(value)``, remembered in ``cache`` for up to :data:`VERDICT_CACHE_SIZE` distinct values."""
     known = cache.get(value)
     if known is None:

@@ -26,6 +26,7 @@ their text; any other value JSON has no form for raises ``TypeError``.
 from __future__ import annotations
 
 import enum
+import importlib
 import json
 import os
 import re
@@ -91,17 +92,22 @@ def speed_allowed() -> bool:
     return value == "auto"
 
 
-def _load_orjson() -> Any:
+def speed_module(name: str) -> Any:
+    """The compiled module ``name`` of ``zemcp[speed]`` when it is installed and
+    ``ZEMCP_SPEED`` allows it, else None.
+
+    Raises:
+        ValueError: ``ZEMCP_SPEED`` is neither auto nor off.
+    """
     if not speed_allowed():
         return None
     try:
-        import orjson
+        return importlib.import_module(name)
     except ImportError:
         return None
-    return orjson
 
 
-_orjson = _load_orjson()
+_orjson = speed_module("orjson")
 #: The codec in use: ``"orjson"`` or ``"json"`` (the standard library).
 CODEC = "orjson" if _orjson is not None else "json"
 

@@ -24,7 +24,7 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import ValidationError
 
-from zemcp.protocol.jsontext import speed_allowed
+from zemcp.protocol.jsontext import speed_module
 
 #: Keywords that keep a schema on jsonschema alone (see the module's docstring).
 PYTHON_ONLY_KEYWORDS = frozenset(
@@ -40,17 +40,7 @@ PYTHON_ONLY_KEYWORDS = frozenset(
 )
 
 
-def _load_rs() -> Any:
-    if not speed_allowed():
-        return None
-    try:
-        import jsonschema_rs
-    except ImportError:
-        return None
-    return jsonschema_rs
-
-
-_rs = _load_rs()
+_rs = speed_module("jsonschema_rs")
 #: The validator of the common yes: ``"jsonschema-rs"`` or ``"jsonschema"``.
 ENGINE = "jsonschema-rs" if _rs is not None else "jsonschema"
 
