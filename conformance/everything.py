@@ -429,6 +429,66 @@ def test_input_required_result_capabilities(ctx: zemcp.Context) -> str:
     return f"capabilities-ok: received {', '.join(ask.key for ask in asks)}"
 
 
+# -- tasks (the io.modelcontextprotocol/tasks extension's scenarios) ------------------
+
+
+# The scenarios answer every question with {"confirm": true} and maybe a "name".
+CONFIRM_TASK_SCHEMA = {"type": "object", "properties": {"confirm": {"type": "boolean"}}}
+
+
+@server.tool
+def greet(name: str) -> str:
+    """Greets someone; never runs as a task."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task="optional")
+def slow_compute(seconds: float, ctx: zemcp.Context, label: str = "") -> str:
+    """Works for ``seconds``; a task when the client declares the tasks extension."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ctx.raise_if_cancelled()
+        time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+    return f"computed {label or 'result'} in {seconds:g} s"
+
+
+@server.tool(task="required")
+def failing_job() -> str:
+    """Runs only as a task, and ends with a tool error after a second."""
+    time.sleep(1.0)
+    raise zemcp.ToolError("failing_job failed on purpose")
+
+
+@server.tool(task="required")
+def protocol_error_job() -> str:
+    """Runs only as a task, and ends with a JSON-RPC error (the task fails)."""
+    time.sleep(0.2)
+    raise zemcp.ProtocolError(-32603, "protocol_error_job failed on purpose")
+
+
+@server.tool(task="required")
+def confirm_delete(filename: str, ctx: zemcp.Context) -> str:
+    """Asks the user to confirm before it deletes ``filename`` (a task that waits for the answer)."""
+    answer = ctx.elicit(f"Delete {filename}?", CONFIRM_TASK_SCHEMA, key="confirm")
+    return f"deleted {filename}" if answer.get("confirm") else f"kept {filename}"
+
+
+@server.tool(task="required")
+def multi_input(ctx: zemcp.Context) -> str:
+    """Asks two questions at once from a task."""
+    name, confirm = ctx.ask_all(
+        zemcp.Elicit("What is your name?", {"type": "object", "properties": {"name": {"type": "string"}}}, key="name"),
+        zemcp.Elicit("Go ahead?", CONFIRM_TASK_SCHEMA, key="go"),
+    )
+    return f"multi_input done: {name.get('name')}, {confirm.get('confirm')}"
+
+
+@server.tool(task="required", elicit_missing=["name"])
+def test_tool_with_task(name: str) -> str:
+    """Asks for a name before the task starts (multi-round-trip), then greets in the task."""
+    return f"Hello from the task, {name}!"
+
+
 # -- resources -------------------------------------------------------------------------
 
 

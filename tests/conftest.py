@@ -651,6 +651,8 @@ class ModernClient:
             headers["Mcp-Name"] = params["name"]
         elif message["method"] == "resources/read":
             headers["Mcp-Name"] = params["uri"]
+        elif message["method"].startswith("tasks/") and isinstance(params.get("taskId"), str):
+            headers["Mcp-Name"] = params["taskId"]
         headers.update(extra or {})
         return headers
 

@@ -37,6 +37,7 @@ from zemcp.protocol.elicitation import (
     RequestCancelled,
     SessionEnded,
 )
+from zemcp.protocol.jsonrpc import ProtocolError
 from zemcp.protocol.param_headers import McpHeader
 from zemcp.version import __version__
 
@@ -58,6 +59,7 @@ __all__ = [
     "ClientTimeout",
     "CannotWait",
     "ToolError",
+    "ProtocolError",
     "ResourceNotFound",
     "McpApp",
     "ElicitError",

@@ -3,9 +3,9 @@ run against every implementation zemcp.state.open_state can choose (zemcp.state.
 
 Each test reaches the state only through the interfaces: sessions (SessionStore), the
 server-to-client requests waiting for answers (WaitingCalls), a session's stream logs
-(StreamLogs and EventLog), the fan-out of change notifications (FanOut) and the token
-buckets of the rate limits (RateLimiter). A new implementation joins BACKENDS and passes
-these tests as they are.
+(StreamLogs and EventLog), the fan-out of change notifications (FanOut), the token
+buckets of the rate limits (RateLimiter) and the task records (TaskStore). A new
+implementation joins BACKENDS and passes these tests as they are.
 """
 
 import threading
@@ -33,6 +33,7 @@ from zemcp.state.interfaces import (
     retry_field,
 )
 from zemcp.state.ratelimits import CLIENT_SCOPE, Limit
+from zemcp.state.tasks import TaskLimitReached, TaskRecord
 
 SETTINGS = dict(
     instance="contract",
@@ -43,6 +44,8 @@ SETTINGS = dict(
     max_listen_streams=2,
     stream_buffer_events=4,
     resume_window=5.0,
+    max_tasks=3,
+    client_share=0.5,
 )
 
 
@@ -64,6 +67,7 @@ class Opened:
         built = open_state(Settings(**SETTINGS, state_backend=backend, **extra), self.ended)
         self.sessions, self.pending, self.fanout = built.sessions, built.pending, built.fanout
         self.limiter = built.limiter
+        self.tasks = built.tasks
 
 
 @pytest.fixture(params=BACKENDS)
@@ -599,3 +603,87 @@ def test_concurrent_takes_get_exactly_the_burst(state):
     for thread in threads:
         thread.join(30)
     assert len(granted) == 4 and sum(granted) == 30, granted
+
+
+# -- TaskStore -------------------------------------------------------------------------------
+
+
+def task(task_id, *, client="c1", session=None, owner=None, ttl=60.0, created=None):
+    return TaskRecord(
+        id=task_id,
+        owner=owner,
+        session=session,
+        client=client,
+        modern=session is None,
+        tool="report",
+        created=time.time() if created is None else created,
+        ttl=ttl,
+        poll=1.0,
+    )
+
+
+def finish(record):
+    record.status = "completed"
+    record.result = {"content": [{"type": "text", "text": "done"}]}
+    return True
+
+
+def test_a_created_task_is_found_at_once_and_changes_apply_for_every_reader(state):
+    state.tasks.create(task("t-1"))
+    found = state.tasks.get("t-1")
+    assert found is not None and found.status == "working" and found.tool == "report"
+    found.status = "failed"
+    assert state.tasks.get("t-1").status == "working", "a read is a copy"
+    after = state.tasks.update("t-1", finish)
+    assert after.status == "completed" and after.version == found.version + 1
+    again = state.tasks.get("t-1")
+    assert again.status == "completed" and again.result == {"content": [{"type": "text", "text": "done"}]}
+    assert state.tasks.update("t-1", lambda record: False).version == after.version, "no change, no new version"
+    assert state.tasks.get("t-unknown") is None and state.tasks.update("t-unknown", finish) is None
+
+
+def test_the_task_caps_refuse_beyond_the_total_and_the_client_share(state):
+    state.tasks.create(task("t-a", client="one"))
+    with pytest.raises(TaskLimitReached, match="share of 1 tasks"):
+        state.tasks.create(task("t-b", client="one"))
+    state.tasks.create(task("t-c", client="two"))
+    state.tasks.create(task("t-d", client=None))
+    with pytest.raises(TaskLimitReached, match="maximum of 3 tasks"):
+        state.tasks.create(task("t-e", client="three"))
+    assert len(state.tasks) == 3
+
+
+def test_a_session_lists_its_own_tasks_oldest_first(state):
+    now = time.time()
+    state.tasks.create(task("t-late", client=None, session="s1", created=now))
+    state.tasks.create(task("t-early", client=None, session="s1", created=now - 5))
+    state.tasks.create(task("t-other", client=None, session="s2"))
+    assert [t.id for t in state.tasks.owned(None, "s1")] == ["t-early", "t-late"]
+    assert state.tasks.owned("someone", "s1") == [], "another principal sees none of them"
+
+
+def test_a_waiter_and_a_watcher_hear_of_a_change(state):
+    state.tasks.create(task("t-w"))
+    heard = []
+    stop = state.tasks.watch("t-w", lambda record: heard.append(record.status))
+    seen = state.tasks.get("t-w").version
+    threading.Timer(0.1, lambda: state.tasks.update("t-w", finish)).start()
+    started = time.monotonic()
+    changed = state.tasks.wait("t-w", seen, 5.0)
+    assert changed.status == "completed" and time.monotonic() - started < 3.0
+    deadline = time.monotonic() + 3
+    while not heard and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert heard == ["completed"]
+    stop()
+    assert state.tasks.wait("t-w", changed.version, 0.1).version == changed.version
+
+
+def test_a_finished_task_is_gone_after_its_ttl_and_a_running_one_stays(state):
+    state.tasks.create(task("t-done", ttl=0.3, client=None))
+    state.tasks.create(task("t-running", ttl=0.3, client=None))
+    state.tasks.update("t-done", finish)
+    time.sleep(1.1)
+    state.tasks.sweep()
+    assert state.tasks.get("t-done") is None
+    assert state.tasks.get("t-running") is not None

@@ -44,6 +44,7 @@ from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, ProtocolErro
 from zemcp.replies.sinks import ReplySink
 from zemcp.state.interfaces import KEEPALIVE, ListenLimitReached, SessionLimitReached, SessionNotFound
 from zemcp.state.session import Session
+from zemcp.state.tasks import TaskLimitReached
 
 if TYPE_CHECKING:
     from zemcp.replies.direct import DirectSink
@@ -199,8 +200,9 @@ class StdioTransport:
             return
         try:
             outcome = self.handshake.handle(session, message, ENVIRON)
-        except (SessionNotFound, Busy) as exc:
-            outcome = jsonrpc.error(message.id, INTERNAL_ERROR if isinstance(exc, Busy) else INVALID_REQUEST, str(exc))
+        except (SessionNotFound, Busy, TaskLimitReached) as exc:
+            code = INVALID_REQUEST if isinstance(exc, SessionNotFound) else INTERNAL_ERROR
+            outcome = jsonrpc.error(message.id, code, str(exc))
         self._answer(outcome)
 
     def _initialize(self, message: jsonrpc.Request) -> None:
@@ -250,7 +252,7 @@ class StdioTransport:
             outcome = self.modern.handle(message, ENVIRON)
         except ProtocolError as exc:
             outcome = jsonrpc.error(message.id, exc.code, exc.message, exc.data)
-        except (Busy, ListenLimitReached) as exc:
+        except (Busy, ListenLimitReached, TaskLimitReached) as exc:
             outcome = jsonrpc.error(message.id, INTERNAL_ERROR, str(exc))
         if isinstance(outcome, dict):
             outcome = retire_codes(outcome)

@@ -39,6 +39,8 @@ def check(settings: Any) -> None:
         "stream_retry",
         "resume_window",
         "redis_timeout",
+        "task_ttl",
+        "task_poll_interval",
     )
     for name in positive:
         value = getattr(settings, name)
@@ -54,6 +56,8 @@ def check(settings: Any) -> None:
         "stream_buffer_events",
         "stream_buffer_bytes",
         "max_replay_bytes",
+        "task_threads",
+        "max_tasks",
     ):
         if getattr(settings, name) < 1:
             raise ValueError(f"{name} must be at least 1, got {getattr(settings, name)!r}")

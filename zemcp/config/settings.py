@@ -117,6 +117,13 @@ class Settings:
             bound on noticing a client that went away.
         stream_retry: [seconds] the SSE ``retry`` field of handshake-era streams (sent in
             milliseconds): how long a client waits before it reconnects to resume a stream.
+        task_threads: threads of the task pool, which runs tasks (MCP tasks) apart from the
+            call budget; tasks beyond it wait ``working`` for a free thread.
+        max_tasks: tasks one process holds at most, running or finished and kept until their
+            ttl; one client may hold ``max_tasks x client_share`` of them.
+        task_ttl: [seconds] how long a task and its outcome are kept after it was created,
+            and the most a client may ask for.
+        task_poll_interval: [seconds] the ``pollInterval`` suggested to clients.
         resume_window: [seconds] how long a handshake-era stream whose client went away waits
             for it to resume with ``Last-Event-ID`` (its request keeps running meanwhile;
             then it is cancelled), and how long a finished stream stays resumable.
@@ -202,6 +209,10 @@ class Settings:
     max_listen_streams: int | None = None
     max_standalone_streams: int | None = None
     elicitation_timeout: float = 600.0
+    task_threads: int = 8
+    max_tasks: int = 256
+    task_ttl: float = 3600.0
+    task_poll_interval: float = 1.0
     body_timeout: float = 10.0
     head_timeout: float = 5.0
     keepalive_interval: float = 15.0

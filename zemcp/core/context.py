@@ -66,6 +66,8 @@ class Context:
         auth: who the request's access token names (:class:`zemcp.auth.Principal`:
             ``subject``, ``client_id``, ``scopes``, ``claims``), or None when authorization
             is off.
+        task_id: the ``taskId`` when the call runs as a task (MCP tasks, docs/tasks.md),
+            else None.
     """
 
     def __init__(self, exchange: Exchange, auth: Principal | None = None, operation: Operation = NULL_OPERATION):
@@ -76,6 +78,7 @@ class Context:
         self.client: ClientView = exchange.client
         self.session: Session | None = exchange.session
         self.request_id = exchange.request_id
+        self.task_id: str | None = getattr(exchange, "task_id", None)
 
     def client_supports_elicit(self, mode: str = "form") -> bool:
         """True when the client declared elicitation in ``mode`` (``form`` or ``url``); check before eliciting."""
@@ -372,7 +375,8 @@ class Context:
     def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress (``notifications/progress``, MCP basic/utilities/progress).
 
-        Does nothing when the request carried no ``_meta.progressToken``.
+        Sends nothing when the request carried no ``_meta.progressToken``; in a task,
+        ``message`` becomes the task's ``statusMessage`` either way.
 
         Args:
             progress: how far along; must increase with every call (fractions allowed).
@@ -391,6 +395,9 @@ class Context:
         if self._last_progress is not None and progress <= self._last_progress:
             raise ValueError(f"progress must increase with every report: {progress} after {self._last_progress}")
         self._last_progress = progress
+        if message is not None:
+            # A task shows it as its statusMessage, with or without a progress token.
+            self._exchange.show_status(message)
         token = self._exchange.progress_token
         if token is None:
             return
@@ -412,6 +419,17 @@ class Context:
         streams.
         """
         self._exchange.end_stream()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise now if the request can no longer be answered: a long loop calls it between
+        steps, so that a cancel (``notifications/cancelled``, ``tasks/cancel``, a closed
+        2026-07-28 stream) stops the work there.
+
+        Raises:
+            zemcp.RequestCancelled: the client cancelled the request or the task.
+            zemcp.SessionEnded, zemcp.ClientDisconnected: the other aborts (see ``ElicitAborted``).
+        """
+        self._exchange.raise_if_aborted()
 
     def _on_abort(self, callback: Callable[[BaseException], object]) -> Callable[[], None]:
         """For zemcp's own use (:func:`zemcp.core.coroutines.call`): run ``callback(reason)``

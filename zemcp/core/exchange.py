@@ -154,6 +154,10 @@ class Exchange(Protocol):
         with ``Last-Event-ID`` and the stream goes on there (handshake era over HTTP; nothing
         elsewhere)."""
 
+    def show_status(self, message: str) -> None:
+        """Show ``message`` (a progress message) as the request's status where it has one:
+        a task's ``statusMessage``; nothing elsewhere."""
+
     def note_missing(self, required: dict[str, Any]) -> None:
         """Record that the handler needed ``required`` (a ``ClientCapabilities`` object) and
         the client had not declared it (a 2026-07-28 request that then fails answers -32021)."""

@@ -63,6 +63,7 @@ class Registrar:
         elicit_missing: bool | list[str] | tuple[str, ...] = False,
         elicit_message: str | None = None,
         rate_limit: str | None = None,
+        task: str = "forbidden",
     ) -> Callable[[_F], _F]: ...
 
     def tool(
@@ -81,6 +82,7 @@ class Registrar:
         elicit_missing: bool | list[str] | tuple[str, ...] = False,
         elicit_message: str | None = None,
         rate_limit: str | None = None,
+        task: str = "forbidden",
     ) -> _F | Callable[[_F], _F]:
         """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
 
@@ -120,6 +122,10 @@ class Registrar:
                 each call takes a token from it and from the server's ``ZEMCP_RATE_LIMIT``
                 bucket, and a call that finds it empty gets 429 (docs/observability.md,
                 "Rate limits"). It wins over the tool's entry in ``ZEMCP_RATE_LIMIT_TOOLS``.
+            task: whether a call may run as a task (MCP tasks, docs/tasks.md): ``"forbidden"``
+                (the default: never), ``"optional"`` (when the client asks for one) or
+                ``"required"`` (only as a task; a client that cannot ask for one gets an
+                error naming what it lacks). The same handler serves both ways.
         Returns:
             the decorator, which returns the function unchanged (bare use: the function).
         Raises:
@@ -150,6 +156,7 @@ class Registrar:
                     elicit_missing=elicit_missing,
                     elicit_message=elicit_message,
                     rate_limit=rate_limit,
+                    task=task,
                 )
             )
             self._scopes[("tool", tool.name)] = needed

@@ -37,6 +37,8 @@ from zemcp.core.exchange import Exchange, RoundEnded
 from zemcp.core.registrar import Registrar
 from zemcp.core.resources import Resource, Subscriber
 from zemcp.core.results import error_result
+from zemcp.core.tasks import TaskRunner
+from zemcp.core.tools import Tool
 from zemcp.observe.telemetry import NULL_OPERATION, Operation, Telemetry
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
@@ -44,6 +46,7 @@ from zemcp.protocol.capabilities import ClientView
 from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled, ServerStopping, SessionEnded
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from zemcp.protocol.pagination import PAGE_SIZE, list_result
+from zemcp.protocol.tasks import EXTENSION, TASKS_VERSION
 from zemcp.state import open_state
 from zemcp.state.session import Session, fingerprint
 from zemcp.version import __version__
@@ -56,13 +59,10 @@ URL_ELICITATION_REQUIRED = -32042
 _SERVERS: weakref.WeakSet[Server] = weakref.WeakSet()
 
 
-def shutdown_all() -> int:
-    """End every session of every :class:`Server` of this process (the process is stopping).
-
-    Returns:
-        how many sessions ended.
-    """
-    return sum(server.shutdown() for server in list(_SERVERS))
+def shutdown_all(grace: float = 0.0) -> int:
+    """End every session of every :class:`Server` of this process (the process is stopping),
+    and let their tasks run for up to ``grace`` [seconds]; returns how many sessions ended."""
+    return sum(server.shutdown(grace) for server in list(_SERVERS))
 
 
 class Work(NamedTuple):
@@ -76,6 +76,7 @@ class Work(NamedTuple):
         run: the handler call, ``run(ctx) -> result dict``.
         auth: the principal of the request's access token (``ctx.auth``), None without
             authorization.
+        tool, missing: of a ``tools/call``, the tool and the arguments it asks the user for.
     """
 
     method: str
@@ -83,6 +84,8 @@ class Work(NamedTuple):
     arguments: dict[str, Any]
     run: Callable[[Context], dict[str, Any]]
     auth: Principal | None = None
+    tool: Tool | None = None
+    missing: tuple[str, ...] = ()
 
     @property
     def is_tool(self) -> bool:
@@ -123,6 +126,8 @@ class Server(Registrar):
         self.pending = self.state.pending
         self.replay_budget = self.state.replay_budget
         self.admission = Admission(self.settings, self.subscriptions)
+        #: The tasks of this server in this process.
+        self.tasks = TaskRunner(self.settings, self.state.tasks, self.pending, self.execute, self.abort)
         self.started = time.time()
         #: Spans, metrics and request records of this server (:mod:`zemcp.observe`).
         # The exporters outlive a server (one per process): they must not keep it alive.
@@ -166,18 +171,24 @@ class Server(Registrar):
             capabilities["prompts"] = {"listChanged": pushes}
         if (len(self.prompts) or len(self.resources)) and versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS):
             capabilities["completions"] = {}
+        if self.tools.tasks:
+            if versions.is_modern(version):
+                capabilities["extensions"] = {EXTENSION: {}}
+            elif version == TASKS_VERSION:
+                capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         return capabilities
 
-    def shutdown(self) -> int:
-        """End every session and listen stream because the process is stopping; returns how
-        many sessions ended.
+    def shutdown(self, grace: float = 0.0) -> int:
+        """End every session and listen stream (the process is stopping); returns how many sessions ended.
 
         Waiting handlers wake with ``SessionEnded`` and their streams finish, so a graceful
         stop does not wait for elicitation answers that would arrive at a process going away.
         Listen streams end with a result for their request (a graceful end). Where sessions
         are shared with other processes (Redis), they live on: only the calls running here
-        end (``ServerStopping``), and the count is 0.
+        end (``ServerStopping``), and the count is 0. Running tasks get ``grace`` [seconds],
+        then fail (:meth:`zemcp.core.tasks.TaskRunner.stop`).
         """
+        self.tasks.stop(grace)  # before the sessions end: their end would cancel the tasks
         self.subscriptions.close_all({"resultType": "complete"})
         if not self.sessions.shared:
             return sum(self.sessions.end(s.id, "the server is shutting down") for s in self.sessions.sessions())
@@ -195,6 +206,7 @@ class Server(Registrar):
 
     def _session_ended(self, session: Session, why: str) -> None:
         self.telemetry.session_ended(session.created, session.protocol_version, session.transport)
+        self.tasks.session_ended(session)
         reason = SessionEnded(why)
         for call in session.calls():
             call.abort(reason)
@@ -320,7 +332,9 @@ class Server(Registrar):
         if principal is not None and self._scopes:
             # Filtered before paging, so that every page is full.
             definitions = [d for d in definitions if self._may_use(principal, "tool", d["name"])]
-        return _for_version(list_result(request.params, "tools", definitions, PAGE_SIZE), "tools", client)
+        return _for_version(
+            list_result(request.params, "tools", definitions, PAGE_SIZE), "tools", client, self.tools.tasks
+        )
 
     def _resources_list(
         self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
@@ -424,16 +438,8 @@ class Server(Registrar):
                 # SEP-1303: input validation failures are tool errors the model can correct.
                 return error_result(problem)
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {problem}")
-        structured = versions.since(client.protocol_version, versions.TITLES_AND_STRUCTURED_OUTPUT)
-
-        def run(ctx: Context) -> dict[str, Any]:
-            result = tool.run(arguments, ctx, missing)
-            if not structured:
-                # structuredContent arrived in 2025-06-18; older clients read the text item.
-                result.pop("structuredContent", None)
-            return result
-
-        return Work("tools/call", tool.name, arguments, run)
+        run = tool_runner(tool, arguments, missing, client.protocol_version)
+        return Work("tools/call", tool.name, arguments, run, tool=tool, missing=tuple(missing))
 
     # -- status ------------------------------------------------------------------------
 
@@ -456,18 +462,39 @@ class Server(Registrar):
             "standalone_streams": self.admission.standalone,
             "standalone_budget": self.settings.standalone_budget,
             "replay_bytes": self.replay_budget.held,
+            "tasks_running": self.tasks.running,
+            "tasks_held": len(self.state.tasks),
         }
 
 
-def _for_version(result: dict[str, Any], key: str, client: ClientView) -> dict[str, Any]:
+def tool_runner(
+    tool: Tool, arguments: dict[str, Any], missing: list[str] | tuple[str, ...], version: str
+) -> Callable[[Context], dict[str, Any]]:
+    """``run(ctx) -> CallToolResult`` of a ``tools/call`` for a client of protocol ``version``."""
+    if versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT):
+        return lambda ctx: tool.run(arguments, ctx, missing)
+
+    def run(ctx: Context) -> dict[str, Any]:
+        result = tool.run(arguments, ctx, missing)
+        # structuredContent arrived in 2025-06-18; older clients read the text item.
+        result.pop("structuredContent", None)
+        return result
+
+    return run
+
+
+def _for_version(result: dict[str, Any], key: str, client: ClientView, tasks: bool = False) -> dict[str, Any]:
     """Leave out of list items the fields the client's protocol version does not have.
 
-    ``title`` and ``outputSchema`` arrived in 2025-06-18, tool ``annotations`` in 2025-03-26.
+    ``title`` and ``outputSchema`` arrived in 2025-06-18, tool ``annotations`` in 2025-03-26;
+    ``execution`` (which items have when ``tasks``) is only in 2025-11-25.
     """
     version = client.protocol_version
     drop = (
-        {"title", "outputSchema"} if not versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT) else set()
-    ) | ({"annotations"} if not versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS) else set())
+        ({"title", "outputSchema"} if not versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT) else set())
+        | ({"annotations"} if not versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS) else set())
+        | ({"execution"} if tasks and version != TASKS_VERSION else set())
+    )
     if drop:
         result[key] = [{k: v for k, v in item.items() if k not in drop} for item in result[key]]
     return result

@@ -38,6 +38,8 @@ from zemcp.core.results import error_result, structured_result, to_result
 from zemcp.core.type_schemas import to_python, type_hints
 from zemcp.protocol import elicitation, param_headers, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
+from zemcp.protocol.jsonrpc import ProtocolError
+from zemcp.protocol.tasks import FORBIDDEN, check_support
 from zemcp.protocol.validators import SchemaValidator
 
 log = logging.getLogger("zemcp.tools")
@@ -89,6 +91,9 @@ class Tool:
         rate_limit: a token bucket per client for this tool's calls over HTTP (a rate of
             :func:`zemcp.config.rates.parse_rate`: ``5/minute``), over the server's own;
             None: ``ZEMCP_RATE_LIMIT_TOOLS`` may name one.
+        task: whether a call may run as a task (``execution.taskSupport``, MCP tasks):
+            ``forbidden`` (never), ``optional`` (when the client asks for one) or
+            ``required`` (only as a task).
     Raises:
         ValueError: a bad name, a schema that is not an object schema, both
             ``output_schema`` and ``structured_output``, unknown annotation keys, or an
@@ -96,7 +101,7 @@ class Tool:
             an ``elicit_missing`` list naming an argument the schema does not have or a form
             cannot ask for, ``elicit_missing=True`` without a required argument a form can
             ask for, an ``elicit_message`` that is not a non-empty string, or a
-            ``rate_limit`` that is not a rate.
+            ``rate_limit`` that is not a rate, or a ``task`` that is not a ``taskSupport`` value.
         TypeError: a parameter or return type the schemas cannot express (the message
             names it and lists what is supported), ``structured_output`` without a
             return annotation, or a handler that is an async generator function.
@@ -112,6 +117,7 @@ class Tool:
             without ``elicit_missing``).
         elicit_message: as given (None: a question naming the missing fields).
         rate_limit: ``rate_limit`` parsed, or None.
+        task: ``forbidden``, ``optional`` or ``required``.
     """
 
     def __init__(
@@ -129,8 +135,10 @@ class Tool:
         elicit_missing: bool | list[str] | tuple[str, ...] = False,
         elicit_message: str | None = None,
         rate_limit: str | None = None,
+        task: str = FORBIDDEN,
     ):
         self.name = callables.handler_name(handler, name, "tool")
+        self.task = check_support(task)
         if not _NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '.', '-'")
         self.rate_limit = None if rate_limit is None else parse_rate(rate_limit, f"tool {self.name!r}: rate_limit")
@@ -200,6 +208,8 @@ class Tool:
             tool["outputSchema"] = self.output_schema
         if self.annotations:
             tool["annotations"] = self.annotations
+        if self.task != FORBIDDEN:
+            tool["execution"] = {"taskSupport": self.task}
         return tool
 
     def check_arguments(self, arguments: dict[str, Any]) -> str | None:
@@ -318,6 +328,8 @@ class Tool:
                 nothing, or nothing reaches the client).
             zemcp.URLElicitationRequired: the handler asks for URL-mode elicitations first
                 (the caller answers with error -32042).
+            zemcp.ProtocolError: the handler raised it: the call is answered with that
+                JSON-RPC error (a task ends ``failed``).
         """
         if missing:
             try:
@@ -338,7 +350,7 @@ class Tool:
             kwargs[self.context_param] = ctx
         try:
             value = coroutines.call(self.handler, self._async, f"tool {self.name!r}", ctx, **kwargs)
-        except (elicitation.ElicitAborted, URLElicitationRequired):
+        except (elicitation.ElicitAborted, URLElicitationRequired, ProtocolError):
             raise
         except ToolError as exc:
             return error_result(str(exc))
@@ -377,6 +389,8 @@ class ToolRegistry:
         self._cache = NO_CACHE
         #: True once a tool with a ``rate_limit`` of its own is registered.
         self.rate_limited = False
+        #: True once a tool that may run as a task is registered (the server then has tasks).
+        self.tasks = False
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -388,6 +402,8 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         if tool.rate_limit is not None:
             self.rate_limited = True
+        if tool.task != FORBIDDEN:
+            self.tasks = True
         # Built once here, not on every tools/list: a tool does not change once registered.
         self._definitions.append(tool.definition())
         self._cache = combine(t.cache for t in self._tools.values())

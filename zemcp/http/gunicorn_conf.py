@@ -148,20 +148,22 @@ def post_worker_init(worker: Worker) -> None:
     stop = worker.handle_exit
     quit_now = worker.handle_quit
 
-    def end_sessions() -> None:
+    def end_sessions(grace: float) -> None:
         # Every zemcp Server of the worker, also one mounted inside a Flask or Django app.
-        ended = shutdown_all()
+        ended = shutdown_all(grace)
         if ended:
             worker.log.info("zemcp: ended %d session(s) for the stop", ended)
 
     def handle_exit(sig: int, frame: FrameType | None) -> None:
         stop(sig, frame)
-        end_sessions()
+        # Running tasks may finish within the graceful stop; the second before gunicorn's
+        # deadline fails the rest, so that none is left "working".
+        end_sessions(max(0.0, worker.cfg.graceful_timeout - 1.0))
 
     def handle_quit(sig: int, frame: FrameType | None) -> None:
         # A quick stop (SIGINT, SIGQUIT) exits the process, which first waits for its threads:
         # wake the handlers waiting for answers, or it would wait until it is killed.
-        end_sessions()
+        end_sessions(0.0)
         quit_now(sig, frame)
 
     signal.signal(signal.SIGTERM, handle_exit)

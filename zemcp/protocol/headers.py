@@ -5,8 +5,9 @@ gateways can route without reading the body:
 
 - ``MCP-Protocol-Version``: the ``io.modelcontextprotocol/protocolVersion`` of ``params._meta``;
 - ``Mcp-Method``: the JSON-RPC ``method``;
-- ``Mcp-Name``: ``params.name`` (``tools/call``, ``prompts/get``) or ``params.uri``
-  (``resources/read``);
+- ``Mcp-Name``: ``params.name`` (``tools/call``, ``prompts/get``), ``params.uri``
+  (``resources/read``) or ``params.taskId`` (``tasks/get``, ``tasks/update``, ``tasks/cancel``
+  of the tasks extension);
 - ``Mcp-Param-<Token>``: each tool argument whose property schema carries
   ``"x-mcp-header": "<Token>"``.
 
@@ -46,7 +47,15 @@ PROTOCOL_VERSION_HEADER = "MCP-Protocol-Version"
 METHOD_HEADER = "Mcp-Method"
 NAME_HEADER = "Mcp-Name"
 #: Methods that need ``Mcp-Name``, and the ``params`` field it mirrors.
-NAME_FIELDS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_FIELDS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    # The io.modelcontextprotocol/tasks extension (SEP-2663) routes its methods by task.
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 
 def check_standard(headers: Any, method: str, params: Any, envelope_version: Any) -> None:
@@ -55,7 +64,8 @@ def check_standard(headers: Any, method: str, params: Any, envelope_version: Any
     Checks that ``MCP-Protocol-Version`` equals the envelope's protocol version and that
     ``Mcp-Method`` equals the JSON-RPC method (all requests), and for ``tools/call`` and
     ``prompts/get`` that ``Mcp-Name`` equals ``params.name``, for ``resources/read`` that it
-    equals ``params.uri`` (after base64-sentinel decoding). Values are compared exactly
+    equals ``params.uri``, for the tasks extension's ``tasks/get``, ``tasks/update`` and
+    ``tasks/cancel`` that it equals ``params.taskId`` (after base64-sentinel decoding). Values are compared exactly
     (they are case-sensitive) after dropping surrounding spaces and tabs; header names are
     case-insensitive. Each header must appear once. ``Mcp-Name`` on other methods is not
     looked at (the spec gives it no body field there). When the body's name/uri is not a
@@ -130,7 +140,7 @@ def standard_headers(method: str, params: Any, version: str) -> dict[str, str]:
         version: the protocol version of the request's ``_meta``.
     Returns:
         ``{"MCP-Protocol-Version": ..., "Mcp-Method": ...}``, plus ``Mcp-Name`` (encoded
-        with :func:`encode_value`) for ``tools/call``, ``prompts/get`` and ``resources/read``.
+        with :func:`encode_value`) for the methods of :data:`NAME_FIELDS`.
 
     Spec: MCP 2026-07-28 basic/transports/streamable-http, Standard headers (SEP-2243).
     """

@@ -3,7 +3,8 @@
 The seams are declared in :mod:`zemcp.state.interfaces`: sessions (``SessionStore``), the
 server-to-client requests waiting for answers (``WaitingCalls``), streams' event logs
 (``StreamLogs`` and ``EventLog``) and the fan-out of change notifications (``FanOut``); the
-token buckets of the rate limits (``RateLimiter``) in :mod:`zemcp.state.ratelimits`. A
+token buckets of the rate limits (``RateLimiter``) in :mod:`zemcp.state.ratelimits`; the task
+records (``TaskStore``) in :mod:`zemcp.state.tasks`. A
 backend is one module of this package with a ``build(settings, on_session_end)`` that returns
 them as a :class:`zemcp.state.seams.State`; :func:`open_state` is the one place that
 chooses it, by ``Settings.state_backend`` (``ZEMCP_STATE_BACKEND``, or ``ZEMCP_REDIS_URL``),

@@ -11,6 +11,7 @@ from zemcp.config import Settings
 from zemcp.state.buckets import LocalRateLimiter
 from zemcp.state.correlation import CorrelationTable
 from zemcp.state.eventlogs import ReplayBudget, SessionStreams
+from zemcp.state.localtasks import LocalTasks
 from zemcp.state.registry import SessionRegistry
 from zemcp.state.seams import State
 from zemcp.state.session import Session
@@ -23,7 +24,7 @@ def build(settings: Settings, on_session_end: Callable[[Session, str], None]) ->
     Args:
         settings: ``max_sessions``, ``session_ttl``, ``instance``, ``stream_limits``,
             ``max_replay_bytes``, ``pending_budget``, ``session_pending_budget``,
-            ``client_share``, ``listen_budget``.
+            ``client_share``, ``listen_budget``, ``max_tasks``.
         on_session_end: called as ``on_session_end(session, why)`` after a session ended.
     Returns:
         the state of one server.
@@ -42,4 +43,5 @@ def build(settings: Settings, on_session_end: Callable[[Session, str], None]) ->
         replay_budget=replay_budget,
         fanout=SubscriptionHub(settings.listen_budget),
         limiter=LocalRateLimiter(),
+        tasks=LocalTasks(settings.max_tasks, settings.client_share),
     )

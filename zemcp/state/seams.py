@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from zemcp.state.interfaces import ByteBudget, FanOut, SessionStore, WaitingCalls
 from zemcp.state.ratelimits import RateLimiter
 from zemcp.state.session import Session
+from zemcp.state.tasks import TaskStore
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class State:
             stream logs count against (its ``held`` figure is in ``server status``).
         fanout: who hears change notifications.
         limiter: the token buckets of the rate limits, per client.
+        tasks: the task records (MCP tasks), kept in this process in every backend so far.
     """
 
     sessions: SessionStore[Session]
@@ -27,3 +29,4 @@ class State:
     replay_budget: ByteBudget
     fanout: FanOut
     limiter: RateLimiter
+    tasks: TaskStore

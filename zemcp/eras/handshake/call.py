@@ -117,6 +117,9 @@ class Call(Abortable):
         if end is not None:
             end()
 
+    def show_status(self, message: str) -> None:
+        """Nothing to do: a call that is not a task has no status to show."""
+
     def note_missing(self, required: dict[str, Any]) -> None:
         """Nothing to do: the handshake era has no error for a missing capability; the handler
         gets ``ElicitUnsupported`` or ``CapabilityMissing`` and decides."""

@@ -24,6 +24,7 @@ from zemcp.auth.principal import InsufficientScope, Principal
 from zemcp.core import observed
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server, Work
+from zemcp.eras.handshake import tasks
 from zemcp.eras.handshake.call import Call
 from zemcp.eras.handshake.streams import Streams
 from zemcp.observe.telemetry import REFUSAL, Operation, failure_type
@@ -50,6 +51,7 @@ from zemcp.state.interfaces import (
 )
 from zemcp.state.session import UNKNOWN_SESSION, Session, fingerprint
 from zemcp.state.shares import ShareTaken
+from zemcp.state.tasks import TaskLimitReached
 
 log = logging.getLogger("zemcp.handshake")
 
@@ -138,7 +140,7 @@ class HandshakeEra:
         except InsufficientScope as exc:
             assert self.server.auth is not None  # only authorization raises it
             return challenge_response(self.server.auth.challenge_for(exc), request_id)
-        except (Busy, ShareTaken) as exc:
+        except (Busy, ShareTaken, TaskLimitReached) as exc:
             request.environ[REFUSAL] = exc.reason
             return error_response(
                 exc.status, INTERNAL_ERROR, str(exc), id=request_id, headers={"Retry-After": str(exc.retry_after)}
@@ -346,6 +348,7 @@ class HandshakeEra:
             SessionNotFound: the session ended while the request arrived.
             Busy: the call budget is taken.
             ShareTaken: the request's client holds its share of the call budget.
+            TaskLimitReached: a task cannot be created (``max_tasks``, the client's share, a stop).
         """
         operation = observed.begin(self.server, request, environ, session.protocol_version, session)
         return operation.serve(lambda: self._answer(session, request, environ, principal, operation))
@@ -362,10 +365,17 @@ class HandshakeEra:
             method = self._session_methods.get(request.method)
             if method is not None:
                 return jsonrpc.result(request.id, method(session, request, principal))
+            if request.method in tasks.METHODS:
+                return tasks.serve(self.server, session, request, environ, principal, operation)
             if request.method not in self.server.methods():
                 return jsonrpc.error(request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}")
             outcome = self.server.prepare(session, request, principal)
             if isinstance(outcome, Work):
+                task = tasks.requested(self.server, session, request, outcome) if outcome.tool is not None else None
+                if task is not None:
+                    return jsonrpc.result(
+                        request.id, tasks.create(self.server, session, request, outcome, task, environ)
+                    )
                 return self._start(session, request, outcome, environ, operation)
             return jsonrpc.result(request.id, outcome)
         except ProtocolError as exc:

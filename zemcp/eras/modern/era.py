@@ -39,7 +39,7 @@ from zemcp.core.exchange import RoundEnded
 from zemcp.core.resources import RESOURCE_NOT_FOUND
 from zemcp.core.results import error_result
 from zemcp.core.server import Server, Work
-from zemcp.eras.modern import listen, mrtr
+from zemcp.eras.modern import listen, mrtr, tasks
 from zemcp.eras.modern.refusals import META_VERSION, refusal, version_of
 from zemcp.eras.modern.request_state import RequestStateError, RequestStateSealer, StateTooLarge, new_key
 from zemcp.observe.telemetry import NULL_OPERATION, REFUSAL, SERVED, Operation
@@ -61,6 +61,7 @@ from zemcp.replies.sinks import ReplySink
 from zemcp.state import shares
 from zemcp.state.interfaces import ListenLimitReached
 from zemcp.state.shares import ShareTaken
+from zemcp.state.tasks import TaskLimitReached
 
 log = logging.getLogger("zemcp.modern")
 
@@ -177,7 +178,7 @@ class ModernEra:
             outcome = self._handle(request, message, principal, operation)
         except ProtocolError as exc:
             outcome = jsonrpc.error(message.id, exc.code, exc.message, exc.data)
-        except (InsufficientScope, ListenLimitReached, Busy, ShareTaken) as exc:
+        except (InsufficientScope, ListenLimitReached, Busy, ShareTaken, TaskLimitReached) as exc:
             operation.finish(None, type(exc).__name__)
             return refusal(self.server, request, message, exc)
         except BaseException as exc:
@@ -211,7 +212,7 @@ class ModernEra:
 
         Raises:
             ProtocolError: the envelope, the version or the request is invalid.
-            Busy, ShareTaken, ListenLimitReached: no room for the request.
+            Busy, ShareTaken, ListenLimitReached, TaskLimitReached: no room for the request.
         """
         operation = observed.begin(self.server, message, environ, version_of(message))
 
@@ -240,12 +241,22 @@ class ModernEra:
             sink = listen.open_listen(self.server, message, environ)
             operation.finish(None)
             return sink
+        if method in tasks.METHODS:
+            return self.result(message.id, method, tasks.serve(self.server, client, message, principal))
+        if method in tasks.REMOVED:
+            raise tasks.removed(method)
         if method not in self.server.methods():
             raise ProtocolError(
                 METHOD_NOT_FOUND, f"Method not found: {method} is not a method of MCP {client.protocol_version}"
             )
         outcome = self.server.prepare(client, message, principal)
         if isinstance(outcome, Work):
+            if outcome.tool is not None and tasks.wants_task(self.server, client, outcome):
+                if outcome.missing:
+                    # The missing arguments are asked by multi-round-trip before the task exists.
+                    work = tasks.asking_first(self.server, client, message, outcome, environ)
+                    return self._start(client, message, work, environ, operation)
+                return self.result(message.id, method, tasks.create(self.server, client, message, outcome, environ))
             return self._start(client, message, outcome, environ, operation)
         return self.result(message.id, method, outcome, self.server.cache_hint(message))
 

@@ -298,6 +298,9 @@ class Round(Abortable):
     def end_stream(self) -> None:
         """Nothing to do: 2026-07-28 streams are not resumable, and a round ends with its stream."""
 
+    def show_status(self, message: str) -> None:
+        """Nothing to do: a call that is not a task has no status to show."""
+
     def note_missing(self, required: dict[str, Any]) -> None:
         """Record capabilities the handler needed and the request did not declare."""
         for capability, settings in required.items():

@@ -20,6 +20,7 @@ from zemcp.protocol.jsonrpc import INVALID_REQUEST
 from zemcp.replies.responses import WSGIResponse, challenge_response, error_response
 from zemcp.state.interfaces import ListenLimitReached
 from zemcp.state.shares import ShareTaken
+from zemcp.state.tasks import TaskLimitReached
 
 #: The ``_meta`` key of a 2026-07-28 request's protocol version.
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -31,7 +32,7 @@ def refusal(
     server: Any,
     request: Request,
     message: jsonrpc.Request,
-    exc: InsufficientScope | ListenLimitReached | Busy | ShareTaken,
+    exc: InsufficientScope | ListenLimitReached | Busy | ShareTaken | TaskLimitReached,
 ) -> WSGIResponse:
     """The answer to ``message``, refused with ``exc`` before its handler ran.
 

@@ -4,7 +4,8 @@ instance serves every handshake-era session.
 What a session shares lives in Redis: its record (:mod:`.sessions`), the listing of its
 waiting server-to-client requests and the way their answers travel to the waiting process
 (:mod:`.waiting`, :mod:`.node`), the event logs of its streams (:mod:`.eventlogs`), and the
-list of its standalone stream for change notifications (:mod:`.fanout`). The token buckets
+list of its standalone stream for change notifications (:mod:`.fanout`), and the records of
+tasks, read and answered through any process (:mod:`.tasks`). The token buckets
 of the rate limits are there too (:mod:`.buckets`), one set for the whole deployment. A running call,
 and the thread that waits for its answers, stay in the process that runs it. Imported only
 when this backend is chosen, so the ``redis`` package is needed only then.
@@ -23,6 +24,7 @@ from zemcp.state.redis.fanout import RedisFanOut
 from zemcp.state.redis.node import Node
 from zemcp.state.redis.replay import RedisReplay
 from zemcp.state.redis.sessions import RedisSessionStore
+from zemcp.state.redis.tasks import RedisTasks
 from zemcp.state.redis.waiting import RedisWaitingCalls
 from zemcp.state.seams import State
 from zemcp.state.session import Session
@@ -35,8 +37,8 @@ def build(settings: Settings, on_session_end: Callable[[Session, str], None]) ->
     Args:
         settings: ``redis_url``, ``redis_prefix``, ``redis_timeout``, and the caps and
             windows of the in-process backend (``max_sessions`` then counts the sessions of
-            the whole deployment; ``max_pending_per_session`` the waiting requests of a
-            session in every process; the other caps stay per process).
+            the whole deployment, and so does ``max_tasks``; ``max_pending_per_session`` the
+            waiting requests of a session in every process; the other caps stay per process).
         on_session_end: called as ``on_session_end(session, why)`` in every process that
             holds a session when it ended.
     Returns:
@@ -67,5 +69,10 @@ def build(settings: Settings, on_session_end: Callable[[Session, str], None]) ->
         lambda session_id, stream_id: RedisEventLog(replay, session_id, stream_id, STANDALONE),
     )
     return State(
-        sessions=sessions, pending=pending, replay_budget=replay, fanout=fanout, limiter=RedisRateLimiter(redis)
+        sessions=sessions,
+        pending=pending,
+        replay_budget=replay,
+        fanout=fanout,
+        limiter=RedisRateLimiter(redis),
+        tasks=RedisTasks(redis, node, settings.max_tasks, settings.client_share),
     )

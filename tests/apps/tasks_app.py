@@ -1,0 +1,70 @@
+"""A server for the task tests (``tests.apps.tasks_app:app``).
+
+- ``report(seconds)`` (``task="optional"``): works for ``seconds`` in steps of 0.1 s,
+  reporting progress, and returns ``report ready after <seconds> s``; it watches for a
+  cancel between steps and, when one comes, writes the reason to the file named by
+  ``ZEMCP_TEST_CANCEL_LOG`` (when set) so a test can see that the handler saw it.
+- ``approve(item)`` (``task="required"``): asks the user to approve ``item`` (key
+  ``approve``, a boolean ``ok``) and answers ``approved <item>`` or ``rejected <item>``.
+- ``fail()`` (``task="optional"``): a tool error (``isError``) at once.
+- ``echo(text)``: a plain tool, never a task.
+- ``whoami()`` (``task="optional"``): the pid of the worker that ran it.
+"""
+
+import os
+import time
+from typing import Any
+
+import zemcp
+
+APPROVE = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+def make_server(**settings: Any) -> zemcp.Server:
+    """The server, with ``settings`` (``ZEMCP_*`` from the environment when none are given)."""
+    server = zemcp.Server("zemcp-task-tests", "1.0", settings=zemcp.Settings(**settings) if settings else None)
+
+    @server.tool(task="optional")
+    def report(seconds: float, ctx: zemcp.Context) -> str:
+        """Build a report that takes ``seconds``."""
+        deadline = time.monotonic() + seconds
+        step = 0
+        try:
+            while time.monotonic() < deadline:
+                ctx.raise_if_cancelled()
+                step += 1
+                ctx.report_progress(step, message=f"step {step}")
+                time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        except zemcp.ElicitAborted as exc:
+            path = os.environ.get("ZEMCP_TEST_CANCEL_LOG")
+            if path:
+                with open(path, "a", encoding="utf-8") as log:
+                    log.write(f"{ctx.task_id} {type(exc).__name__}: {exc}\n")
+            raise
+        return f"report ready after {seconds:g} s"
+
+    @server.tool(task="required")
+    def approve(item: str, ctx: zemcp.Context) -> str:
+        """Ask the user to approve ``item``."""
+        answer = ctx.elicit(f"Approve {item}?", APPROVE, key="approve")
+        return f"{'approved' if answer['ok'] else 'rejected'} {item}"
+
+    @server.tool(task="optional")
+    def fail() -> str:
+        """Fail with a tool error."""
+        raise zemcp.ToolError("the report could not be built")
+
+    @server.tool
+    def echo(text: str) -> str:
+        """Echo ``text``."""
+        return text
+
+    @server.tool(task="optional")
+    def whoami() -> str:
+        """The pid of the worker that ran it."""
+        return str(os.getpid())
+
+    return server
+
+
+app = zemcp.McpApp(make_server())

@@ -1,0 +1,301 @@
+"""Tasks without a server process: the record store, the wire shapes of each era, tool and
+capability declarations, and the runner (create, cancel, answer, stop) driven in-process
+through werkzeug's test client. The same flows over real HTTP under gunicorn are in
+tests/integration/test_http_tasks.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+
+import pytest
+from werkzeug.test import Client
+
+import zemcp
+from tests.apps.tasks_app import make_server
+from zemcp.core.tasks import STOPPED_MESSAGE, task_object
+from zemcp.protocol.tasks import EXTENSION, timestamp
+from zemcp.state.localtasks import LocalTasks
+from zemcp.state.tasks import TaskLimitReached, TaskRecord
+
+MODERN = "2026-07-28"
+TASKS = {"extensions": {EXTENSION: {}}, "elicitation": {}}
+ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+
+
+def record(
+    task_id: str = "t1", client: str | None = "c", ttl: float | None = 60.0, modern: bool = True, **fields
+) -> TaskRecord:
+    return TaskRecord(
+        id=task_id,
+        owner=None,
+        session=None,
+        client=client,
+        modern=modern,
+        tool="report",
+        created=time.time(),
+        ttl=ttl,
+        poll=1.0,
+        **fields,
+    )
+
+
+# -- the store --------------------------------------------------------------------------
+
+
+def test_the_store_hands_out_copies_and_applies_changes_at_once():
+    store = LocalTasks(10, 1.0)
+    store.create(record())
+    copy = store.get("t1")
+    assert copy is not None and copy.status == "working"
+    copy.status = "completed"
+    assert store.get("t1").status == "working", "a copy's change must not reach the store"
+    after = store.update("t1", lambda r: setattr(r, "status", "completed") or True)
+    assert after.status == "completed" and after.version == 1
+    assert store.get("t1").status == "completed"
+    assert store.update("missing", lambda r: True) is None
+
+
+def test_the_store_caps_tasks_per_process_and_per_client():
+    store = LocalTasks(4, 0.5)
+    store.create(record("a", client="x"))
+    store.create(record("b", client="x"))
+    with pytest.raises(TaskLimitReached, match="this client holds its share of 2 tasks"):
+        store.create(record("c", client="x"))
+    store.create(record("d", client="y"))
+    store.create(record("e", client="y"))
+    with pytest.raises(TaskLimitReached, match="maximum of 4 tasks \\(ZEMCP_MAX_TASKS\\)"):
+        store.create(record("f", client="z"))
+    assert len(store) == 4
+
+
+def test_finished_tasks_are_forgotten_after_their_ttl_and_running_ones_are_kept():
+    store = LocalTasks(10, 1.0)
+    store.create(record("done", ttl=5.0))
+    store.create(record("running", ttl=5.0))
+    store.update("done", lambda r: setattr(r, "status", "completed") or True)
+    assert store.sweep(time.time() + 1) == 0
+    assert store.sweep(time.time() + 6) == 1
+    assert store.get("done") is None
+    assert store.get("running") is not None, "a running task is kept until it ends"
+
+
+def test_a_waiter_wakes_at_the_change_and_not_before():
+    store = LocalTasks(10, 1.0)
+    store.create(record())
+    seen = store.get("t1").version
+    threading.Timer(0.1, lambda: store.update("t1", lambda r: setattr(r, "message", "x") or True)).start()
+    start = time.monotonic()
+    changed = store.wait("t1", seen, 5.0)
+    assert changed.message == "x"
+    assert time.monotonic() - start < 2.0
+    unchanged = store.wait("t1", changed.version, 0.05)
+    assert unchanged.version == changed.version
+
+
+# -- wire shapes --------------------------------------------------------------------------
+
+
+def test_each_era_gets_its_own_task_fields():
+    modern = task_object(record(ttl=2.5))
+    assert modern["ttlMs"] == 2500 and modern["pollIntervalMs"] == 1000
+    assert "ttl" not in modern and "pollInterval" not in modern
+    assert ISO.match(modern["createdAt"]) and ISO.match(modern["lastUpdatedAt"])
+    legacy = task_object(record(ttl=None, modern=False))
+    assert legacy["ttl"] is None and legacy["pollInterval"] == 1000 and "ttlMs" not in legacy
+    assert timestamp(0.5) == "1970-01-01T00:00:00.500Z"
+
+
+def test_a_tool_refuses_an_unknown_task_support():
+    server = zemcp.Server("t")
+    with pytest.raises(ValueError, match="task must be one of 'forbidden', 'optional', 'required'"):
+        server.tool(task="sometimes")(lambda: "x")
+
+
+# -- in-process, both eras ---------------------------------------------------------------
+
+
+class Http:
+    """A werkzeug test client speaking JSON-RPC in either era."""
+
+    def __init__(self, **settings):
+        self.server = make_server(**settings)
+        self.client = Client(zemcp.McpApp(self.server))
+        self.session: str | None = None
+        self.ids = iter(range(1, 10_000))
+
+    def initialize(self, version: str = "2025-11-25") -> dict:
+        body = self._post(
+            {
+                "jsonrpc": "2.0",
+                "id": next(self.ids),
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": version,
+                    "capabilities": {"elicitation": {}},
+                    "clientInfo": {"name": "t"},
+                },
+            },
+            {},
+        )
+        return body["result"]
+
+    def legacy(self, method: str, params: dict | None = None) -> dict:
+        return self._post({"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params or {}}, {})
+
+    def modern(self, method: str, params: dict | None = None, capabilities: dict | None = None) -> dict:
+        params = dict(params or {})
+        params["_meta"] = {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": TASKS if capabilities is None else capabilities,
+        }
+        headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
+        name = params.get("name", params.get("taskId"))
+        if isinstance(name, str):
+            headers["Mcp-Name"] = name
+        return self._post({"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}, headers)
+
+    def _post(self, message: dict, headers: dict) -> dict:
+        headers = {"Accept": "application/json, text/event-stream", **headers}
+        if self.session is not None and "MCP-Protocol-Version" not in headers:
+            headers["Mcp-Session-Id"] = self.session
+        response = self.client.post("/mcp", data=json.dumps(message), content_type="application/json", headers=headers)
+        if message["method"] == "initialize":
+            self.session = response.headers["Mcp-Session-Id"]
+        return json.loads(response.get_data())
+
+    def until(self, get, done, timeout: float = 10.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            task = get()
+            if done(task) or time.monotonic() > deadline:
+                return task
+            time.sleep(0.05)
+
+
+def test_capabilities_and_tool_lists_show_tasks_only_where_the_version_has_them():
+    http = Http()
+    assert http.initialize()["capabilities"]["tasks"] == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    listed = {t["name"]: t.get("execution") for t in http.legacy("tools/list")["result"]["tools"]}
+    assert listed["approve"] == {"taskSupport": "required"} and listed["echo"] is None
+    older = Http()
+    assert "tasks" not in older.initialize("2025-06-18")["capabilities"]
+    assert all("execution" not in t for t in older.legacy("tools/list")["result"]["tools"])
+    discover = Http().modern("server/discover")["result"]["capabilities"]
+    assert discover["extensions"] == {EXTENSION: {}} and "tasks" not in discover
+    assert all("execution" not in t for t in Http().modern("tools/list")["result"]["tools"])
+    plain = zemcp.Server("plain")
+    plain.tool(name="x")(lambda: "x")
+    assert "tasks" not in plain.capabilities("2025-11-25") and "extensions" not in plain.capabilities(MODERN)
+
+
+def test_a_modern_task_asks_through_tasks_update_and_completes():
+    http = Http()
+    created = http.modern("tools/call", {"name": "approve", "arguments": {"item": "box"}})["result"]
+    assert created["resultType"] == "task" and created["status"] in ("working", "input_required")
+    task_id = created["taskId"]
+
+    def get():
+        return http.modern("tasks/get", {"taskId": task_id})["result"]
+
+    parked = http.until(get, lambda t: t["status"] == "input_required")
+    assert list(parked["inputRequests"]) == ["approve"]
+    assert parked["inputRequests"]["approve"]["method"] == "elicitation/create"
+    ack = http.modern(
+        "tasks/update",
+        {"taskId": task_id, "inputResponses": {"approve": {"action": "accept", "content": {"ok": True}}, "x": 1}},
+    )["result"]
+    assert ack["resultType"] == "complete" and "taskId" not in ack
+    done = http.until(get, lambda t: t["status"] == "completed")
+    assert done["result"]["content"][0]["text"] == "approved box"
+
+
+def test_modern_gates_run_before_the_task_id_and_removed_methods_are_unknown():
+    http = Http()
+    refused = http.modern("tasks/get", {"taskId": "nope"}, capabilities={})["error"]
+    assert refused["code"] == -32021 and refused["data"] == {"requiredCapabilities": {"extensions": {EXTENSION: {}}}}
+    assert http.modern("tasks/get", {"taskId": "nope"})["error"]["code"] == -32602
+    assert http.modern("tasks/result", {"taskId": "nope"})["error"]["code"] == -32601
+    assert http.modern("tasks/list")["error"]["code"] == -32601
+    required = http.modern("tools/call", {"name": "approve", "arguments": {"item": "a"}}, capabilities={})["error"]
+    assert required["code"] == -32021
+    plain = http.modern("tools/call", {"name": "report", "arguments": {"seconds": 0}}, capabilities={})["result"]
+    assert plain["resultType"] == "complete" and plain["content"][0]["text"] == "report ready after 0 s"
+    tool_error = http.modern("tools/call", {"name": "fail", "arguments": {}})["result"]
+    ended = http.until(
+        lambda: http.modern("tasks/get", {"taskId": tool_error["taskId"]})["result"],
+        lambda t: t["status"] != "working",
+    )
+    assert ended["status"] == "completed" and ended["result"]["isError"] is True
+
+
+def test_a_session_task_is_cancelled_refused_twice_and_its_tool_error_fails_it():
+    http = Http()
+    http.initialize()
+    task = http.legacy("tools/call", {"name": "report", "arguments": {"seconds": 30}, "task": {"ttl": 5000}})
+    task = task["result"]["task"]
+    assert task["ttl"] == 5000 and task["status"] == "working"
+    cancelled = http.legacy("tasks/cancel", {"taskId": task["taskId"]})["result"]
+    assert cancelled["status"] == "cancelled"
+    again = http.legacy("tasks/cancel", {"taskId": task["taskId"]})["error"]
+    assert again["code"] == -32602 and "already ended (cancelled)" in again["message"]
+    failing = http.legacy("tools/call", {"name": "fail", "arguments": {}, "task": {}})["result"]["task"]
+    ended = http.until(
+        lambda: http.legacy("tasks/get", {"taskId": failing["taskId"]})["result"], lambda t: t["status"] != "working"
+    )
+    assert ended["status"] == "failed" and ended["statusMessage"] == "the report could not be built"
+    result = http.legacy("tasks/result", {"taskId": failing["taskId"]})["result"]
+    assert result["isError"] is True
+    assert result["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": failing["taskId"]}
+    assert [t["taskId"] for t in http.legacy("tasks/list")["result"]["tasks"]] == [task["taskId"], failing["taskId"]]
+    assert (
+        http.legacy("tools/call", {"name": "echo", "arguments": {"text": "x"}, "task": {}})["error"]["code"] == -32601
+    )
+    assert http.legacy("tools/call", {"name": "approve", "arguments": {"item": "x"}})["error"]["code"] == -32601
+
+
+def test_a_stop_without_grace_fails_the_running_tasks_and_takes_no_new_one():
+    http = Http()
+    task_id = http.modern("tools/call", {"name": "report", "arguments": {"seconds": 30}})["result"]["taskId"]
+    http.until(lambda: http.modern("tasks/get", {"taskId": task_id})["result"], lambda t: "statusMessage" in t, 2.0)
+    assert http.server.tasks.stop(0.0) == 1
+    failed = http.modern("tasks/get", {"taskId": task_id})["result"]
+    assert failed["status"] == "failed" and failed["statusMessage"] == STOPPED_MESSAGE
+    assert failed["error"]["code"] == -32603
+    refused = http.client.post(
+        "/mcp",
+        data=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 99,
+                "method": "tools/call",
+                "params": {
+                    "name": "report",
+                    "arguments": {"seconds": 1},
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": MODERN,
+                        "io.modelcontextprotocol/clientCapabilities": TASKS,
+                    },
+                },
+            }
+        ),
+        content_type="application/json",
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "report",
+        },
+    )
+    assert refused.status_code == 503 and "stopping" in json.loads(refused.get_data())["error"]["message"]
+
+
+def test_ending_a_session_cancels_its_running_tasks():
+    http = Http()
+    http.initialize()
+    task = http.legacy("tools/call", {"name": "report", "arguments": {"seconds": 30}, "task": {}})["result"]["task"]
+    assert http.server.end_session(http.session)
+    record = http.server.tasks.store.get(task["taskId"])
+    assert record.status == "cancelled" and "session ended" in record.message

@@ -1,0 +1,234 @@
+"""Tasks in the handshake era: MCP 2025-11-25 basic/utilities/tasks (SEP-1686, experimental).
+
+A session of protocol 2025-11-25 sees the server's ``tasks`` capability (``list``,
+``cancel``, ``requests.tools.call``) and each task-capable tool's ``execution.taskSupport``.
+A ``tools/call`` with ``params.task`` (``{"ttl": ms}``) of an ``optional`` or ``required``
+tool is answered at once with ``{"task": Task}``; ``task`` on a ``forbidden`` tool, and a
+``required`` tool called without it, get -32601. The task belongs to its session (and
+principal): ``tasks/get``, ``tasks/list``, ``tasks/cancel`` and ``tasks/result`` of any other
+session find nothing (-32602).
+
+``tasks/result`` answers at once for a task that has ended (its result or JSON-RPC error,
+with the related-task ``_meta``); otherwise it holds a thread of the call budget until the
+end, and its response becomes an event stream that carries ``notifications/tasks/status``
+at each change, and the task's questions for the user (``elicitation/create`` and the like,
+with the related-task ``_meta``), whose answers the client POSTs as for any request of its
+session. Other versions of the era have no tasks: their ``tasks/*`` are unknown methods and
+a ``required`` tool refuses them (-32601).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from zemcp.core.server import Server, Work
+from zemcp.core.tasks import task_object
+from zemcp.observe.telemetry import NULL_OPERATION, Operation
+from zemcp.protocol import jsonrpc
+from zemcp.protocol.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
+from zemcp.protocol.pagination import PAGE_SIZE, list_result
+from zemcp.protocol.tasks import FORBIDDEN, REQUIRED, TASKS_VERSION, related
+from zemcp.replies.responses import new_sink
+from zemcp.state import shares
+
+if TYPE_CHECKING:
+    from zemcp.auth.principal import Principal
+    from zemcp.replies.direct import DirectSink
+    from zemcp.replies.sinks import ReplySink
+    from zemcp.state.session import Session
+    from zemcp.state.tasks import TaskRecord
+
+#: The 2025-11-25 task methods a client sends.
+METHODS = frozenset({"tasks/get", "tasks/list", "tasks/cancel", "tasks/result"})
+
+
+def has_tasks(server: Server, session: Session) -> bool:
+    """True when ``session``'s version has tasks and the server has task tools."""
+    return session.protocol_version == TASKS_VERSION and server.tools.tasks
+
+
+def requested(server: Server, session: Session, request: jsonrpc.Request, work: Work) -> dict[str, Any] | None:
+    """The ``params.task`` of a ``tools/call`` that is to run as a task, else None.
+
+    Raises:
+        ProtocolError: -32601 for ``task`` on a ``forbidden`` tool, or a ``required`` tool
+            called without it (or by a version without tasks); -32602 for a ``task`` that
+            is not an object.
+    """
+    tool = work.tool
+    assert tool is not None
+    task = request.params.get("task") if has_tasks(server, session) else None
+    if task is None:
+        if tool.task == REQUIRED:
+            how = (
+                "call it with params.task"
+                if has_tasks(server, session)
+                else f"start a session of protocol {TASKS_VERSION} (or use 2026-07-28 with the tasks extension)"
+            )
+            raise ProtocolError(
+                METHOD_NOT_FOUND,
+                f"Method not found: tool {tool.name!r} runs only as a task (taskSupport required); {how}",
+            )
+        return None
+    if not isinstance(task, dict):
+        raise ProtocolError(INVALID_PARAMS, 'Invalid params: params.task must be an object such as {"ttl": 60000}')
+    if tool.task == FORBIDDEN:
+        raise ProtocolError(
+            METHOD_NOT_FOUND,
+            f"Method not found: tool {tool.name!r} does not run as a task (taskSupport forbidden); call it "
+            f"without params.task",
+        )
+    return task
+
+
+def create(
+    server: Server,
+    session: Session,
+    request: jsonrpc.Request,
+    work: Work,
+    task: dict[str, Any],
+    environ: dict[str, Any],
+) -> dict[str, Any]:
+    """Start ``work`` as a task of ``session``; returns the ``CreateTaskResult`` (``{"task": Task}``).
+
+    Raises:
+        zemcp.state.tasks.TaskLimitReached: ``max_tasks`` or the client's share of it is held.
+    """
+    meta = request.params.get("_meta")
+    progress = meta.get("progressToken") if isinstance(meta, dict) else None
+    record = server.tasks.create(
+        work,
+        session,
+        owner=work.auth.key if work.auth is not None else None,
+        session=session,
+        client_key=environ.get(shares.ENVIRON_KEY),
+        request_id=request.id,
+        progress_token=progress if jsonrpc.valid_id(progress) else None,
+        ttl_ms=task.get("ttl"),
+    )
+    return {"task": task_object(record)}
+
+
+def serve(
+    server: Server,
+    session: Session,
+    request: jsonrpc.Request,
+    environ: dict[str, Any],
+    principal: Principal | None,
+    operation: Operation = NULL_OPERATION,
+) -> dict[str, Any] | ReplySink | DirectSink:
+    """Serve one of :data:`METHODS`: a JSON-RPC response, or (``tasks/result`` of a task that
+    has not ended) the sink of the stream that waits for it, which ends ``operation``.
+
+    Raises:
+        Busy, ShareTaken: (``tasks/result``) the call budget, or the client's share of it, is taken.
+    """
+    method = request.method
+    try:
+        if not has_tasks(server, session):
+            raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        owner = principal.key if principal is not None else None
+        if method == "tasks/list":
+            records = sorted(server.tasks.store.owned(owner, session.id), key=lambda r: r.created)
+            tasks = [task_object(r) for r in records if not r.modern]
+            return jsonrpc.result(request.id, list_result(request.params, "tasks", tasks, PAGE_SIZE))
+        record = _owned(server, request, owner, session)
+        if method == "tasks/get":
+            return jsonrpc.result(request.id, task_object(record))
+        if method == "tasks/cancel":
+            if record.terminal:
+                raise ProtocolError(
+                    INVALID_PARAMS,
+                    f"Invalid params: cannot cancel task {record.id!r}: it already ended ({record.status})",
+                )
+            cancelled = server.tasks.cancel(record.id)
+            return jsonrpc.result(request.id, task_object(cancelled or record))
+        if record.terminal:
+            return payload(request.id, record)
+        return _wait_for(server, request, record, environ, operation)
+    except ProtocolError as exc:
+        return jsonrpc.error(request.id, exc.code, exc.message, exc.data)
+
+
+def _owned(server: Server, request: jsonrpc.Request, owner: str | None, session: Session) -> TaskRecord:
+    task_id = request.params.get("taskId")
+    if not isinstance(task_id, str):
+        raise ProtocolError(INVALID_PARAMS, f"Invalid params: {request.method} needs params.taskId (a string)")
+    record = server.tasks.store.get(task_id)
+    if record is None or record.modern or not record.belongs_to(owner, session.id):
+        raise ProtocolError(
+            INVALID_PARAMS,
+            f"Invalid params: no task {task_id!r} in this session: it never existed, belongs to another "
+            f"session, or its ttl has passed",
+        )
+    return record
+
+
+def payload(request_id: jsonrpc.RequestId, record: TaskRecord) -> dict[str, Any]:
+    """The ``tasks/result`` response of an ended task: exactly the call's result or JSON-RPC
+    error, with the related-task ``_meta`` (in ``error.data`` for an error); a cancelled task,
+    which has neither, gets -32602 saying so."""
+    meta = related(record.id)
+    if record.result is not None:
+        result = record.result
+        return jsonrpc.result(request_id, {**result, "_meta": {**result.get("_meta", {}), **meta}})
+    if record.error is not None:
+        error = record.error
+        data = error.get("data")
+        if data is None or isinstance(data, dict):
+            data = {**(data or {}), "_meta": meta}
+        return jsonrpc.error(request_id, error.get("code", jsonrpc.INTERNAL_ERROR), str(error.get("message")), data)
+    return jsonrpc.error(
+        request_id,
+        INVALID_PARAMS,
+        f"Invalid params: task {record.id!r} was cancelled and has no result ({record.message or 'cancelled'})",
+        {"_meta": meta},
+    )
+
+
+def _wait_for(
+    server: Server, request: jsonrpc.Request, record: TaskRecord, environ: dict[str, Any], operation: Operation
+) -> ReplySink | DirectSink:
+    """``tasks/result`` of a running task: a stream that carries its status changes and
+    questions, and ends with its outcome."""
+    settings = server.settings
+    sink = new_sink(environ, settings.keepalive_interval, None, settings.body_timeout, request.id)
+    gone = threading.Event()
+    sink.on_close(gone.set)
+    store = server.tasks.store
+
+    def job() -> None:
+        response = None
+        detach = server.tasks.attach(record.id, sink)
+        try:
+            current: TaskRecord | None = record
+            status = None
+            sent: set[Any] = set()
+            while True:
+                if current is None:
+                    response = jsonrpc.error(
+                        request.id, INVALID_PARAMS, f"Invalid params: task {record.id!r} is gone (its ttl has passed)"
+                    )
+                    break
+                if current.status != status:
+                    status = current.status
+                    sink.send(jsonrpc.notification("notifications/tasks/status", task_object(current)))
+                for question in current.outbox:
+                    if question.get("id") not in sent:
+                        sent.add(question.get("id"))
+                        sink.send(question)
+                if current.terminal:
+                    response = payload(request.id, current)
+                    break
+                if gone.is_set():
+                    break
+                sink.tick()
+                current = store.wait(record.id, current.version, sink.tick_interval)
+        finally:
+            detach()
+            operation.finish(response, None if response is not None else "cancelled")
+            sink.finish(response)
+
+    server.admission.start(job, sink, environ.get(shares.ENVIRON_KEY))
+    return sink
