@@ -13,6 +13,7 @@ stop start their own. Handshake-era tests use sessions of protocol 2025-11-25 (S
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -302,6 +303,40 @@ def test_handshake_cancel_stops_the_handler(tasks_server, cancel_log):
     result = error_of(tasks_request(client, "tasks/result", task_id))
     assert result["code"] == INVALID_PARAMS and "cancelled" in result["message"], result
     assert result["data"]["_meta"][RELATED] == {"taskId": task_id}, result
+
+
+def test_a_listen_stream_follows_a_modern_task_to_its_end(tasks_server):
+    """subscriptions/listen with notifications.taskIds acknowledges the caller's own task (not an
+    unknown id) and carries notifications/tasks at its changes, the last one completed with the
+    result; without the extension the same request is refused with -32021."""
+    client = modern(tasks_server)
+    created = modern_create(client, "report", {"seconds": 1})
+    message = client.message(
+        "subscriptions/listen", {"notifications": {"taskIds": [created["taskId"], "no-such-task"]}}
+    )
+    response = requests.post(
+        client.url, data=json.dumps(message), headers=client.headers(message), stream=True, timeout=(5, 10)
+    )
+    assert response.headers["Content-Type"].startswith("text/event-stream"), response.text
+    stream = SseStream(response, requests.Session())
+    try:
+        ack = stream.next_message()
+        assert ack["method"] == "notifications/subscriptions/acknowledged", ack
+        assert ack["params"]["notifications"]["taskIds"] == [created["taskId"]], ack
+        deadline = time.monotonic() + SLACK
+        last = None
+        while last is None or last["params"]["status"] != "completed":
+            assert time.monotonic() < deadline, f"no completed notification; last {last}"
+            last = stream.next_message()
+            assert last is not None and last["method"] == "notifications/tasks", last
+            assert last["params"]["taskId"] == created["taskId"], last
+        assert last["params"]["result"]["content"][0]["text"] == "report ready after 1 s", last
+    finally:
+        stream.close()
+    refused = modern_rpc(
+        modern(tasks_server, extension=False), "subscriptions/listen", {"notifications": {"taskIds": []}}
+    )
+    assert refused["error"]["code"] == MISSING_CAPABILITY, refused
 
 
 def test_modern_cancel_stops_the_handler(tasks_server, cancel_log):

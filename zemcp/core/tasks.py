@@ -113,12 +113,10 @@ class TaskRunner:
         self,
         work: Any,
         client: ClientView,
+        request: jsonrpc.Request,
         *,
-        owner: str | None,
         session: Session | None,
         client_key: str | None,
-        request_id: jsonrpc.RequestId,
-        progress_token: jsonrpc.RequestId | None,
         ttl_ms: Any = None,
     ) -> TaskRecord:
         """Create a task that runs ``work`` (a :class:`zemcp.core.server.Work`) on the task pool.
@@ -126,12 +124,11 @@ class TaskRunner:
         The record is in the store before this returns, so a ``tasks/get`` finds it at once.
 
         Args:
-            work: the handler call.
+            work: the handler call (its principal owns the task).
             client: what the creating request declared.
-            owner: the principal key with authorization on, else None.
+            request: the creating ``tools/call`` (its ``_meta.progressToken`` stays valid).
             session: the handshake-era session, None in 2026-07-28.
             client_key: whose share of ``max_tasks`` it counts in.
-            request_id, progress_token: of the creating request.
             ttl_ms: [milliseconds] the retention the client asked for (2025-11-25
                 ``params.task.ttl``), clipped to ``task_ttl``; None or invalid: ``task_ttl``.
         Returns:
@@ -151,9 +148,11 @@ class TaskRunner:
         now = time.time()
         with self._lock:
             queued = self._busy >= self.settings.task_threads
+        meta = request.params.get("_meta")
+        progress = meta.get("progressToken") if isinstance(meta, dict) else None
         record = TaskRecord(
             id=secrets.token_urlsafe(24),
-            owner=owner,
+            owner=work.auth.key if work.auth is not None else None,
             session=session.id if session is not None else None,
             client=client_key,
             modern=session is None,
@@ -169,8 +168,8 @@ class TaskRunner:
             record.id,
             client,
             session,
-            request_id,
-            progress_token,
+            request.id,
+            progress if jsonrpc.valid_id(progress) else None,
             self.settings.elicitation_timeout,
             client_key,
         )

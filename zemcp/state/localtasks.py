@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from zemcp.state.tasks import TaskLimitReached, TaskRecord
+from zemcp.state.tasks import TaskLimitReached, TaskRecord, Watchers
 
 
 class LocalTasks:
@@ -31,7 +31,7 @@ class LocalTasks:
         self._max = max_tasks
         self._per_client = max(1, int(max_tasks * client_share))
         self._swept = 0.0
-        self._watchers: dict[str, list[Callable[[TaskRecord], object]]] = {}
+        self._watchers = Watchers()
 
     def create(self, record: TaskRecord) -> None:
         """Keep a new record (a ``tasks/get`` finds it from now on).
@@ -90,25 +90,14 @@ class LocalTasks:
                 record.version += 1
                 self._cond.notify_all()
             after = copy.deepcopy(record)
-            watchers = list(self._watchers.get(task_id, ())) if changed else []
+            watchers = self._watchers.of(task_id) if changed else []
         for callback in watchers:
             callback(after)
         return after
 
     def watch(self, task_id: str, callback: Callable[[TaskRecord], object]) -> Callable[[], None]:
         """Call ``callback(record)`` after each change of the record (on the changing thread)."""
-        with self._cond:
-            self._watchers.setdefault(task_id, []).append(callback)
-
-        def stop() -> None:
-            with self._cond:
-                callbacks = self._watchers.get(task_id, [])
-                if callback in callbacks:
-                    callbacks.remove(callback)
-                if not callbacks:
-                    self._watchers.pop(task_id, None)
-
-        return stop
+        return self._watchers.add(task_id, callback)
 
     def wait(self, task_id: str, seen: int, timeout: float) -> TaskRecord | None:
         """Wait up to ``timeout`` [seconds] for the record to change after ``seen`` (its

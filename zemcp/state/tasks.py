@@ -10,6 +10,7 @@ meet the requests that read and answer them. The in-process store is
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -136,3 +137,36 @@ class TaskStore(Protocol):
         """Forget finished tasks past their ttl; returns how many."""
 
     def __len__(self) -> int: ...
+
+
+class Watchers:
+    """The callbacks of :meth:`TaskStore.watch`, by task id (for the stores' own use)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_task: dict[str, list[Callable[[TaskRecord], object]]] = {}
+
+    def add(self, task_id: str, callback: Callable[[TaskRecord], object]) -> Callable[[], None]:
+        """Watch ``task_id`` with ``callback``; returns the function that stops it."""
+        with self._lock:
+            self._by_task.setdefault(task_id, []).append(callback)
+
+        def stop() -> None:
+            with self._lock:
+                callbacks = self._by_task.get(task_id, [])
+                if callback in callbacks:
+                    callbacks.remove(callback)
+                if not callbacks:
+                    self._by_task.pop(task_id, None)
+
+        return stop
+
+    def of(self, task_id: str) -> list[Callable[[TaskRecord], object]]:
+        """The callbacks watching ``task_id`` now."""
+        with self._lock:
+            return list(self._by_task.get(task_id, ()))
+
+    def watched(self) -> list[str]:
+        """The task ids watched now."""
+        with self._lock:
+            return list(self._by_task)

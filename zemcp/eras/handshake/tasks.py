@@ -95,17 +95,8 @@ def create(
     Raises:
         zemcp.state.tasks.TaskLimitReached: ``max_tasks`` or the client's share of it is held.
     """
-    meta = request.params.get("_meta")
-    progress = meta.get("progressToken") if isinstance(meta, dict) else None
     record = server.tasks.create(
-        work,
-        session,
-        owner=work.auth.key if work.auth is not None else None,
-        session=session,
-        client_key=environ.get(shares.ENVIRON_KEY),
-        request_id=request.id,
-        progress_token=progress if jsonrpc.valid_id(progress) else None,
-        ttl_ms=task.get("ttl"),
+        work, session, request, session=session, client_key=environ.get(shares.ENVIRON_KEY), ttl_ms=task.get("ttl")
     )
     return {"task": task_object(record)}
 

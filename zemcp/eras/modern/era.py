@@ -238,7 +238,7 @@ class ModernEra:
             return self.result(message.id, method, self.discover(), NO_CACHE)
         if method == "subscriptions/listen":
             # The operation is the opening of the stream: it ends with the acknowledgement.
-            sink = listen.open_listen(self.server, message, environ)
+            sink = listen.open_listen(self.server, message, environ, client, principal)
             operation.finish(None)
             return sink
         if method in tasks.METHODS:

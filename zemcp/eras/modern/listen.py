@@ -1,21 +1,41 @@
-"""``subscriptions/listen``: the 2026-07-28 stream of change notifications (basic/patterns/subscriptions)."""
+"""``subscriptions/listen``: the 2026-07-28 stream of change notifications (basic/patterns/subscriptions).
+
+With the tasks extension declared, ``notifications.taskIds`` asks for ``notifications/tasks``
+(the whole task, as ``tasks/get`` shows it) at each change of those tasks; the
+acknowledgement names the ids accepted (the caller's own tasks that exist).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from zemcp.eras.modern import tasks
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from zemcp.replies.sinks import ReplySink
 from zemcp.state import shares
 
+if TYPE_CHECKING:
+    from zemcp.auth.principal import Principal
+    from zemcp.protocol.capabilities import ClientView
 
-def open_listen(server: Any, request: jsonrpc.Request, environ: dict[str, Any]) -> ReplySink:
+
+def open_listen(
+    server: Any,
+    request: jsonrpc.Request,
+    environ: dict[str, Any],
+    client: ClientView | None = None,
+    principal: Principal | None = None,
+) -> ReplySink:
     """Open a listen stream for ``request`` of ``server`` (a :class:`zemcp.core.server.Server`):
     a stream that starts with the acknowledgement.
 
+    Args:
+        client: what the request declared (``taskIds`` need the tasks extension).
+        principal: who the request's token names (only its own tasks are accepted).
     Raises:
-        ProtocolError: -32601 when listen streams are off, -32602 for bad ``notifications``.
+        ProtocolError: -32601 when listen streams are off, -32602 for bad ``notifications``,
+            -32021 for ``taskIds`` without the tasks extension.
         ListenLimitReached, Busy, ShareTaken: no room for another stream.
     """
     if server.subscriptions.max_streams == 0:
@@ -31,14 +51,23 @@ def open_listen(server: Any, request: jsonrpc.Request, environ: dict[str, Any]) 
         "resourcesListChanged": capabilities.get("resources", {}).get("listChanged", False),
         "resourceSubscriptions": capabilities.get("resources", {}).get("subscribe", False),
     }
+    requested = request.params.get("notifications")
+    task_ids: list[str] = []
+    if isinstance(requested, dict) and "taskIds" in requested:
+        requested = dict(requested)
+        task_ids = tasks.listened(server, client, requested.pop("taskIds"), principal)
     try:
-        acknowledged, kinds, uris = server.subscriptions.honoured(request.params.get("notifications"), supported)
+        acknowledged, kinds, uris = server.subscriptions.honoured(requested, supported)
     except ValueError as exc:
         raise ProtocolError(INVALID_PARAMS, f"Invalid params: {exc}") from None
+    if task_ids:
+        acknowledged["taskIds"] = task_ids
     # A listen stream holds a thread for as long as it is open: it counts in the call budget.
     sink = ReplySink()
     server.admission.open_stream(
         lambda: server.subscriptions.open(request.id, acknowledged, kinds, uris, sink),
         environ.get(shares.ENVIRON_KEY),
     )
+    for task_id in task_ids:
+        sink.on_close(server.tasks.store.watch(task_id, lambda record: sink.send(tasks.notification(record))))
     return sink

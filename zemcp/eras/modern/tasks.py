@@ -73,17 +73,7 @@ def create(
     Raises:
         zemcp.state.tasks.TaskLimitReached: ``max_tasks`` or the client's share of it is held.
     """
-    meta = request.params.get("_meta")
-    progress = meta.get("progressToken") if isinstance(meta, dict) else None
-    record = server.tasks.create(
-        work,
-        client,
-        owner=work.auth.key if work.auth is not None else None,
-        session=None,
-        client_key=environ.get(shares.ENVIRON_KEY),
-        request_id=request.id,
-        progress_token=progress if jsonrpc.valid_id(progress) else None,
-    )
+    record = server.tasks.create(work, client, request, session=None, client_key=environ.get(shares.ENVIRON_KEY))
     return {**task_object(record), "resultType": "task"}
 
 
@@ -157,6 +147,46 @@ def serve(server: Server, client: ClientView, request: jsonrpc.Request, principa
         return {}
     server.tasks.cancel(task_id)
     return {}
+
+
+#: Task ids one listen stream may follow at most.
+MAX_LISTENED = 64
+
+
+def listened(server: Server, client: ClientView | None, requested: Any, principal: Principal | None) -> list[str]:
+    """The ids of ``notifications.taskIds`` a listen stream follows: the caller's own 2026-07-28
+    tasks that exist (others are left out of the acknowledgement, as unknown).
+
+    Raises:
+        ProtocolError: -32021 without the extension declared, -32602 for a malformed list.
+    """
+    if client is None or not declares_extension(client.capabilities):
+        raise ProtocolError(
+            MISSING_CAPABILITY,
+            f"Missing required client capability: notifications.taskIds belongs to the {EXTENSION} extension; "
+            f"declare it in params._meta's clientCapabilities.extensions",
+            data=_NEEDS,
+        )
+    if (
+        not isinstance(requested, list)
+        or not all(isinstance(i, str) for i in requested)
+        or len(requested) > MAX_LISTENED
+    ):
+        raise ProtocolError(
+            INVALID_PARAMS, f"Invalid params: notifications.taskIds must be a list of at most {MAX_LISTENED} task ids"
+        )
+    owner = principal.key if principal is not None else None
+    accepted = []
+    for task_id in dict.fromkeys(requested):
+        record = server.tasks.store.get(task_id)
+        if record is not None and record.modern and record.belongs_to(owner, None):
+            accepted.append(task_id)
+    return accepted
+
+
+def notification(record: TaskRecord) -> dict[str, Any]:
+    """``notifications/tasks``: the whole task, as ``tasks/get`` shows it."""
+    return jsonrpc.notification("notifications/tasks", detailed(record))
 
 
 def removed(method: str) -> ProtocolError:

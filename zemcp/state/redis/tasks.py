@@ -27,7 +27,7 @@ import redis
 from zemcp.protocol.tasks import FAILED
 from zemcp.state.redis.client import Redis
 from zemcp.state.redis.node import Node
-from zemcp.state.tasks import TaskLimitReached, TaskRecord
+from zemcp.state.tasks import TaskLimitReached, TaskRecord, Watchers
 
 #: [seconds] how far ahead a running task's record expires; its process renews it.
 RUNNING_LIFE = 300.0
@@ -99,7 +99,7 @@ class RedisTasks:
         self._per_client = max(1, int(max_tasks * client_share))
         self._create = redis.client.register_script(_CREATE)
         self._cond = threading.Condition()
-        self._watchers: dict[str, list[Callable[[TaskRecord], object]]] = {}
+        self._watchers = Watchers()
         self._seen: dict[str, int] = {}
         self._renewed = 0.0
         node.on_bus("task", self._changed_elsewhere)
@@ -230,20 +230,15 @@ class RedisTasks:
     def watch(self, task_id: str, callback: Callable[[TaskRecord], object]) -> Callable[[], None]:
         """Call ``callback(record)`` after changes of the record in any process (by the bus,
         and at each heartbeat in case a message was lost)."""
-        with self._cond:
-            self._watchers.setdefault(task_id, []).append(callback)
-            self._seen.setdefault(task_id, -1)
+        stop = self._watchers.add(task_id, callback)
 
-        def stop() -> None:
-            with self._cond:
-                callbacks = self._watchers.get(task_id, [])
-                if callback in callbacks:
-                    callbacks.remove(callback)
-                if not callbacks:
-                    self._watchers.pop(task_id, None)
+        def unwatch() -> None:
+            stop()
+            if not self._watchers.of(task_id):
+                with self._cond:
                     self._seen.pop(task_id, None)
 
-        return stop
+        return unwatch
 
     def drop(self, task_id: str) -> None:
         """Forget a record at once."""
@@ -274,16 +269,15 @@ class RedisTasks:
         task_id = message.get("task")
         with self._cond:
             self._cond.notify_all()
-            watched = task_id in self._watchers
-        if watched and isinstance(task_id, str):
+        if isinstance(task_id, str) and self._watchers.of(task_id):
             record = self.get(task_id)
             if record is not None:
                 self._woken(task_id, record)
 
     def _woken(self, task_id: str, record: TaskRecord) -> None:
+        callbacks = self._watchers.of(task_id)
         with self._cond:
             self._cond.notify_all()
-            callbacks = list(self._watchers.get(task_id, ()))
             if not callbacks or record.version <= self._seen.get(task_id, -1):
                 return
             self._seen[task_id] = record.version
@@ -293,8 +287,7 @@ class RedisTasks:
     def _look_at_watched(self) -> None:
         """(On the heartbeat thread.) Look at the watched records, in case a bus message was
         lost, and push on the expiry of the running ones, which this process runs."""
-        with self._cond:
-            ids = list(self._watchers)
+        ids = self._watchers.watched()
         if not ids:
             return
         with self.redis.guard():
