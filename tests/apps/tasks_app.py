@@ -9,6 +9,8 @@
 - ``fail()`` (``task="optional"``): a tool error (``isError``) at once.
 - ``echo(text)``: a plain tool, never a task.
 - ``whoami()`` (``task="optional"``): the pid of the worker that ran it.
+- ``spin()`` (``task="optional"``): reports progress every 50 ms for up to 30 s and checks for
+  a cancel in no other way.
 """
 
 import os
@@ -58,6 +60,14 @@ def make_server(**settings: Any) -> zemcp.Server:
     def echo(text: str) -> str:
         """Echo ``text``."""
         return text
+
+    @server.tool(task="optional")
+    def spin(ctx: zemcp.Context) -> str:
+        """Report progress for up to 30 s."""
+        for step in range(1, 601):
+            ctx.report_progress(step)
+            time.sleep(0.05)
+        return "spun"
 
     @server.tool(task="optional")
     def whoami() -> str:

@@ -608,7 +608,7 @@ def test_concurrent_takes_get_exactly_the_burst(state):
 # -- TaskStore -------------------------------------------------------------------------------
 
 
-def task(task_id, *, client="c1", session=None, owner=None, ttl=60.0, created=None):
+def task(task_id, *, client="c1", session=None, owner=None, ttl=60.0, created=None, poll=1.0):
     return TaskRecord(
         id=task_id,
         owner=owner,
@@ -618,7 +618,7 @@ def task(task_id, *, client="c1", session=None, owner=None, ttl=60.0, created=No
         tool="report",
         created=time.time() if created is None else created,
         ttl=ttl,
-        poll=1.0,
+        poll=poll,
     )
 
 
@@ -680,10 +680,13 @@ def test_a_waiter_and_a_watcher_hear_of_a_change(state):
 
 
 def test_a_finished_task_is_gone_after_its_ttl_and_a_running_one_stays(state):
-    state.tasks.create(task("t-done", ttl=0.3, client=None))
-    state.tasks.create(task("t-running", ttl=0.3, client=None))
+    # A finished task is kept at least 1 s (three poll intervals) after its end, past a shorter ttl.
+    state.tasks.create(task("t-done", ttl=0.3, client=None, poll=0.05))
+    state.tasks.create(task("t-running", ttl=0.3, client=None, poll=0.05))
     state.tasks.update("t-done", finish)
-    time.sleep(1.1)
+    time.sleep(0.5)
+    assert state.tasks.get("t-done") is not None, "a task just finished is still readable"
+    time.sleep(0.8)
     state.tasks.sweep()
     assert state.tasks.get("t-done") is None
     assert state.tasks.get("t-running") is not None

@@ -299,3 +299,43 @@ def test_ending_a_session_cancels_its_running_tasks():
     assert http.server.end_session(http.session)
     record = http.server.tasks.store.get(task["taskId"])
     assert record.status == "cancelled" and "session ended" in record.message
+
+
+def test_progress_is_where_a_cancelled_task_stops_even_without_a_progress_token():
+    http = Http()
+    task_id = http.modern("tools/call", {"name": "spin", "arguments": {}})["result"]["taskId"]
+    http.until(lambda: {"n": http.server.tasks.running}, lambda t: t["n"] == 1, 2.0)
+    http.modern("tasks/cancel", {"taskId": task_id})
+    ended = http.until(lambda: {"n": http.server.tasks.running}, lambda t: t["n"] == 0, 3.0)
+    assert ended["n"] == 0, "the handler kept its task thread after the cancel"
+    assert http.modern("tasks/get", {"taskId": task_id})["result"]["status"] == "cancelled"
+
+
+def test_a_session_task_refuses_bad_arguments_and_ttls_and_keeps_its_session_alive():
+    http = Http()
+    http.initialize()
+    refused = http.legacy("tools/call", {"name": "report", "arguments": {"seconds": "soon"}, "task": {}})["error"]
+    assert refused["code"] == -32602 and refused["message"].startswith("Invalid params: no task was created")
+    for ttl in ("100", True, {"a": 1}):
+        bad = http.legacy("tools/call", {"name": "report", "arguments": {"seconds": 0}, "task": {"ttl": ttl}})
+        assert bad["error"]["code"] == -32602 and "params.task.ttl" in bad["error"]["message"], bad
+    short = http.legacy("tools/call", {"name": "report", "arguments": {"seconds": 30}, "task": {"ttl": -5}})
+    task = short["result"]["task"]
+    assert task["ttl"] == 1000, "a ttl below 1 s is raised to 1 s"
+    session = http.server.sessions.get(http.session)
+    assert session.idle_for(time.monotonic() + 3600) == 0.0, "a session with a running task is never idle"
+    http.legacy("tasks/cancel", {"taskId": task["taskId"]})
+    http.until(lambda: {"n": http.server.tasks.running}, lambda t: t["n"] == 0, 3.0)
+    assert session.idle_for(time.monotonic() + 3600) > 0
+
+
+def test_an_answer_that_is_no_object_is_refused_for_an_open_question():
+    http = Http()
+    task_id = http.modern("tools/call", {"name": "approve", "arguments": {"item": "a"}})["result"]["taskId"]
+    http.until(
+        lambda: http.modern("tasks/get", {"taskId": task_id})["result"], lambda t: t["status"] == "input_required"
+    )
+    refused = http.modern("tasks/update", {"taskId": task_id, "inputResponses": {"approve": "yes"}})["error"]
+    assert refused["code"] == -32602 and "inputResponses['approve'] must be a result object" in refused["message"]
+    assert http.modern("tasks/get", {"taskId": task_id})["result"]["status"] == "input_required"
+    http.modern("tasks/cancel", {"taskId": task_id})

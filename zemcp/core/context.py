@@ -361,10 +361,14 @@ class Context:
             logger: optional name of the component that logs.
         Raises:
             ValueError: ``level`` is not an RFC 5424 level.
-            the abort reason once the request was cancelled or its client went away.
+            the abort reason once the request was cancelled or its client went away (in a
+                task: whether or not the message is sent).
         """
         if level not in LOG_LEVELS:
             raise ValueError(f"log level {level!r} is not one of {', '.join(LOG_LEVELS)}")
+        if self.task_id is not None:
+            # In a task, always a place where a cancel stops the handler, sent or not.
+            self._exchange.raise_if_aborted()
         if not self.client.logs(level):
             return
         params: dict[str, Any] = {"level": level, "data": data}
@@ -385,7 +389,8 @@ class Context:
         Raises:
             ValueError: ``progress`` did not increase, or ``progress`` or ``total`` is not a
                 finite number.
-            the abort reason once the request was cancelled or its client went away.
+            the abort reason once the request was cancelled or its client went away (in a
+                task: whether or not a notification is sent).
         """
         for name, value in (("progress", progress), ("total", total)):
             if value is not None and (
@@ -395,6 +400,9 @@ class Context:
         if self._last_progress is not None and progress <= self._last_progress:
             raise ValueError(f"progress must increase with every report: {progress} after {self._last_progress}")
         self._last_progress = progress
+        if self.task_id is not None:
+            # In a task, always a place where a cancel stops the handler, sent or not.
+            self._exchange.raise_if_aborted()
         if message is not None:
             # A task shows it as its statusMessage, with or without a progress token.
             self._exchange.show_status(message)

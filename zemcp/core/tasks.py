@@ -15,6 +15,7 @@ The handler gets the same :class:`zemcp.Context` as in a plain call; its exchang
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 import threading
 import time
@@ -130,7 +131,7 @@ class TaskRunner:
             session: the handshake-era session, None in 2026-07-28.
             client_key: whose share of ``max_tasks`` it counts in.
             ttl_ms: [milliseconds] the retention the client asked for (2025-11-25
-                ``params.task.ttl``), clipped to ``task_ttl``; None or invalid: ``task_ttl``.
+                ``params.task.ttl``, checked by the era), between 1 s and ``task_ttl``; None: ``task_ttl``.
         Returns:
             the new record.
         Raises:
@@ -143,7 +144,7 @@ class TaskRunner:
                 f"{TasksStopping.retry_after} s (another process will take it)"
             )
         ttl = self.settings.task_ttl
-        if isinstance(ttl_ms, (int, float)) and not isinstance(ttl_ms, bool) and ttl_ms > 0:
+        if isinstance(ttl_ms, (int, float)) and not isinstance(ttl_ms, bool) and math.isfinite(ttl_ms):
             ttl = min(max(ttl_ms / 1000, 1.0), ttl)
         now = time.time()
         with self._lock:
@@ -175,6 +176,9 @@ class TaskRunner:
         )
         with self._lock:
             self._running[record.id] = exchange
+        if session is not None:
+            # A session with a running task is never idle (its client may poll rarely).
+            session.task_running(True)
         # A cancel may come through any process (a shared store): the record tells this one.
         unwatch = self.store.watch(record.id, self._changed)
         try:
@@ -182,6 +186,8 @@ class TaskRunner:
         except RuntimeError:
             # The pool was shut down by a stop that raced this create.
             unwatch()
+            if session is not None:
+                session.task_running(False)
             self._settle(record.id, exchange, None)
             raise TasksStopping("Service Unavailable: this server process is stopping and takes no new task") from None
         log.info(
@@ -206,6 +212,8 @@ class TaskRunner:
             )
         finally:
             unwatch()
+            if exchange.session is not None:
+                exchange.session.task_running(False)
             self._settle(task_id, exchange, response)
             with self._lock:
                 self._busy -= 1
@@ -215,10 +223,13 @@ class TaskRunner:
     def _settle(self, task_id: str, exchange: TaskExchange, response: dict[str, Any] | None) -> None:
         """Give the task its terminal status from the handler's response (a cancelled task stays cancelled)."""
         stopped = isinstance(exchange.aborted, ServerStopping)
+        settled = False
 
         def settle(record: TaskRecord) -> bool:
+            nonlocal settled
             if record.terminal:
                 return False
+            settled = True
             record.inputs.clear()
             record.answers.clear()
             if stopped:
@@ -239,7 +250,8 @@ class TaskRunner:
             return True
 
         record = self.store.update(task_id, settle)
-        if record is not None:
+        # Only the change is logged: a task cancelled or failed earlier keeps its status.
+        if record is not None and settled:
             log.info("task %s %s", task_id[:8], record.status, extra={"event": "task_" + record.status})
 
     def cancel(self, task_id: str, why: str = "cancelled by the client") -> TaskRecord | None:
@@ -258,8 +270,11 @@ class TaskRunner:
             record.answers.clear()
             return True
 
+        record = self.store.update(task_id, cancel)
+        if record is not None and record.status == CANCELLED and record.message == why:
+            log.info("task %s cancelled (%s)", task_id[:8], why, extra={"event": "task_cancelled"})
         # The process that runs it aborts its handler when it sees the record change (_changed).
-        return self.store.update(task_id, cancel)
+        return record
 
     def _changed(self, record: TaskRecord) -> None:
         """A record of a task this process runs changed (here or elsewhere): a cancel aborts its handler."""
@@ -341,7 +356,8 @@ class TaskRunner:
                 self._settle(task_id, exchange, None)
             if left:
                 log.warning(
-                    "%d task(s) still running after the graceful stop's %g s were marked failed",
+                    "%d task handler(s) still running after the graceful stop's %g s; the unfinished tasks "
+                    "among them were marked failed",
                     len(left),
                     grace,
                     extra={"event": "tasks_stopped"},

@@ -46,7 +46,7 @@ class LocalTasks:
                 raise TaskLimitReached(
                     f"Too Many Requests: this process holds its maximum of {self._max} tasks (ZEMCP_MAX_TASKS), "
                     f"running or finished and kept until their ttl; retry in {TaskLimitReached.retry_after} s, "
-                    f"when some have expired, or ask for a shorter ttl"
+                    f"when some may have expired"
                 )
             if record.client is not None:
                 held = sum(1 for t in self._tasks.values() if t.client == record.client)

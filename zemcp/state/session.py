@@ -96,6 +96,8 @@ class Session(ClientView):
         self._lock = threading.Lock()
         self._last_seen = time.monotonic()
         self._calls: dict[RequestId, RunningCall] = {}
+        #: Tasks of this session that this process runs (they keep it from going idle).
+        self.tasks = 0
         self.ended: str | None = None
         #: Connections that read a resumed request stream of this session and hold a thread.
         self.resumed = 0
@@ -187,10 +189,10 @@ class Session(ClientView):
         self._last_seen = time.monotonic()
 
     def idle_for(self, now: float) -> float:
-        """[seconds] since the last traffic; 0 while a request of the session is running or
-        a connection reads its standalone stream."""
+        """[seconds] since the last traffic; 0 while a request or a task of the session is
+        running or a connection reads its standalone stream."""
         with self._lock:
-            if self._calls:
+            if self._calls or self.tasks:
                 return 0.0
         standalone = self.streams.standalone
         if standalone is not None and not standalone.abandoned(now) and not standalone.finished:
@@ -224,6 +226,12 @@ class Session(ClientView):
         """Mark the session ended (no new request can begin in it)."""
         with self._lock:
             self.ended = why
+
+    def task_running(self, running: bool) -> None:
+        """Count a task of this session that starts (True) or ends (False) here."""
+        with self._lock:
+            self.tasks += 1 if running else -1
+        self.touch()
 
     def finish(self, call: RunningCall) -> None:
         """Forget a request whose handler returned."""

@@ -17,6 +17,9 @@ from typing import Any, Protocol
 
 from zemcp.protocol.tasks import TERMINAL, WORKING
 
+#: A finished task is kept at least this many poll intervals after it ended, whatever its ttl.
+FINISHED_POLLS = 3
+
 
 class TaskLimitReached(Exception):
     """The process (or the client) holds as many tasks as it may (HTTP 429 with ``Retry-After``).
@@ -86,9 +89,18 @@ class TaskRecord:
         """True once the status is ``completed``, ``failed`` or ``cancelled`` (it never changes again)."""
         return self.status in TERMINAL
 
+    def expires(self) -> float | None:
+        """[seconds since the epoch] when a finished task is forgotten: its ``ttl`` after its
+        creation, but never sooner than three poll intervals (at least 1 s) after it ended,
+        so a client that polls as told can read the outcome; None while it runs (or without a ttl)."""
+        if not self.terminal or self.ttl is None:
+            return None
+        return max(self.created + self.ttl, self.updated + max(FINISHED_POLLS * self.poll, 1.0))
+
     def expired(self, now: float) -> bool:
-        """True when a finished task's ``ttl`` has passed (a running one is kept until it ends)."""
-        return self.terminal and self.ttl is not None and now >= self.created + self.ttl
+        """True when a finished task is to be forgotten (:meth:`expires`)."""
+        expires = self.expires()
+        return expires is not None and now >= expires
 
     def belongs_to(self, owner: str | None, session: str | None) -> bool:
         """True when a request of ``owner`` (and ``session``, handshake era) may see it."""

@@ -371,13 +371,11 @@ class HandshakeEra:
                 return jsonrpc.error(request.id, METHOD_NOT_FOUND, f"Method not found: {request.method}")
             outcome = self.server.prepare(session, request, principal)
             if isinstance(outcome, Work):
-                task = tasks.requested(self.server, session, request, outcome) if outcome.tool is not None else None
+                task = tasks.requested(self.server, session, request, outcome)
                 if task is not None:
-                    return jsonrpc.result(
-                        request.id, tasks.create(self.server, session, request, outcome, task, environ)
-                    )
+                    return tasks.create(self.server, session, request, outcome, task, environ)
                 return self._start(session, request, outcome, environ, operation)
-            return jsonrpc.result(request.id, outcome)
+            return tasks.answered(self.server, session, request, outcome)
         except ProtocolError as exc:
             return jsonrpc.error(request.id, exc.code, exc.message, exc.data)
 

@@ -19,9 +19,11 @@ a ``required`` tool refuses them (-32601).
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import TYPE_CHECKING, Any
 
+from zemcp import logsafe
 from zemcp.core.server import Server, Work
 from zemcp.core.tasks import task_object
 from zemcp.observe.telemetry import NULL_OPERATION, Operation
@@ -49,7 +51,8 @@ def has_tasks(server: Server, session: Session) -> bool:
 
 
 def requested(server: Server, session: Session, request: jsonrpc.Request, work: Work) -> dict[str, Any] | None:
-    """The ``params.task`` of a ``tools/call`` that is to run as a task, else None.
+    """The ``params.task`` of a ``tools/call`` that is to run as a task, else None (also for
+    work that is not a tool's).
 
     Raises:
         ProtocolError: -32601 for ``task`` on a ``forbidden`` tool, or a ``required`` tool
@@ -57,7 +60,8 @@ def requested(server: Server, session: Session, request: jsonrpc.Request, work: 
             is not an object.
     """
     tool = work.tool
-    assert tool is not None
+    if tool is None:
+        return None
     task = request.params.get("task") if has_tasks(server, session) else None
     if task is None:
         if tool.task == REQUIRED:
@@ -73,6 +77,11 @@ def requested(server: Server, session: Session, request: jsonrpc.Request, work: 
         return None
     if not isinstance(task, dict):
         raise ProtocolError(INVALID_PARAMS, 'Invalid params: params.task must be an object such as {"ttl": 60000}')
+    ttl = task.get("ttl")
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl)):
+        raise ProtocolError(
+            INVALID_PARAMS, f"Invalid params: params.task.ttl must be a number of milliseconds, got {logsafe.clip(ttl)}"
+        )
     if tool.task == FORBIDDEN:
         raise ProtocolError(
             METHOD_NOT_FOUND,
@@ -80,6 +89,22 @@ def requested(server: Server, session: Session, request: jsonrpc.Request, work: 
             f"without params.task",
         )
     return task
+
+
+def answered(server: Server, session: Session, request: jsonrpc.Request, outcome: dict[str, Any]) -> dict[str, Any]:
+    """The response to a request answered at once with ``outcome``; for a task-augmented
+    ``tools/call`` whose arguments were refused, -32602 instead (a client that asked for a
+    task reads a task or an error, never a tool result)."""
+    plain = jsonrpc.result(request.id, outcome)
+    if not has_tasks(server, session) or request.params.get("task") is None or outcome.get("isError") is not True:
+        return plain
+    name = request.params.get("name")
+    tool = server.tools.get(name) if isinstance(name, str) else None
+    if request.method != "tools/call" or tool is None or tool.task == FORBIDDEN:
+        return plain
+    texts = [c.get("text") for c in outcome.get("content", ()) if isinstance(c, dict)]
+    why = "; ".join(t for t in texts if isinstance(t, str)) or "the arguments were refused"
+    return jsonrpc.error(request.id, INVALID_PARAMS, f"Invalid params: no task was created: {why}")
 
 
 def create(
@@ -90,7 +115,8 @@ def create(
     task: dict[str, Any],
     environ: dict[str, Any],
 ) -> dict[str, Any]:
-    """Start ``work`` as a task of ``session``; returns the ``CreateTaskResult`` (``{"task": Task}``).
+    """Start ``work`` as a task of ``session``; returns the response: the ``CreateTaskResult``
+    (``{"task": Task}``).
 
     Raises:
         zemcp.state.tasks.TaskLimitReached: ``max_tasks`` or the client's share of it is held.
@@ -98,7 +124,7 @@ def create(
     record = server.tasks.create(
         work, session, request, session=session, client_key=environ.get(shares.ENVIRON_KEY), ttl_ms=task.get("ttl")
     )
-    return {"task": task_object(record)}
+    return jsonrpc.result(request.id, {"task": task_object(record)})
 
 
 def serve(
@@ -131,7 +157,7 @@ def serve(
             if record.terminal:
                 raise ProtocolError(
                     INVALID_PARAMS,
-                    f"Invalid params: cannot cancel task {record.id!r}: it already ended ({record.status})",
+                    f"Invalid params: cannot cancel task {logsafe.clip(record.id)}: it already ended ({record.status})",
                 )
             cancelled = server.tasks.cancel(record.id)
             return jsonrpc.result(request.id, task_object(cancelled or record))
@@ -150,7 +176,7 @@ def _owned(server: Server, request: jsonrpc.Request, owner: str | None, session:
     if record is None or record.modern or not record.belongs_to(owner, session.id):
         raise ProtocolError(
             INVALID_PARAMS,
-            f"Invalid params: no task {task_id!r} in this session: it never existed, belongs to another "
+            f"Invalid params: no task {logsafe.clip(task_id)} in this session: it never existed, belongs to another "
             f"session, or its ttl has passed",
         )
     return record
@@ -168,12 +194,15 @@ def payload(request_id: jsonrpc.RequestId, record: TaskRecord) -> dict[str, Any]
         error = record.error
         data = error.get("data")
         if data is None or isinstance(data, dict):
-            data = {**(data or {}), "_meta": meta}
+            data = data or {}
+            own = data.get("_meta")
+            data = {**data, "_meta": {**(own if isinstance(own, dict) else {}), **meta}}
         return jsonrpc.error(request_id, error.get("code", jsonrpc.INTERNAL_ERROR), str(error.get("message")), data)
     return jsonrpc.error(
         request_id,
         INVALID_PARAMS,
-        f"Invalid params: task {record.id!r} was cancelled and has no result ({record.message or 'cancelled'})",
+        f"Invalid params: task {logsafe.clip(record.id)} was cancelled and has no result "
+        f"({record.message or 'cancelled'})",
         {"_meta": meta},
     )
 
@@ -199,7 +228,9 @@ def _wait_for(
             while True:
                 if current is None:
                     response = jsonrpc.error(
-                        request.id, INVALID_PARAMS, f"Invalid params: task {record.id!r} is gone (its ttl has passed)"
+                        request.id,
+                        INVALID_PARAMS,
+                        f"Invalid params: task {logsafe.clip(record.id)} is gone (its ttl has passed)",
                     )
                     break
                 if current.status != status:

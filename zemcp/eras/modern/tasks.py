@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from zemcp import logsafe
 from zemcp.core.results import error_result
 from zemcp.core.server import Server, Work, tool_runner
 from zemcp.core.tasks import task_object
@@ -130,7 +131,7 @@ def serve(server: Server, client: ClientView, request: jsonrpc.Request, principa
     if record is None or not record.modern or not record.belongs_to(owner, None):
         raise ProtocolError(
             INVALID_PARAMS,
-            f"Invalid params: no task {task_id!r} here: it never existed, belongs to someone else, or "
+            f"Invalid params: no task {logsafe.clip(task_id)} here: it never existed, belongs to someone else, or "
             f"its ttl has passed",
         )
     if method == "tasks/get":
@@ -142,6 +143,13 @@ def serve(server: Server, client: ClientView, request: jsonrpc.Request, principa
                 INVALID_PARAMS,
                 "Invalid params: tasks/update needs params.inputResponses, an object mapping each "
                 "inputRequests key to the client's result for it",
+            )
+        malformed = [key for key, value in responses.items() if key in record.inputs and not isinstance(value, dict)]
+        if malformed:
+            raise ProtocolError(
+                INVALID_PARAMS,
+                f"Invalid params: inputResponses[{logsafe.clip(malformed[0])}] must be a result object (an "
+                f"ElicitResult, CreateMessageResult or ListRootsResult) answering that inputRequests entry",
             )
         server.tasks.answer(task_id, responses)
         return {}

@@ -126,8 +126,8 @@ class RedisSession(Session):
         self._store.publish_cancel(self.id, request_id, reason)
 
     def busy(self) -> bool:
-        """True while this process runs a request of it or reads its standalone stream."""
-        if self.calls():
+        """True while this process runs a request or a task of it or reads its standalone stream."""
+        if self.calls() or self.tasks:
             return True
         standalone = self.streams.standalone
         return standalone is not None and standalone.attached and not standalone.finished

@@ -74,9 +74,10 @@ def _load(raw: bytes | str) -> TaskRecord:
 
 
 def _expiry(record: TaskRecord, now: float) -> float:
-    """[seconds since the epoch] when the record goes: a finished task at the end of its ttl."""
-    if record.terminal and record.ttl is not None:
-        return max(now + 0.001, record.created + record.ttl)
+    """[seconds since the epoch] when the record goes: a finished task when it expires."""
+    expires = record.expires()
+    if expires is not None:
+        return max(now + 0.001, expires)
     return now + RUNNING_LIFE
 
 
