@@ -11,6 +11,8 @@
 - ``whoami()`` (``task="optional"``): the pid of the worker that ran it.
 - ``spin()`` (``task="optional"``): reports progress every 50 ms for up to 30 s and checks for
   a cancel in no other way.
+- ``consult()`` (``task="required"``): asks the client's model (sampling, key ``model``) and
+  for its roots (key ``roots``) at once, and answers ``<the model's text>; <n> root(s)``.
 """
 
 import os
@@ -68,6 +70,14 @@ def make_server(**settings: Any) -> zemcp.Server:
             ctx.report_progress(step)
             time.sleep(0.05)
         return "spun"
+
+    @server.tool(task="required")
+    def consult(ctx: zemcp.Context) -> str:
+        """Ask the client's model and for the client's roots."""
+        answer, roots = ctx.ask_all(
+            zemcp.Sample("Summarise the report", max_tokens=50, key="model"), zemcp.ListRoots("roots")
+        )
+        return f"{answer['content']['text']}; {len(roots)} root(s)"
 
     @server.tool(task="optional")
     def whoami() -> str:

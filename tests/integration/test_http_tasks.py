@@ -420,6 +420,35 @@ def test_handshake_task_asks_on_the_result_stream(tasks_server):
     assert client.rpc("tasks/get", {"taskId": task_id})["status"] == "completed"
 
 
+def test_handshake_task_asks_the_model_and_for_roots_on_the_result_stream(tasks_server):
+    """A task's sampling/createMessage and roots/list requests go out together on the
+    tasks/result stream with the related-task _meta; the POSTed answers reach the handler."""
+    client = McpClient(tasks_server.url)
+    response = client.initialize(
+        protocol_version=TASKS_VERSION, capabilities={"sampling": {}, "roots": {}, "elicitation": {}}
+    )
+    assert response.status_code == 200, response.text
+    task_id = create_task(client, "consult", {})["taskId"]
+    message, stream = open_result_stream(client, task_id)
+    asked = {}
+    deadline = time.monotonic() + SLACK
+    while len(asked) < 2:
+        assert time.monotonic() < deadline, f"the questions never came: {asked}"
+        received = stream.next_message()
+        assert received is not None, "the stream ended before the questions"
+        if "id" in received and "method" in received:
+            assert received["params"]["_meta"][RELATED] == {"taskId": task_id}, received
+            asked[received["method"]] = received["id"]
+    assert set(asked) == {"sampling/createMessage", "roots/list"}
+    sampled = {"role": "assistant", "content": {"type": "text", "text": "fine"}, "model": "m"}
+    roots = {"roots": [{"uri": "file:///a"}, {"uri": "file:///b"}]}
+    for method, result in (("sampling/createMessage", sampled), ("roots/list", roots)):
+        answer = client.post({"jsonrpc": "2.0", "id": asked[method], "result": result})
+        assert answer.status_code == 202, answer.text
+    final = [m for m in stream.rest() if m.get("id") == message["id"]]
+    assert final and final[0]["result"]["content"][0]["text"] == "fine; 2 root(s)", final
+
+
 def test_modern_task_asks_by_input_requests_and_update(tasks_server):
     """2026-07-28: ``approve`` shows its question as ``inputRequests.approve`` on tasks/get;
     tasks/update hands in the answer (acknowledged ``complete``); the task completes with

@@ -339,3 +339,23 @@ def test_an_answer_that_is_no_object_is_refused_for_an_open_question():
     assert refused["code"] == -32602 and "inputResponses['approve'] must be a result object" in refused["message"]
     assert http.modern("tasks/get", {"taskId": task_id})["result"]["status"] == "input_required"
     http.modern("tasks/cancel", {"taskId": task_id})
+
+
+def test_a_modern_task_asks_the_model_and_for_roots_through_tasks_update():
+    http = Http()
+    capabilities = {**TASKS, "sampling": {}, "roots": {}}
+    task_id = http.modern("tools/call", {"name": "consult", "arguments": {}}, capabilities)["result"]["taskId"]
+
+    def get():
+        return http.modern("tasks/get", {"taskId": task_id}, capabilities)["result"]
+
+    parked = http.until(get, lambda t: t["status"] == "input_required")
+    methods = {key: entry["method"] for key, entry in parked["inputRequests"].items()}
+    assert methods == {"model": "sampling/createMessage", "roots": "roots/list"}
+    answers = {
+        "model": {"role": "assistant", "content": {"type": "text", "text": "all good"}, "model": "m"},
+        "roots": {"roots": [{"uri": "file:///srv", "name": "srv"}]},
+    }
+    http.modern("tasks/update", {"taskId": task_id, "inputResponses": answers}, capabilities)
+    done = http.until(get, lambda t: t["status"] == "completed")
+    assert done["result"]["content"][0]["text"] == "all good; 1 root(s)"
