@@ -25,6 +25,7 @@ from typing import Any
 import redis
 
 from zemcp.protocol.tasks import FAILED
+from zemcp.state.interfaces import StateUnavailable
 from zemcp.state.redis.client import Redis
 from zemcp.state.redis.node import Node
 from zemcp.state.tasks import TaskLimitReached, TaskRecord, Watchers
@@ -232,6 +233,15 @@ class RedisTasks:
         """Call ``callback(record)`` after changes of the record in any process (by the bus,
         and at each heartbeat in case a message was lost)."""
         stop = self._watchers.add(task_id, callback)
+        try:
+            with self.redis.guard():
+                raw = self.redis.client.get(self._key(task_id))
+        except StateUnavailable:
+            raw = None  # no baseline: the first look reports the record as it is
+        if raw is not None:
+            # What the record is now is no change: only later versions reach the callback.
+            with self._cond:
+                self._seen.setdefault(task_id, _load(raw).version)
 
         def unwatch() -> None:
             stop()
