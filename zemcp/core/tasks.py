@@ -100,7 +100,6 @@ class TaskRunner:
         self._abort = abort
         self._lock = threading.Condition()
         self._running: dict[str, TaskExchange] = {}
-        self._busy = 0
         self._pool: ThreadPoolExecutor | None = None
         self.stopping = False
 
@@ -148,7 +147,8 @@ class TaskRunner:
             ttl = min(max(ttl_ms / 1000, 1.0), ttl)
         now = time.time()
         with self._lock:
-            queued = self._busy >= self.settings.task_threads
+            # Counted with the ones submitted and not started yet: they take the threads first.
+            queued = len(self._running) >= self.settings.task_threads
         meta = request.params.get("_meta")
         progress = meta.get("progressToken") if isinstance(meta, dict) else None
         record = TaskRecord(
@@ -184,11 +184,14 @@ class TaskRunner:
         try:
             self._task_pool().submit(self._run, record.id, work, exchange, unwatch)
         except RuntimeError:
-            # The pool was shut down by a stop that raced this create.
+            # The interpreter is shutting down: no thread will run it.
             unwatch()
             if session is not None:
                 session.task_running(False)
+            exchange.abort(ServerStopping())
             self._settle(record.id, exchange, None)
+            with self._lock:
+                self._running.pop(record.id, None)
             raise TasksStopping("Service Unavailable: this server process is stopping and takes no new task") from None
         log.info(
             "task %s created for tool %s", record.id[:8], logsafe.clip(work.target), extra={"event": "task_created"}
@@ -196,8 +199,6 @@ class TaskRunner:
         return record
 
     def _run(self, task_id: str, work: Any, exchange: TaskExchange, unwatch: Callable[[], None]) -> None:
-        with self._lock:
-            self._busy += 1
         response = None
         try:
             if self.stopping:
@@ -214,11 +215,15 @@ class TaskRunner:
             unwatch()
             if exchange.session is not None:
                 exchange.session.task_running(False)
-            self._settle(task_id, exchange, response)
-            with self._lock:
-                self._busy -= 1
-                self._running.pop(task_id, None)
-                self._lock.notify_all()
+            try:
+                self._settle(task_id, exchange, response)
+            except StateUnavailable as exc:
+                # Redis is out of reach: the record stays as it was and expires (docs/tasks.md).
+                log.error("task %s ended but its record could not be updated: %s", task_id[:8], exc)
+            finally:
+                with self._lock:
+                    self._running.pop(task_id, None)
+                    self._lock.notify_all()
 
     def _settle(self, task_id: str, exchange: TaskExchange, response: dict[str, Any] | None) -> None:
         """Give the task its terminal status from the handler's response (a cancelled task stays cancelled)."""
