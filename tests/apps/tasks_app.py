@@ -8,7 +8,8 @@
   ``approve``, a boolean ``ok``) and answers ``approved <item>`` or ``rejected <item>``.
 - ``fail()`` (``task="optional"``): a tool error (``isError``) at once.
 - ``echo(text)``: a plain tool, never a task.
-- ``whoami()`` (``task="optional"``): the pid of the worker that ran it.
+- ``whoami()`` (``task="optional"``): the pid of the worker that ran it; each run adds its
+  task id (or None) to ``RAN`` (for in-process tests).
 - ``spin()`` (``task="optional"``): reports progress every 50 ms for up to 30 s and checks for
   a cancel in no other way.
 - ``consult()`` (``task="required"``): asks the client's model (sampling, key ``model``) and
@@ -20,6 +21,9 @@ import time
 from typing import Any
 
 import zemcp
+
+#: The task ids (None for a plain call) whose ``whoami`` ran, in this process.
+RAN: list[str | None] = []
 
 APPROVE = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 
@@ -80,8 +84,9 @@ def make_server(**settings: Any) -> zemcp.Server:
         return f"{answer['content']['text']}; {len(roots)} root(s)"
 
     @server.tool(task="optional")
-    def whoami() -> str:
+    def whoami(ctx: zemcp.Context) -> str:
         """The pid of the worker that ran it."""
+        RAN.append(ctx.task_id)
         return str(os.getpid())
 
     return server

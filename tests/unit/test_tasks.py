@@ -14,7 +14,7 @@ import pytest
 from werkzeug.test import Client
 
 import zemcp
-from tests.apps.tasks_app import make_server
+from tests.apps.tasks_app import RAN, make_server
 from zemcp.core.tasks import STOPPED_MESSAGE, task_object
 from zemcp.protocol.tasks import EXTENSION, timestamp
 from zemcp.state.localtasks import LocalTasks
@@ -359,3 +359,15 @@ def test_a_modern_task_asks_the_model_and_for_roots_through_tasks_update():
     http.modern("tasks/update", {"taskId": task_id, "inputResponses": answers}, capabilities)
     done = http.until(get, lambda t: t["status"] == "completed")
     assert done["result"]["content"][0]["text"] == "all good; 1 root(s)"
+
+
+def test_a_task_cancelled_before_a_thread_took_it_never_runs_its_handler():
+    http = Http(task_threads=1)
+    spinning = http.modern("tools/call", {"name": "spin", "arguments": {}})["result"]["taskId"]
+    queued = http.modern("tools/call", {"name": "whoami", "arguments": {}})["result"]
+    assert queued["statusMessage"] == "waiting for a free task thread (ZEMCP_TASK_THREADS)"
+    http.modern("tasks/cancel", {"taskId": queued["taskId"]})
+    http.modern("tasks/cancel", {"taskId": spinning})
+    http.until(lambda: {"n": http.server.tasks.running}, lambda t: t["n"] == 0, 3.0)
+    assert queued["taskId"] not in RAN, "the handler of a task cancelled while queued ran"
+    assert http.modern("tasks/get", {"taskId": queued["taskId"]})["result"]["status"] == "cancelled"

@@ -175,6 +175,8 @@ class TaskExchange(Abortable):
         keys: list[str] = []
 
         def register(record: TaskRecord) -> bool:
+            # Called again when a shared store retries the change: start afresh each time.
+            keys.clear()
             if record.terminal:
                 return False
             for request in requests:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from zemcp import logsafe
+from zemcp.core.errors import CallFinished
 from zemcp.core.task_exchange import TaskExchange
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled, ServerStopping
@@ -201,11 +202,12 @@ class TaskRunner:
     def _run(self, task_id: str, work: Any, exchange: TaskExchange, unwatch: Callable[[], None]) -> None:
         response = None
         try:
+            started = None if self.stopping else self.store.update(task_id, _note_start)
             if self.stopping:
                 exchange.abort(ServerStopping())
-            else:
-                self.store.update(task_id, lambda r: _note_start(r))
+            elif started is not None and not started.terminal and exchange.aborted is None:
                 response = self._execute(work, exchange)
+            # Else it was cancelled (or is gone) before a thread took it: its handler never runs.
         except BaseException:
             log.exception("task %s (tool %s) failed outside its handler", task_id[:8], logsafe.clip(work.target))
             response = jsonrpc.error(
@@ -216,22 +218,37 @@ class TaskRunner:
             if exchange.session is not None:
                 exchange.session.task_running(False)
             try:
-                self._settle(task_id, exchange, response)
-            except StateUnavailable as exc:
-                # Redis is out of reach: the record stays as it was and expires (docs/tasks.md).
-                log.error("task %s ended but its record could not be updated: %s", task_id[:8], exc)
+                self._settle_surely(task_id, exchange, response)
             finally:
                 with self._lock:
                     self._running.pop(task_id, None)
                     self._lock.notify_all()
 
-    def _settle(self, task_id: str, exchange: TaskExchange, response: dict[str, Any] | None) -> None:
-        """Give the task its terminal status from the handler's response (a cancelled task stays cancelled)."""
-        stopped = isinstance(exchange.aborted, ServerStopping)
+    def _settle_surely(self, task_id: str, exchange: TaskExchange, response: dict[str, Any] | None) -> None:
+        """:meth:`_settle`, tried again while the shared state is out of reach (a few seconds),
+        so that a task does not stay ``working`` after its handler ended."""
+        for attempt in range(SETTLE_ATTEMPTS):
+            try:
+                self._settle(task_id, exchange, response)
+                return
+            except StateUnavailable as exc:
+                if attempt == SETTLE_ATTEMPTS - 1:
+                    log.error("task %s ended but its record could not be updated: %s", task_id[:8], exc)
+                    return
+                time.sleep(1.0)
+
+    def _settle(
+        self, task_id: str, exchange: TaskExchange, response: dict[str, Any] | None, stopped: bool = False
+    ) -> None:
+        """Give the task its terminal status from the handler's response (a cancelled task stays
+        cancelled); ``stopped``: the process stopped it (failed)."""
+        stopped = stopped or isinstance(exchange.aborted, ServerStopping)
         settled = False
 
         def settle(record: TaskRecord) -> bool:
             nonlocal settled
+            # Called again when a shared store retries the change: decide afresh each time.
+            settled = False
             if record.terminal:
                 return False
             settled = True
@@ -356,9 +373,10 @@ class TaskRunner:
                     self._lock.wait(min(1.0, max(0.0, deadline - time.monotonic())))
                 left = list(self._running.items())
             for task_id, exchange in left:
-                # Aborted first: the settling then reads the stop as the reason (failed, not cancelled).
+                if isinstance(exchange.aborted, CallFinished):
+                    continue  # its handler returned: its own thread settles it with its outcome
                 self._abort(exchange, ServerStopping())
-                self._settle(task_id, exchange, None)
+                self._settle_surely_stopped(task_id, exchange)
             if left:
                 log.warning(
                     "%d task handler(s) still running after the graceful stop's %g s; the unfinished tasks "
@@ -374,6 +392,12 @@ class TaskRunner:
             threading.Thread(target=finish_off, name="zemcp-task-stop", daemon=True).start()
         return count
 
+    def _settle_surely_stopped(self, task_id: str, exchange: TaskExchange) -> None:
+        try:
+            self._settle(task_id, exchange, None, stopped=True)
+        except StateUnavailable as exc:
+            log.error("task %s could not be marked failed at the stop: %s", task_id[:8], exc)
+
     def _task_pool(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._pool is None:
@@ -382,6 +406,9 @@ class TaskRunner:
                 self._pool = ThreadPoolExecutor(max_workers=self.settings.task_threads, thread_name_prefix="zemcp-task")
             return self._pool
 
+
+#: How many times a task's end is written while the shared state is out of reach (1 s apart).
+SETTLE_ATTEMPTS = 5
 
 #: The status message of a task the process stopped before it finished.
 STOPPED_MESSAGE = (

@@ -90,14 +90,22 @@ class LocalTasks:
                 record.version += 1
                 self._cond.notify_all()
             after = copy.deepcopy(record)
-            watchers = self._watchers.of(task_id) if changed else []
-        for callback in watchers:
-            callback(after)
+        if changed:
+            self._watchers.deliver(after)
         return after
 
-    def watch(self, task_id: str, callback: Callable[[TaskRecord], object]) -> Callable[[], None]:
-        """Call ``callback(record)`` after each change of the record (on the changing thread)."""
-        return self._watchers.add(task_id, callback)
+    def watch(
+        self, task_id: str, callback: Callable[[TaskRecord], object], current: bool = False
+    ) -> Callable[[], None]:
+        """Call ``callback(record)`` after each change of the record (on the changing thread),
+        and with ``current`` first with the record as it is."""
+        with self._cond:
+            record = self._tasks.get(task_id)
+            now = copy.deepcopy(record) if record is not None else None
+        stop = self._watchers.add(task_id, callback, -1 if current or now is None else now.version)
+        if current and now is not None:
+            self._watchers.deliver(now)
+        return stop
 
     def wait(self, task_id: str, seen: int, timeout: float) -> TaskRecord | None:
         """Wait up to ``timeout`` [seconds] for the record to change after ``seen`` (its

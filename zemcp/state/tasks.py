@@ -137,10 +137,12 @@ class TaskStore(Protocol):
     def wait(self, task_id: str, seen: int, timeout: float) -> TaskRecord | None:
         """The record once it changed after ``seen`` (its ``version``), or after ``timeout`` [seconds]; None when gone."""
 
-    def watch(self, task_id: str, callback: Callable[[TaskRecord], object]) -> Callable[[], None]:
+    def watch(
+        self, task_id: str, callback: Callable[[TaskRecord], object], current: bool = False
+    ) -> Callable[[], None]:
         """Call ``callback(record)`` after changes of the record, made in any process (on
-        another thread; a shared store may skip intermediate versions); returns the function
-        that stops it."""
+        another thread; versions in order, a shared store may skip some), and with
+        ``current`` first with the record as it is; returns the function that stops it."""
 
     def drop(self, task_id: str) -> None:
         """Forget a record at once."""
@@ -152,33 +154,53 @@ class TaskStore(Protocol):
 
 
 class Watchers:
-    """The callbacks of :meth:`TaskStore.watch`, by task id (for the stores' own use)."""
+    """The callbacks of :meth:`TaskStore.watch`, by task id (for the stores' own use). Each
+    callback gets a task's versions in order, each once: an older one that arrives late (two
+    changes told on two threads) is dropped."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._by_task: dict[str, list[Callable[[TaskRecord], object]]] = {}
+        self._by_task: dict[str, list[_Watcher]] = {}
 
-    def add(self, task_id: str, callback: Callable[[TaskRecord], object]) -> Callable[[], None]:
-        """Watch ``task_id`` with ``callback``; returns the function that stops it."""
+    def add(self, task_id: str, callback: Callable[[TaskRecord], object], seen: int = -1) -> Callable[[], None]:
+        """Watch ``task_id`` with ``callback``, for versions after ``seen``; returns the function that stops it."""
+        watcher = _Watcher(callback, seen)
         with self._lock:
-            self._by_task.setdefault(task_id, []).append(callback)
+            self._by_task.setdefault(task_id, []).append(watcher)
 
         def stop() -> None:
             with self._lock:
-                callbacks = self._by_task.get(task_id, [])
-                if callback in callbacks:
-                    callbacks.remove(callback)
-                if not callbacks:
+                watchers = self._by_task.get(task_id, [])
+                if watcher in watchers:
+                    watchers.remove(watcher)
+                if not watchers:
                     self._by_task.pop(task_id, None)
 
         return stop
 
-    def of(self, task_id: str) -> list[Callable[[TaskRecord], object]]:
-        """The callbacks watching ``task_id`` now."""
+    def deliver(self, record: TaskRecord) -> None:
+        """Give ``record`` to the callbacks watching it that have not seen this version."""
         with self._lock:
-            return list(self._by_task.get(task_id, ()))
+            watchers = list(self._by_task.get(record.id, ()))
+        for watcher in watchers:
+            watcher.deliver(record)
 
     def watched(self) -> list[str]:
         """The task ids watched now."""
         with self._lock:
             return list(self._by_task)
+
+
+class _Watcher:
+    def __init__(self, callback: Callable[[TaskRecord], object], seen: int):
+        self._lock = threading.Lock()
+        self._callback = callback
+        self._seen = seen
+
+    def deliver(self, record: TaskRecord) -> None:
+        # Under its own lock, so that two threads cannot hand it versions out of order.
+        with self._lock:
+            if record.version <= self._seen:
+                return
+            self._seen = record.version
+            self._callback(record)

@@ -30,7 +30,7 @@ from zemcp.observe.telemetry import NULL_OPERATION, Operation
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from zemcp.protocol.pagination import PAGE_SIZE, list_result
-from zemcp.protocol.tasks import FORBIDDEN, REQUIRED, TASKS_VERSION, related
+from zemcp.protocol.tasks import CANCELLED, FORBIDDEN, REQUIRED, TASKS_VERSION, related
 from zemcp.replies.responses import new_sink
 from zemcp.state import shares
 
@@ -159,8 +159,15 @@ def serve(
                     INVALID_PARAMS,
                     f"Invalid params: cannot cancel task {logsafe.clip(record.id)}: it already ended ({record.status})",
                 )
-            cancelled = server.tasks.cancel(record.id)
-            return jsonrpc.result(request.id, task_object(cancelled or record))
+            cancelled = server.tasks.cancel(record.id) or record
+            if cancelled.status != CANCELLED:
+                # It ended between the look above and the cancel.
+                raise ProtocolError(
+                    INVALID_PARAMS,
+                    f"Invalid params: cannot cancel task {logsafe.clip(record.id)}: it already ended "
+                    f"({cancelled.status})",
+                )
+            return jsonrpc.result(request.id, task_object(cancelled))
         if record.terminal:
             return payload(request.id, record)
         return _wait_for(server, request, record, environ, operation)

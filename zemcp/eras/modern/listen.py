@@ -1,8 +1,8 @@
 """``subscriptions/listen``: the 2026-07-28 stream of change notifications (basic/patterns/subscriptions).
 
 With the tasks extension declared, ``notifications.taskIds`` asks for ``notifications/tasks``
-(the whole task, as ``tasks/get`` shows it) at each change of those tasks; the
-acknowledgement names the ids accepted (the caller's own tasks that exist).
+(the whole task, as ``tasks/get`` shows it): once as it is, then at each change of those
+tasks; the acknowledgement names the ids accepted (the caller's own tasks that exist).
 """
 
 from __future__ import annotations
@@ -69,5 +69,7 @@ def open_listen(
         environ.get(shares.ENVIRON_KEY),
     )
     for task_id in task_ids:
-        sink.on_close(server.tasks.store.watch(task_id, lambda record: sink.send(tasks.notification(record))))
+        # The task as it is first (it may have changed, or ended, since it was accepted), then its changes.
+        watch = server.tasks.store.watch(task_id, lambda record: sink.send(tasks.notification(record)), current=True)
+        sink.on_close(watch)
     return sink

@@ -47,20 +47,31 @@ _FIELDS = {f.name for f in dataclasses.fields(TaskRecord)}
 # ARGV: id, max_tasks, per-client cap (0: none), record JSON, now ms, expiry ms, life ms,
 # has client (1/0), has session (1/0). Returns 0, or 1 (process cap) / 2 (client share).
 _CREATE = """
+local function extend(key, ms)
+  if redis.call('PTTL', key) < tonumber(ms) then redis.call('PEXPIRE', key, ms) end
+end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[5])
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 1 end
 if ARGV[8] == '1' then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[5])
   if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 2 end
   redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
-  redis.call('PEXPIRE', KEYS[2], ARGV[7])
+  extend(KEYS[2], ARGV[7])
 end
 if ARGV[9] == '1' then
   redis.call('ZADD', KEYS[3], ARGV[6], ARGV[1])
-  redis.call('PEXPIRE', KEYS[3], ARGV[7])
+  extend(KEYS[3], ARGV[7])
 end
 redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[7])
 redis.call('ZADD', KEYS[1], ARGV[6], ARGV[1])
+return 0
+"""
+
+# KEYS: sorted sets. ARGV: ms. Each set lives at least ms more (an expiry is never shortened).
+_EXTEND = """
+for _, key in ipairs(KEYS) do
+  if redis.call('PTTL', key) < tonumber(ARGV[1]) then redis.call('PEXPIRE', key, ARGV[1]) end
+end
 return 0
 """
 
@@ -100,9 +111,9 @@ class RedisTasks:
         self._max = max_tasks
         self._per_client = max(1, int(max_tasks * client_share))
         self._create = redis.client.register_script(_CREATE)
+        self._extend = redis.client.register_script(_EXTEND)
         self._cond = threading.Condition()
         self._watchers = Watchers()
-        self._seen: dict[str, int] = {}
         self._renewed = 0.0
         node.on_bus("task", self._changed_elsewhere)
         node.every_heartbeat(self._look_at_watched)
@@ -206,10 +217,10 @@ class RedisTasks:
                         record.updated = max(now, record.updated)
                         record.version += 1
                         expiry = _expiry(record, now)
+                        life = max(1, round((expiry - now) * 1000))
                         pipe.multi()
-                        pipe.set(key, _dump(record), px=max(1, round((expiry - now) * 1000)))
-                        for listing in self._sets(record):
-                            pipe.zadd(listing, {task_id: round(expiry * 1000)})
+                        pipe.set(key, _dump(record), px=life)
+                        self._list(pipe, record, expiry, life)
                         pipe.execute()
                         break
                     except redis.WatchError:
@@ -229,27 +240,23 @@ class RedisTasks:
             with self._cond:
                 self._cond.wait(min(remaining, LOOK_AGAIN))
 
-    def watch(self, task_id: str, callback: Callable[[TaskRecord], object]) -> Callable[[], None]:
+    def watch(
+        self, task_id: str, callback: Callable[[TaskRecord], object], current: bool = False
+    ) -> Callable[[], None]:
         """Call ``callback(record)`` after changes of the record in any process (by the bus,
-        and at each heartbeat in case a message was lost)."""
-        stop = self._watchers.add(task_id, callback)
+        and at each heartbeat in case a message was lost), and with ``current`` first with
+        the record as it is."""
         try:
             with self.redis.guard():
                 raw = self.redis.client.get(self._key(task_id))
         except StateUnavailable:
             raw = None  # no baseline: the first look reports the record as it is
-        if raw is not None:
-            # What the record is now is no change: only later versions reach the callback.
-            with self._cond:
-                self._seen.setdefault(task_id, _load(raw).version)
-
-        def unwatch() -> None:
-            stop()
-            if not self._watchers.of(task_id):
-                with self._cond:
-                    self._seen.pop(task_id, None)
-
-        return unwatch
+        now = _load(raw) if raw is not None else None
+        # Without ``current``, what the record is now is no change: only later versions count.
+        stop = self._watchers.add(task_id, callback, -1 if current or now is None else now.version)
+        if current and now is not None:
+            self._watchers.deliver(now)
+        return stop
 
     def drop(self, task_id: str) -> None:
         """Forget a record at once."""
@@ -276,47 +283,60 @@ class RedisTasks:
 
     # -- waking the waiters ------------------------------------------------------------------
 
+    def _list(self, pipe: Any, record: TaskRecord, expiry: float, life: int) -> None:
+        """(In ``pipe``.) Score the record in its sorted sets by ``expiry`` [seconds since the
+        epoch], and let each set live at least ``life`` [ms] more (never shortened)."""
+        listings = self._sets(record)
+        for listing in listings:
+            pipe.zadd(listing, {record.id: round(expiry * 1000)})
+        self._extend(keys=listings, args=[life + round(RUNNING_LIFE * 1000)], client=pipe)
+
     def _changed_elsewhere(self, message: dict[str, Any]) -> None:
         task_id = message.get("task")
         with self._cond:
             self._cond.notify_all()
-        if isinstance(task_id, str) and self._watchers.of(task_id):
+        if isinstance(task_id, str) and task_id in self._watchers.watched():
             record = self.get(task_id)
             if record is not None:
                 self._woken(task_id, record)
 
     def _woken(self, task_id: str, record: TaskRecord) -> None:
-        callbacks = self._watchers.of(task_id)
         with self._cond:
             self._cond.notify_all()
-            if not callbacks or record.version <= self._seen.get(task_id, -1):
-                return
-            self._seen[task_id] = record.version
-        for callback in callbacks:
-            callback(record)
+        self._watchers.deliver(record)
 
     def _look_at_watched(self) -> None:
         """(On the heartbeat thread.) Look at the watched records, in case a bus message was
-        lost, and push on the expiry of the running ones, which this process runs."""
+        lost; mark failed those whose process died; push on the expiry of the running ones
+        this process runs."""
         ids = self._watchers.watched()
         if not ids:
             return
         with self.redis.guard():
             raws = self.redis.client.mget([self._key(i) for i in ids])
         records = [_load(raw) for raw in raws if raw is not None]
+        me = self.node.ensure()
+        alive: dict[str, bool] = {me: True}
         for record in records:
-            self._woken(record.id, record)
+            node = record.node
+            if not record.terminal and node is not None and node not in alive:
+                alive[node] = self.node.alive(node)
+            if not record.terminal and node is not None and not alive[node]:
+                self.update(record.id, _died)
+            else:
+                self._woken(record.id, record)
         now = time.time()
         if now - self._renewed < RENEW_EVERY:
             return
         self._renewed = now
         expiry = now + RUNNING_LIFE
+        life = round(RUNNING_LIFE * 1000)
         with self.redis.guard(), self.redis.client.pipeline(transaction=False) as pipe:
             for record in records:
-                if not record.terminal:
-                    pipe.pexpire(self._key(record.id), round(RUNNING_LIFE * 1000))
-                    for listing in self._sets(record):
-                        pipe.zadd(listing, {record.id: round(expiry * 1000)})
+                # Only this process's own: another's record must lapse if that process died.
+                if not record.terminal and record.node == me:
+                    pipe.pexpire(self._key(record.id), life)
+                    self._list(pipe, record, expiry, life)
             pipe.execute()
 
 
