@@ -210,12 +210,14 @@ class TaskExchange(Abortable):
         finally:
 
             def forget(record: TaskRecord) -> bool:
-                for key in keys:
+                held = [key for key in keys if key in record.inputs or key in record.answers]
+                for key in held:
                     record.inputs.pop(key, None)
                     record.answers.pop(key, None)
-                if not taken and record.status == INPUT_REQUIRED and not record.inputs:
+                back = not taken and record.status == INPUT_REQUIRED and not record.inputs
+                if back:
                     record.status = WORKING
-                return True
+                return bool(held) or back
 
             store.update(self.task_id, forget)
 
