@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from zemcp.core.exchange import Abortable
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import RequestCancelled
+from zemcp.protocol.inputs import fallback_key
 from zemcp.protocol.tasks import INPUT_REQUIRED, RELATED_TASK, WORKING, related
 
 if TYPE_CHECKING:
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 WAIT_STEP = 0.25
 #: Server-to-client requests of one task that wait for an open ``tasks/result`` stream, at most.
 MAX_QUEUED = 64
-_SHORT = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 
 
 class TaskOutlet:
@@ -84,7 +84,7 @@ class TaskOutlet:
 
     def settled(self) -> None:
         """The question is over (answered or given up): no stream sends its requests any more."""
-        self._store.update(self._task_id, lambda r: bool(r.outbox) and (r.outbox.clear() is None))
+        self._store.update(self._task_id, _empty_outbox)
 
     def attach(self, stream: Any) -> Callable[[], None]:
         """Send the task's notifications on ``stream`` from now on; returns the function that detaches it."""
@@ -180,7 +180,7 @@ class TaskExchange(Abortable):
             if record.terminal:
                 return False
             for request in requests:
-                base = request.key or f"{_SHORT.get(request.method, 'input')}-{len(record.keys) + 1}"
+                base = request.key or fallback_key(request.method, len(record.keys) + 1)
                 key, n = base, 2
                 # Keys are never reused in a task's life (the extension's rule).
                 while key in record.keys:
@@ -243,6 +243,13 @@ class TaskExchange(Abortable):
 
     def note_missing(self, required: dict[str, Any]) -> None:
         """Nothing to do: the handler gets ``CapabilityMissing`` or ``ElicitUnsupported`` and decides."""
+
+
+def _empty_outbox(record: TaskRecord) -> bool:
+    if not record.outbox:
+        return False
+    record.outbox.clear()
+    return True
 
 
 def _to(status: str) -> Callable[[TaskRecord], bool]:

@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("zemcp.tasks")
 
+#: How many times a task's end is written while the shared state is out of reach (1 s apart).
+SETTLE_ATTEMPTS = 5
+
 
 class TasksStopping(TaskLimitReached):
     """The process is stopping: it takes no new task (HTTP 503 with ``Retry-After``)."""
@@ -224,15 +227,22 @@ class TaskRunner:
                     self._running.pop(task_id, None)
                     self._lock.notify_all()
 
-    def _settle_surely(self, task_id: str, exchange: TaskExchange, response: dict[str, Any] | None) -> None:
-        """:meth:`_settle`, tried again while the shared state is out of reach (a few seconds),
-        so that a task does not stay ``working`` after its handler ended."""
-        for attempt in range(SETTLE_ATTEMPTS):
+    def _settle_surely(
+        self,
+        task_id: str,
+        exchange: TaskExchange,
+        response: dict[str, Any] | None,
+        stopped: bool = False,
+        attempts: int = SETTLE_ATTEMPTS,
+    ) -> None:
+        """:meth:`_settle`, tried ``attempts`` times 1 s apart while the shared state is out of
+        reach, so that a task does not stay ``working`` after its handler ended."""
+        for attempt in range(attempts):
             try:
-                self._settle(task_id, exchange, response)
+                self._settle(task_id, exchange, response, stopped)
                 return
             except StateUnavailable as exc:
-                if attempt == SETTLE_ATTEMPTS - 1:
+                if attempt == attempts - 1:
                     log.error("task %s ended but its record could not be updated: %s", task_id[:8], exc)
                     return
                 time.sleep(1.0)
@@ -376,7 +386,8 @@ class TaskRunner:
                 if isinstance(exchange.aborted, CallFinished):
                     continue  # its handler returned: its own thread settles it with its outcome
                 self._abort(exchange, ServerStopping())
-                self._settle_surely_stopped(task_id, exchange)
+                # Once: at a quick stop this runs in the signal handler.
+                self._settle_surely(task_id, exchange, None, stopped=True, attempts=1)
             if left:
                 log.warning(
                     "%d task handler(s) still running after the graceful stop's %g s; the unfinished tasks "
@@ -392,12 +403,6 @@ class TaskRunner:
             threading.Thread(target=finish_off, name="zemcp-task-stop", daemon=True).start()
         return count
 
-    def _settle_surely_stopped(self, task_id: str, exchange: TaskExchange) -> None:
-        try:
-            self._settle(task_id, exchange, None, stopped=True)
-        except StateUnavailable as exc:
-            log.error("task %s could not be marked failed at the stop: %s", task_id[:8], exc)
-
     def _task_pool(self) -> ThreadPoolExecutor:
         with self._lock:
             if self._pool is None:
@@ -406,9 +411,6 @@ class TaskRunner:
                 self._pool = ThreadPoolExecutor(max_workers=self.settings.task_threads, thread_name_prefix="zemcp-task")
             return self._pool
 
-
-#: How many times a task's end is written while the shared state is out of reach (1 s apart).
-SETTLE_ATTEMPTS = 5
 
 #: The status message of a task the process stopped before it finished.
 STOPPED_MESSAGE = (

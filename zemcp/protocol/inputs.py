@@ -21,6 +21,13 @@ from typing import Any
 
 #: The server-to-client methods an input request may carry.
 METHODS = ("elicitation/create", "sampling/createMessage", "roots/list")
+_SHORT = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
+
+
+def fallback_key(method: str, number: int) -> str:
+    """The ``inputRequests`` key of a question asked without one: ``elicitation-<number>``,
+    ``sampling-<number>``, ``roots-<number>`` (2026-07-28 rounds and tasks)."""
+    return f"{_SHORT.get(method, 'input')}-{number}"
 
 
 @dataclass(frozen=True)

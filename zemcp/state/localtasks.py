@@ -122,12 +122,6 @@ class LocalTasks:
                 self._cond.wait(remaining)
             return copy.deepcopy(record) if record is not None else None
 
-    def drop(self, task_id: str) -> None:
-        """Forget a record at once."""
-        with self._cond:
-            if self._tasks.pop(task_id, None) is not None:
-                self._cond.notify_all()
-
     def sweep(self, now: float | None = None) -> int:
         """Forget finished tasks whose ``ttl`` has passed; returns how many."""
         with self._cond:

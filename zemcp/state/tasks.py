@@ -144,9 +144,6 @@ class TaskStore(Protocol):
         another thread; versions in order, a shared store may skip some), and with
         ``current`` first with the record as it is; returns the function that stops it."""
 
-    def drop(self, task_id: str) -> None:
-        """Forget a record at once."""
-
     def sweep(self, now: float | None = None) -> int:
         """Forget finished tasks past their ttl; returns how many."""
 

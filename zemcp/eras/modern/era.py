@@ -40,7 +40,7 @@ from zemcp.core.resources import RESOURCE_NOT_FOUND
 from zemcp.core.results import error_result
 from zemcp.core.server import Server, Work
 from zemcp.eras.modern import listen, mrtr, tasks
-from zemcp.eras.modern.refusals import META_VERSION, refusal, version_of
+from zemcp.eras.modern.refusals import META_VERSION, MISSING_CAPABILITY, refusal, version_of
 from zemcp.eras.modern.request_state import RequestStateError, RequestStateSealer, StateTooLarge, new_key
 from zemcp.observe.telemetry import NULL_OPERATION, REFUSAL, SERVED, Operation
 from zemcp.protocol import header_values, headers as mcp_headers, jsonrpc, param_headers, versions
@@ -70,8 +70,6 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
-#: -32021 MissingRequiredClientCapability: the request needs a capability it did not declare.
-MISSING_CAPABILITY = -32021
 #: -32022 UnsupportedProtocolVersion.
 UNSUPPORTED_VERSION = -32022
 #: HTTP status of each JSON-RPC error code (others: 200 with the error in the body).

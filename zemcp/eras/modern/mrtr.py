@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from zemcp.core.exchange import Abortable, RoundEnded
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.capabilities import ClientView
-from zemcp.protocol.inputs import InputRequest
+from zemcp.protocol.inputs import InputRequest, fallback_key
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, ProtocolError
 from zemcp.replies.sinks import ReplySink
 
@@ -44,7 +44,6 @@ log = logging.getLogger("zemcp.mrtr")
 
 #: Version of the plain state layout; a state of another version is refused.
 STATE_VERSION = 1
-_SHORT = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling", "roots/list": "roots"}
 
 
 class InputRequired(RoundEnded):
@@ -253,7 +252,7 @@ class Round(Abortable):
         for request in requests:
             position = self._position
             self._position += 1
-            key = request.key if request.key is not None else f"{_SHORT.get(request.method, 'input')}-{position + 1}"
+            key = request.key if request.key is not None else fallback_key(request.method, position + 1)
             digest = question_digest(request)
             if position < len(self._answers):
                 recorded_key, recorded_digest, result = self._answers[position]

@@ -28,6 +28,10 @@ META_VERSION = "io.modelcontextprotocol/protocolVersion"
 LISTEN_RETRY_AFTER = 30
 
 
+#: -32021 MissingRequiredClientCapability: the request needs a capability it did not declare.
+MISSING_CAPABILITY = -32021
+
+
 def refusal(
     server: Any,
     request: Request,

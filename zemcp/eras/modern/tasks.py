@@ -25,6 +25,7 @@ from zemcp.core.results import error_result
 from zemcp.core.server import Server, Work, tool_runner
 from zemcp.core.tasks import task_object
 from zemcp.core.tools import ToolError
+from zemcp.eras.modern.refusals import MISSING_CAPABILITY
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from zemcp.protocol.tasks import COMPLETED, EXTENSION, FAILED, INPUT_REQUIRED, OPTIONAL, REQUIRED, declares_extension
@@ -37,8 +38,6 @@ if TYPE_CHECKING:
     from zemcp.protocol.capabilities import ClientView
     from zemcp.state.tasks import TaskRecord
 
-#: -32021 MissingRequiredClientCapability.
-MISSING_CAPABILITY = -32021
 #: The methods of the extension, and those it removed (answered -32601).
 METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 REMOVED = frozenset({"tasks/result", "tasks/list"})

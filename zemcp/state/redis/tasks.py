@@ -258,19 +258,6 @@ class RedisTasks:
             self._watchers.deliver(now)
         return stop
 
-    def drop(self, task_id: str) -> None:
-        """Forget a record at once."""
-        with self.redis.guard():
-            raw = self.redis.client.get(self._key(task_id))
-            if raw is None:
-                return
-            record = _load(raw)
-            with self.redis.client.pipeline() as pipe:
-                pipe.delete(self._key(task_id))
-                for listing in self._sets(record):
-                    pipe.zrem(listing, task_id)
-                pipe.execute()
-
     def sweep(self, now: float | None = None) -> int:
         """Forget the listing of records past their expiry (the records expire on their own)."""
         moment = round((time.time() if now is None else now) * 1000)
