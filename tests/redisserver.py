@@ -1,4 +1,5 @@
-"""A real ``redis-server`` for the tests: on a free loopback port, no persistence, stopped by PID.
+"""A real ``redis-server`` for the tests: on a free loopback port, no persistence, stopped by PID;
+frozen (SIGSTOP) and thawed (SIGCONT) to play a stall, as in a failover.
 
 Debian's ``redis-server`` package provides it (``.ci/run`` installs it). Where it is missing,
 :func:`require_redis` skips the test and says so.
@@ -6,7 +7,9 @@ Debian's ``redis-server`` package provides it (``.ci/run`` installs it). Where i
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -47,7 +50,9 @@ def _free_port() -> int:
 
 class RedisServer:
     """One ``redis-server`` on 127.0.0.1, without persistence; :meth:`stop` and :meth:`start`
-    stop it (its data is lost, as after a crash) and start it again on the same port.
+    stop it (its data is lost, as after a crash) and start it again on the same port;
+    :meth:`stall` makes it stall and answer again with its data (as a failover or a restart
+    with persistence looks to a client).
 
     Attributes:
         port: its TCP port.
@@ -105,8 +110,28 @@ class RedisServer:
     def stop(self) -> None:
         """Stop the server (its data is gone)."""
         if self.proc is not None:
+            self.thaw()  # a stopped process would not see the SIGTERM
             stop_group(self.proc, 5.0)
             self.proc = None
+
+    def freeze(self) -> None:
+        """Stop the server process (SIGSTOP): connections stay open and new ones are accepted
+        by the kernel, but nothing is answered until :meth:`thaw`."""
+        assert self.proc is not None, "the server is not running"
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """Let a frozen server go on (SIGCONT); it answers what was sent meanwhile."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+
+    def stall(self, seconds: float) -> None:
+        """Freeze the server for ``seconds``, then thaw it (returns after the thaw, also when interrupted)."""
+        self.freeze()
+        try:
+            time.sleep(seconds)
+        finally:
+            self.thaw()
 
     def flush(self) -> None:
         """Forget every key (between tests)."""

@@ -12,6 +12,9 @@
   task id (or None) to ``RAN`` (for in-process tests).
 - ``spin()`` (``task="optional"``): reports progress every 50 ms for up to 30 s and checks for
   a cancel in no other way.
+- ``steady(seconds, every)`` (``task="optional"``): works for ``seconds``, reporting progress
+  with a message (``step <n>``) and logging a line every ``every`` seconds (the first at once),
+  and returns ``steady after <n> steps``; a cancel it sees is written as ``report`` writes it.
 - ``consult()`` (``task="required"``): asks the client's model (sampling, key ``model``) and
   for its roots (key ``roots``) at once, and answers ``<the model's text>; <n> root(s)``.
 """
@@ -44,12 +47,26 @@ def make_server(**settings: Any) -> zemcp.Server:
                 ctx.report_progress(step, message=f"step {step}")
                 time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
         except zemcp.ElicitAborted as exc:
-            path = os.environ.get("ZEMCP_TEST_CANCEL_LOG")
-            if path:
-                with open(path, "a", encoding="utf-8") as log:
-                    log.write(f"{ctx.task_id} {type(exc).__name__}: {exc}\n")
+            _note_cancel(ctx, exc)
             raise
         return f"report ready after {seconds:g} s"
+
+    @server.tool(task="optional")
+    def steady(seconds: float, ctx: zemcp.Context, every: float = 0.3) -> str:
+        """Work for ``seconds``, reporting and logging every ``every`` seconds."""
+        deadline = time.monotonic() + seconds
+        step = 0
+        try:
+            while True:
+                step += 1
+                ctx.report_progress(step, message=f"step {step}")
+                ctx.log("info", f"step {step}")
+                if time.monotonic() >= deadline:
+                    return f"steady after {step} steps"
+                time.sleep(min(every, max(0.0, deadline - time.monotonic())))
+        except zemcp.ElicitAborted as exc:
+            _note_cancel(ctx, exc)
+            raise
 
     @server.tool(task="required")
     def approve(item: str, ctx: zemcp.Context) -> str:
@@ -90,6 +107,14 @@ def make_server(**settings: Any) -> zemcp.Server:
         return str(os.getpid())
 
     return server
+
+
+def _note_cancel(ctx: zemcp.Context, exc: zemcp.ElicitAborted) -> None:
+    """Write the abort a handler saw to ``ZEMCP_TEST_CANCEL_LOG``, when set."""
+    path = os.environ.get("ZEMCP_TEST_CANCEL_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"{ctx.task_id} {type(exc).__name__}: {exc}\n")
 
 
 app = zemcp.McpApp(make_server())

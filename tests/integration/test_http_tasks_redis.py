@@ -5,7 +5,9 @@ Each test starts its own gunicorn with several workers and ``ZEMCP_REDIS_URL`` n
 chosen workers: a kept-alive connection stays with the worker that accepted it, and the app's
 ``whoami`` tool (a plain call without the tasks extension) names that worker's pid. The task
 runs in the worker that created it; another worker reads it, answers its question, cancels
-it, and streams its result. Skips, saying so, where redis-server is not installed.
+it, and streams its result. The stall tests freeze a redis-server of their own (SIGSTOP for
+:data:`STALL` seconds, then SIGCONT) under tasks that report progress and log every 0.3 s: the
+tasks complete with their outcome. Skips, saying so, where redis-server is not installed.
 """
 
 from __future__ import annotations
@@ -147,3 +149,91 @@ def test_a_task_whose_worker_was_killed_is_reported_failed(start_server, redis_s
     assert failed["status"] == "failed", failed
     assert "stopped without a graceful stop" in failed["statusMessage"]
     assert failed["error"]["code"] == -32603
+
+
+#: [seconds] how long the Redis stall tests freeze redis-server (a failover, a restart).
+STALL = 2.5
+
+
+def session_task(client: McpClient, name: str, arguments: dict) -> str:
+    """Create a 2025-11-25 task in ``client``'s session; returns its id."""
+    params = {"name": name, "arguments": arguments, "task": {"ttl": 60000}}
+    return client.rpc("tools/call", params)["task"]["taskId"]
+
+
+def session_until(client: McpClient, task_id: str, done, timeout: float = 15.0) -> dict:
+    """``tasks/get`` of a 2025-11-25 task, every 0.1 s until ``done(task)``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        task = client.rpc("tasks/get", {"taskId": task_id})
+        if done(task):
+            return task
+        assert time.monotonic() < deadline, f"the task never got there: {task}"
+        time.sleep(0.1)
+
+
+def ended(task: dict) -> bool:
+    return task["status"] in ("completed", "failed", "cancelled")
+
+
+def test_running_tasks_of_both_eras_ride_out_a_redis_stall(start_redis, start_server, tmp_path):
+    redis_server = start_redis()
+    cancels = tmp_path / "cancels.log"
+    server = start_server(app=APP, **redis_settings(redis_server.url, workers=2), test_cancel_log=cancels)
+    modern = Pinned(server.url)
+    session = server.session(protocol_version="2025-11-25")
+    # Each reports progress (a statusMessage) and logs every 0.3 s: through the stall and after it.
+    modern_ids = [
+        modern.rpc("tools/call", {"name": "steady", "arguments": {"seconds": s}})["result"]["taskId"]
+        for s in (2.0, 4.5)
+    ]
+    session_id = session_task(session, "steady", {"seconds": 3.0})
+    long_id = modern.rpc("tools/call", {"name": "steady", "arguments": {"seconds": 60}})["result"]["taskId"]
+    for task_id in [*modern_ids, long_id]:
+        modern.until(task_id, lambda t: t.get("statusMessage", "").startswith("step"))
+    session_until(session, session_id, lambda t: t.get("statusMessage", "").startswith("step"))
+
+    redis_server.stall(STALL)
+
+    for task_id in modern_ids:
+        task = modern.until(task_id, ended)
+        assert task["status"] == "completed", task
+        steps = int(task["result"]["content"][0]["text"].removeprefix("steady after ").removesuffix(" steps"))
+        # The status the task wrote last is the one kept (the latest wins).
+        assert task["statusMessage"] == f"step {steps}", task
+    task = session_until(session, session_id, ended)
+    assert task["status"] == "completed", task
+    result = session.rpc("tasks/result", {"taskId": session_id})
+    steps = int(result["content"][0]["text"].removeprefix("steady after ").removesuffix(" steps"))
+    assert task["statusMessage"] == f"step {steps}", task
+
+    # A task still running after the stall is cancelled as ever.
+    assert modern.until(long_id, lambda t: True)["status"] == "working"
+    assert modern.rpc("tasks/cancel", {"taskId": long_id})["result"]["resultType"] == "complete"
+    deadline = time.monotonic() + 5
+    while not (cancels.exists() and long_id in cancels.read_text()):
+        assert time.monotonic() < deadline, "the handler never saw the cancel made after the stall"
+        time.sleep(0.05)
+    assert "RequestCancelled" in cancels.read_text()
+
+
+def test_a_task_whose_start_meets_a_redis_stall_runs_and_completes(start_redis, start_server):
+    redis_server = start_redis()
+    # One task thread: the second task starts when the first ends, within the stall; a short
+    # Redis timeout (0.5 s, tried twice) leaves the first one's end well inside it.
+    settings = redis_settings(redis_server.url, workers=1, task_threads=1, redis_timeout=0.5)
+    server = start_server(app=APP, **settings)
+    client = Pinned(server.url)
+    first = client.rpc("tools/call", {"name": "steady", "arguments": {"seconds": 1.0}})["result"]
+    second = client.rpc("tools/call", {"name": "steady", "arguments": {"seconds": 1.5}})["result"]
+    assert second["statusMessage"] == "waiting for a free task thread (ZEMCP_TASK_THREADS)", second
+
+    redis_server.stall(STALL)
+
+    for created in (first, second):
+        task = client.until(created["taskId"], ended)
+        assert task["status"] == "completed", task
+        assert task["result"]["content"][0]["text"].startswith("steady after "), task
+    assert f"task {second['taskId'][:8]}: its start could not be written now" in server.log(), (
+        "the second task's start did not meet the stall"
+    )

@@ -1,8 +1,9 @@
 """The runnable examples of the docs are the files in examples/, word for word.
 
 Each file is served by a test that runs it (tests/integration/test_serve_command.py for
-hello.py and rooms.py, tests/integration/test_http_clicktools.py for click_tools.py), so what
-the docs show is what the tests run.
+hello.py and rooms.py, tests/integration/test_http_clicktools.py for click_tools.py,
+tests/integration/test_http_task_clients.py for the task clients), so what the docs show is
+what the tests run.
 """
 
 import ast
@@ -17,6 +18,8 @@ EXAMPLES = [
     ("docs/cli.md", "examples/click_tools.py"),
     ("docs/elicitation.md", "examples/rooms.py"),
     ("docs/authoring.md", "examples/rooms.py"),
+    ("docs/tasks.md", "examples/task_client_2026.py"),
+    ("docs/tasks.md", "examples/task_client_2025.py"),
 ]
 
 

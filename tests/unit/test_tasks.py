@@ -15,8 +15,10 @@ from werkzeug.test import Client
 
 import zemcp
 from tests.apps.tasks_app import RAN, make_server
-from zemcp.core.tasks import STOPPED_MESSAGE, task_object
+from zemcp.core.task_writes import KEPT, KeptWrites
+from zemcp.core.tasks import STOPPED_MESSAGE, TaskRunner, task_object
 from zemcp.protocol.tasks import EXTENSION, timestamp
+from zemcp.state.interfaces import StateUnavailable
 from zemcp.state.localtasks import LocalTasks
 from zemcp.state.tasks import TaskLimitReached, TaskRecord
 
@@ -371,3 +373,107 @@ def test_a_task_cancelled_before_a_thread_took_it_never_runs_its_handler():
     http.until(lambda: {"n": http.server.tasks.running}, lambda t: t["n"] == 0, 3.0)
     assert queued["taskId"] not in RAN, "the handler of a task cancelled while queued ran"
     assert http.modern("tasks/get", {"taskId": queued["taskId"]})["result"]["status"] == "cancelled"
+
+
+# -- a store that does not answer (a Redis outage) ---------------------------------------
+
+
+class Outage:
+    """A task store whose every call fails with ``StateUnavailable`` while ``down`` is set,
+    as the Redis store's do while Redis does not answer; ``updates`` names the thread of
+    each ``update`` call."""
+
+    def __init__(self, store: LocalTasks):
+        self.store = store
+        self.shared = store.shared
+        self.down = threading.Event()
+        self.updates: list[str] = []
+
+    def __getattr__(self, name: str):
+        method = getattr(self.store, name)
+
+        def call(*args, **kwargs):
+            if name == "update":
+                self.updates.append(threading.current_thread().name)
+            if self.down.is_set():
+                raise StateUnavailable("Service Unavailable: the task store does not answer")
+            return method(*args, **kwargs)
+
+        return call
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+
+def note(text: str):
+    return lambda r: (setattr(r, "message", text) or True) if r.message != text else False
+
+
+def finish(r: TaskRecord) -> bool:
+    r.status = "completed"
+    return True
+
+
+def test_kept_writes_keep_the_latest_of_each_kind_and_write_them_together_when_the_store_answers():
+    store = Outage(LocalTasks(10, 1.0))
+    store.create(record())
+    writes = KeptWrites(store, retry_every=0.05)
+    until = time.time() + 60
+    assert writes.write("t1", "status", note("one"), until).message == "one"
+    store.down.set()
+    assert writes.write("t1", "status", note("two"), until) is KEPT
+    mine = threading.current_thread().name
+    tried = store.updates.count(mine)
+    assert writes.write("t1", "status", note("three"), until) is KEPT
+    assert writes.write("t1", "end", finish, until) is KEPT
+    assert store.updates.count(mine) == tried, "a change made while others wait must not wait for the store"
+    time.sleep(0.2)
+    assert writes.kept == 1 and store.store.get("t1").message == "one"
+    store.down.clear()
+    deadline = time.monotonic() + 5
+    while writes.kept and time.monotonic() < deadline:
+        time.sleep(0.02)
+    after = store.store.get("t1")
+    assert (after.message, after.status) == ("three", "completed")
+    assert after.version == 2, "the kept changes are written in one update"
+    assert writes.write("t1", "status", note("four"), until).message == "four", "written at once again"
+
+
+def test_a_kept_change_is_given_up_once_the_task_ttl_has_passed():
+    store = Outage(LocalTasks(10, 1.0))
+    store.create(record())
+    writes = KeptWrites(store, retry_every=0.05)
+    store.down.set()
+    assert writes.write("t1", "end", finish, time.time() + 0.2) is KEPT
+    deadline = time.monotonic() + 5
+    while writes.kept and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert writes.kept == 0
+    store.down.clear()
+    time.sleep(0.1)
+    assert store.store.get("t1").status == "working", "a change past the ttl must not be written"
+
+
+def test_a_task_whose_start_status_and_end_meet_an_outage_completes_when_the_store_answers():
+    http = Http(task_threads=1)
+    server = http.server
+    store = Outage(server.tasks.store)
+    server.tasks = TaskRunner(server.settings, store, server.pending, server.execute, server.abort)
+    first = http.modern("tools/call", {"name": "steady", "arguments": {"seconds": 0.2, "every": 1}})["result"]
+    second = http.modern("tools/call", {"name": "steady", "arguments": {"seconds": 0.5, "every": 0.05}})["result"]
+    assert second["statusMessage"] == "waiting for a free task thread (ZEMCP_TASK_THREADS)"
+    store.down.set()  # the first ends, the second starts, reports and ends while it lasts
+    http.until(lambda: {"n": server.tasks.running}, lambda t: t["n"] == 0, 5.0)
+    assert server.tasks.running == 0, "the handlers did not end during the outage"
+    assert store.store.get(second["taskId"]).status == "working"
+    store.down.clear()
+
+    def get(task_id: str):
+        return lambda: http.modern("tasks/get", {"taskId": task_id})["result"]
+
+    for created in (first, second):
+        done = http.until(get(created["taskId"]), lambda t: t["status"] != "working")
+        assert done["status"] == "completed", done
+        steps = int(done["result"]["content"][0]["text"].split()[2])
+        assert done["statusMessage"] == f"step {steps}", "the latest status must win"
+    assert steps > 5 and store.store.get(second["taskId"]).version == 1, "kept changes are written in one update"

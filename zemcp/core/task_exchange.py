@@ -103,7 +103,7 @@ class TaskExchange(Abortable):
     """The :class:`zemcp.core.exchange.Exchange` of a handler that runs as a task.
 
     Args:
-        runner: the :class:`zemcp.core.tasks.TaskRunner` (its ``store`` and ``table``).
+        runner: the :class:`zemcp.core.tasks.TaskRunner` (its ``store``, ``table`` and ``write``).
         task_id: the task.
         client: what the creating request declared (a session in the handshake era).
         session: the handshake-era session, None in 2026-07-28.
@@ -111,6 +111,7 @@ class TaskExchange(Abortable):
         progress_token: its ``_meta.progressToken`` (valid for the task's whole life, 2025-11-25), or None.
         timeout: [seconds] the longest wait for the answers to one question.
         client_key: whose fair shares its pending requests count in (handshake era), or None.
+        ttl_end: [seconds since the epoch] when the task's ttl ends (None: it has none).
     """
 
     can_wait = True
@@ -125,6 +126,7 @@ class TaskExchange(Abortable):
         progress_token: jsonrpc.RequestId | None,
         timeout: float,
         client_key: str | None = None,
+        ttl_end: float | None = None,
     ):
         super().__init__()
         self._runner = runner
@@ -136,6 +138,7 @@ class TaskExchange(Abortable):
         self.progress_token = progress_token
         self.timeout = timeout
         self.client_key = client_key
+        self.ttl_end = ttl_end
         self.sink = TaskOutlet(runner.store, task_id)
 
     def ask(
@@ -235,8 +238,9 @@ class TaskExchange(Abortable):
             self.sink.send({**message, "params": {**params, "_meta": meta}})
 
     def show_status(self, message: str) -> None:
-        """Make ``message`` the task's ``statusMessage`` (``tasks/get`` shows it)."""
-        self._runner.store.update(self.task_id, lambda r: _note(r, message))
+        """Make ``message`` the task's ``statusMessage`` (``tasks/get`` shows it); while the
+        store does not answer, the latest one is kept and written when it answers again."""
+        self._runner.write(self, "status", lambda r: _note(r, message))
 
     def end_stream(self) -> None:
         """Nothing to do: a task has no stream of its own."""

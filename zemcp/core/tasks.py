@@ -10,6 +10,9 @@ ends, and its questions for the user.
 
 The handler gets the same :class:`zemcp.Context` as in a plain call; its exchange here is a
 :class:`zemcp.core.task_exchange.TaskExchange`, which asks the user as the task's era says.
+The changes the runner makes to a running task's record (its start, its status messages, its
+outcome) go through :class:`zemcp.core.task_writes.KeptWrites`, so that a task rides out an
+outage of a shared store as a plain call does.
 """
 
 from __future__ import annotations
@@ -20,16 +23,17 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from zemcp import logsafe
 from zemcp.core.errors import CallFinished
 from zemcp.core.task_exchange import TaskExchange
+from zemcp.core.task_writes import KEPT, Change, Kept, KeptWrites
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled, ServerStopping
 from zemcp.protocol.tasks import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, timestamp
 from zemcp.state.interfaces import StateUnavailable
-from zemcp.state.tasks import TaskLimitReached, TaskRecord
+from zemcp.state.tasks import FINISHED_POLLS, TaskLimitReached, TaskRecord
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -41,9 +45,6 @@ if TYPE_CHECKING:
     from zemcp.state.tasks import TaskStore
 
 log = logging.getLogger("zemcp.tasks")
-
-#: How many times a task's end is written while the shared state is out of reach (1 s apart).
-SETTLE_ATTEMPTS = 5
 
 
 class TasksStopping(TaskLimitReached):
@@ -104,6 +105,7 @@ class TaskRunner:
         self._abort = abort
         self._lock = threading.Condition()
         self._running: dict[str, TaskExchange] = {}
+        self._writes = KeptWrites(store)
         self._pool: ThreadPoolExecutor | None = None
         self.stopping = False
 
@@ -177,6 +179,7 @@ class TaskRunner:
             progress if jsonrpc.valid_id(progress) else None,
             self.settings.elicitation_timeout,
             client_key,
+            None if record.ttl is None else record.created + record.ttl,
         )
         with self._lock:
             self._running[record.id] = exchange
@@ -205,12 +208,16 @@ class TaskRunner:
     def _run(self, task_id: str, work: Any, exchange: TaskExchange, unwatch: Callable[[], None]) -> None:
         response = None
         try:
-            started = None if self.stopping else self.store.update(task_id, _note_start)
             if self.stopping:
                 exchange.abort(ServerStopping())
-            elif started is not None and not started.terminal and exchange.aborted is None:
-                response = self._execute(work, exchange)
-            # Else it was cancelled (or is gone) before a thread took it: its handler never runs.
+            else:
+                started = self.write(exchange, "start", _note_start)
+                # Kept (the store does not answer): it runs, and a cancel made meanwhile reaches
+                # it once the store answers. A task cancelled (or gone) before a thread took it
+                # never runs its handler.
+                runs = started is KEPT or (isinstance(started, TaskRecord) and not started.terminal)
+                if runs and exchange.aborted is None:
+                    response = self._execute(work, exchange)
         except BaseException:
             log.exception("task %s (tool %s) failed outside its handler", task_id[:8], logsafe.clip(work.target))
             response = jsonrpc.error(
@@ -221,31 +228,29 @@ class TaskRunner:
             if exchange.session is not None:
                 exchange.session.task_running(False)
             try:
-                self._settle_surely(task_id, exchange, response)
+                self._settle(task_id, exchange, response)
             finally:
                 with self._lock:
                     self._running.pop(task_id, None)
                     self._lock.notify_all()
 
-    def _settle_surely(
-        self,
-        task_id: str,
-        exchange: TaskExchange,
-        response: dict[str, Any] | None,
-        stopped: bool = False,
-        attempts: int = SETTLE_ATTEMPTS,
-    ) -> None:
-        """:meth:`_settle`, tried ``attempts`` times 1 s apart while the shared state is out of
-        reach, so that a task does not stay ``working`` after its handler ended."""
-        for attempt in range(attempts):
-            try:
-                self._settle(task_id, exchange, response, stopped)
-                return
-            except StateUnavailable as exc:
-                if attempt == attempts - 1:
-                    log.error("task %s ended but its record could not be updated: %s", task_id[:8], exc)
-                    return
-                time.sleep(1.0)
+    def write(self, exchange: TaskExchange, kind: str, change: Change) -> TaskRecord | Literal[Kept.KEPT] | None:
+        """Apply ``change`` to the record of the task ``exchange`` runs, now or, while the store
+        does not answer, when it answers again (:class:`zemcp.core.task_writes.KeptWrites`;
+        the latest change of a ``kind`` wins), within the task's ttl.
+
+        Args:
+            exchange: the task's exchange.
+            kind: ``start``, ``status`` or ``end`` (what the change sets).
+            change: returns True when it changed the record; it may be called more than once.
+        Returns:
+            the record after the change, None when there is no record, ``KEPT`` when kept.
+        """
+        until = math.inf
+        if exchange.ttl_end is not None:
+            # A task that outran its ttl: as long as a finished one is kept at least (TaskRecord.expires).
+            until = max(exchange.ttl_end, time.time() + max(FINISHED_POLLS * self.settings.task_poll_interval, 1.0))
+        return self._writes.write(exchange.task_id, kind, change, until)
 
     def _settle(
         self, task_id: str, exchange: TaskExchange, response: dict[str, Any] | None, stopped: bool = False
@@ -281,9 +286,10 @@ class TaskRunner:
                     record.status = COMPLETED
             return True
 
-        record = self.store.update(task_id, settle)
-        # Only the change is logged: a task cancelled or failed earlier keeps its status.
-        if record is not None and settled:
+        record = self.write(exchange, "end", settle)
+        # Only the change is logged (a task cancelled or failed earlier keeps its status); a
+        # kept one is logged when it is written.
+        if isinstance(record, TaskRecord) and settled:
             log.info("task %s %s", task_id[:8], record.status, extra={"event": "task_" + record.status})
 
     def cancel(self, task_id: str, why: str = "cancelled by the client") -> TaskRecord | None:
@@ -386,8 +392,7 @@ class TaskRunner:
                 if isinstance(exchange.aborted, CallFinished):
                     continue  # its handler returned: its own thread settles it with its outcome
                 self._abort(exchange, ServerStopping())
-                # Once: at a quick stop this runs in the signal handler.
-                self._settle_surely(task_id, exchange, None, stopped=True, attempts=1)
+                self._settle(task_id, exchange, None, stopped=True)
             if left:
                 log.warning(
                     "%d task handler(s) still running after the graceful stop's %g s; the unfinished tasks "
