@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from zemcp.protocol import jsonrpc
+from zemcp.protocol import headers, identifiers, jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ProtocolError
 
 
@@ -125,3 +125,91 @@ def test_encode_refuses_what_json_cannot_carry(value, exc):
     """NaN and non-JSON types raise instead of producing invalid JSON."""
     with pytest.raises(exc):
         jsonrpc.encode(jsonrpc.result(1, {"v": value}))
+
+
+# -- names, URIs and ids that no name may hold (zemcp.protocol.identifiers) ----------------
+
+#: Every (method, path into params) of a naming field; unfit values with what they hold and where.
+NAMING = [(method, path) for method, paths in identifiers.FIELDS.items() for path in paths]
+UNFIT = [
+    ("\ud800", "a lone surrogate", 0),
+    ("ok\udfff", "a lone surrogate", 2),
+    ("\udc00\ud800", "a lone surrogate", 0),
+    ("a\x00b", "a control character", 1),
+    ("tab\there", "a control character", 3),
+    ("\x85", "a control character", 0),
+    ("\ufffe", "a noncharacter", 0),
+    ("\ufdd0", "a noncharacter", 0),
+    ("x\U0010ffff", "a noncharacter", 1),
+]
+
+
+def _with(path, value):
+    """Params with ``value`` at ``path`` (in a list after a fit item where the path ends with "*")."""
+    if path[-1] == "*":
+        path, value = path[:-1], ["test://fine", value]
+    params = {}
+    node = params
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+    return params
+
+
+@pytest.mark.parametrize(("method", "path"), NAMING, ids=lambda v: "/".join(v) if isinstance(v, tuple) else v)
+@pytest.mark.parametrize(("value", "kind", "index"), UNFIT, ids=ascii)
+def test_a_name_uri_or_task_id_that_no_name_may_hold_is_invalid_params_naming_it(method, path, value, kind, index):
+    """-32602 with the request's id, naming params.<path>, what it holds and where."""
+    label = "params.notifications.resourceSubscriptions[1]" if path[-1] == "*" else "params." + ".".join(path)
+    with pytest.raises(ProtocolError) as info:
+        jsonrpc.parse(json.dumps({"jsonrpc": "2.0", "id": 9, "method": method, "params": _with(path, value)}).encode())
+    error = info.value
+    assert error.code == INVALID_PARAMS and error.id == 9, error.message
+    assert error.message.startswith(f"Invalid params: {label} holds {kind} (") and f"at index {index}" in error.message
+
+
+def test_the_refusal_of_a_lone_surrogate_says_how_to_escape_a_character_beyond_the_bmp():
+    with pytest.raises(ProtocolError) as info:
+        parse({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "\ud83d"}})
+    assert "as a pair of surrogates (\\ud83d\\ude00), never half of one" in info.value.message
+
+
+@pytest.mark.parametrize(
+    "text", ["echo", "caf\u00e9", "\u00e9t\u00e9 \U0001f600", "\ufffd", "\u200b", "=?base64?x?=", "a b/c?d#e"]
+)
+def test_unicode_text_is_any_name(text):
+    """Non-ASCII, a pair of surrogate escapes (one character), U+FFFD and spaces are fine."""
+    for method, path in NAMING:
+        parsed = parse({"jsonrpc": "2.0", "id": 1, "method": method, "params": _with(path, text)})
+        assert isinstance(parsed, jsonrpc.Request)
+    paired = jsonrpc.parse(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\\ud83d\\ude00"}}')
+    assert paired.params["name"] == "\U0001f600"
+
+
+def test_other_fields_requests_ids_and_notifications_carry_any_string():
+    """Only the naming fields of requests are checked: arguments, request ids, other methods'
+    fields and notifications keep lone surrogates and control characters as sent."""
+    odd = "\ud800\x00\ufffe"
+    call = parse(
+        {"jsonrpc": "2.0", "id": odd, "method": "tools/call", "params": {"name": "e", "arguments": {"t": odd}}}
+    )
+    assert call.id == odd and call.params["arguments"] == {"t": odd}
+    assert parse({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": {"name": odd}}})
+    note = parse({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": odd}})
+    assert note == jsonrpc.Notification("notifications/cancelled", {"requestId": odd})
+    assert parse({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": ["\ud800"]}})
+
+
+@pytest.mark.parametrize("value", ["\ud800", "zemcp-abc\udfff", "\x00", "\uffff"], ids=ascii)
+def test_a_response_whose_id_no_id_may_hold_is_an_invalid_request_naming_the_id(value):
+    """-32600 naming "id", answered with id null: no request of the server has such an id."""
+    with pytest.raises(ProtocolError) as info:
+        parse({"jsonrpc": "2.0", "id": value, "result": {"action": "cancel"}})
+    assert info.value.code == INVALID_REQUEST and info.value.id is None
+    assert info.value.message.startswith('Invalid Request: "id" holds ')
+
+
+def test_every_field_mcp_name_mirrors_is_checked():
+    """Mcp-Name carries these fields' values: none may reach its header check unchecked."""
+    for method, field in headers.NAME_FIELDS.items():
+        assert (field,) in identifiers.FIELDS[method], method

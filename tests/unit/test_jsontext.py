@@ -65,11 +65,32 @@ def _random_floats(n: int) -> list[float]:
     return floats
 
 
+def _random_strings(n: int) -> list[str]:
+    """Short strings of code points where the codecs may differ: lone high and low surrogates (a
+    low one before a high one too), pairs, NUL and other controls, noncharacters, the line
+    separators, and characters of every UTF-8 length."""
+    rng = random.Random(11)
+    pieces = [
+        lambda: chr(rng.randint(0xD800, 0xDBFF)),
+        lambda: chr(rng.randint(0xDC00, 0xDFFF)),
+        lambda: chr(rng.randint(0xDC00, 0xDFFF)) + chr(rng.randint(0xD800, 0xDBFF)),
+        lambda: chr(rng.randint(0xD800, 0xDBFF)) + chr(rng.randint(0xDC00, 0xDFFF)),
+        lambda: chr(rng.choice([0x00, 0x1F, 0x7F, 0x85, 0x2028, 0x2029])),
+        lambda: chr(rng.choice([0xFDD0, 0xFDEF, 0xFFFE, 0xFFFF, 0x1FFFE, 0x10FFFF])),
+        lambda: chr(rng.randint(0x20, 0x7E)),
+        lambda: chr(rng.randint(0x80, 0x7FF)),
+        lambda: chr(rng.randint(0xE000, 0xFFFD)),
+        lambda: chr(rng.randint(0x10000, 0x10FFFF)),
+    ]
+    return ["".join(rng.choice(pieces)() for _ in range(rng.randint(0, 6))) for _ in range(n)]
+
+
 ENCODED = [
     {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hé ✓ 😀"}], "isError": False}},
     {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}},
     {"text": "null and 0.00001 and 1e-5 and 1e16 in a string"},
     {"lone": "\ud800 and \udfff"},
+    {"strings": _random_strings(2000)},
     {"ints": [2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**30]},
     {"floats": _random_floats(3000)},
     {"enum": Colour.RED, "int enum": Size.BIG, "uuid": uuid.UUID(int=12345)},
@@ -155,6 +176,18 @@ def test_both_codecs_read_the_same_values_or_refuse_alike(text):
 def test_both_codecs_read_random_floats_alike():
     text = json.dumps(_random_floats(3000)).encode()
     assert jsontext.loads(text) == jsontext._standard_loads(text)
+
+
+@needs_orjson
+@pytest.mark.parametrize("spelling", ["escaped", "raw"])
+def test_both_codecs_read_random_strings_alike(spelling):
+    """Escaped, every string reads back; raw, surrogates are bytes that are not UTF-8, which both refuse."""
+    strings = _random_strings(2000)
+    if spelling == "escaped":
+        text = json.dumps(strings).encode("ascii")
+    else:
+        text = json.dumps(strings, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    assert _outcome(jsontext.loads, text) == _outcome(jsontext._standard_loads, text)
 
 
 def test_parse_errors_name_what_was_wrong():

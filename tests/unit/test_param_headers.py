@@ -264,6 +264,25 @@ def test_malformed_param_header_is_refused():
     refused(check_params, {"Mcp-Param-Region": "caf\xe9"}, ANNOTATIONS, {"region": "café"}, match="non-ASCII")
 
 
+@pytest.mark.parametrize("sent", [None, "x", "=?base64?7aCA?="])
+@pytest.mark.parametrize("region", ["\ud800", "eu-\udfff", "\udc00\ud800"], ids=ascii)
+def test_an_argument_holding_a_lone_surrogate_is_refused_whatever_its_header(sent, region):
+    """No header can carry it (its UTF-8 does not exist): refused naming the argument and the
+    header, whether the header is missing, different, or the base64 of surrogate bytes."""
+    headers = {} if sent is None else {"Mcp-Param-Region": sent}
+    error = refused(check_params, headers, ANNOTATIONS, {"region": region}, match="lone surrogate")
+    assert error.header == "Mcp-Param-region"
+    assert error.message.startswith("Invalid argument for Mcp-Param-region: the body's argument 'region' holds")
+    nested = refused(check_params, {}, ANNOTATIONS, {"location": {"zone": region}}, match="'location.zone'")
+    assert "lone surrogate" in nested.message
+
+
+def test_an_argument_of_control_characters_and_noncharacters_travels_base64():
+    """They are Unicode text: their header is the base64 of their UTF-8, as for any non-ASCII value."""
+    value = "\x00\t\ufffe\U0010ffff"
+    check_params({"Mcp-Param-Region": encode_value(value)}, ANNOTATIONS, {"region": value})
+
+
 def test_unannotated_param_headers_are_ignored():
     """Mcp-Param-* headers that no property declares are not the server's business."""
     check_params({"Mcp-Param-Other": "x", "Mcp-Param-Region": "a"}, ANNOTATIONS, {"region": "a"})

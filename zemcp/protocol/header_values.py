@@ -131,6 +131,9 @@ def encode_value(value: str) -> str:
         value: the string to send.
     Returns:
         the header value; :func:`decode_value` gives ``value`` back.
+    Raises:
+        UnicodeEncodeError: ``value`` holds a lone surrogate, which has no UTF-8 form (the
+            server refuses such names where it reads a message, :mod:`zemcp.protocol.identifiers`).
 
     Spec: MCP 2026-07-28 basic/transports/streamable-http, Standard headers (SEP-2243),
     Value Encoding.

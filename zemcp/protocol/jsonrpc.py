@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, TypeGuard
 
-from zemcp.protocol import jsontext
+from zemcp.protocol import identifiers, jsontext
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -86,7 +86,10 @@ def parse(body: bytes) -> Message:
     Raises:
         ProtocolError: ``PARSE_ERROR`` for bytes that are not JSON; ``INVALID_REQUEST`` for
             JSON that is not one JSON-RPC 2.0 message (arrays included: batching was removed
-            in MCP 2025-06-18); ``INVALID_PARAMS`` for ``params`` that is not an object.
+            in MCP 2025-06-18), or a response whose id holds a character no id may hold;
+            ``INVALID_PARAMS`` for ``params`` that is not an object, or a request whose name,
+            URI or task id holds such a character (:mod:`zemcp.protocol.identifiers`: a lone
+            surrogate, a control character or a noncharacter), naming the field.
     """
     if not body.strip():
         raise ProtocolError(PARSE_ERROR, "Parse error: the body is empty; send one JSON-RPC message")
@@ -125,7 +128,13 @@ def parse(body: bytes) -> Message:
             params = {}
         elif type(params) is not dict:
             raise ProtocolError(INVALID_PARAMS, 'Invalid params: "params" must be an object', id_)
-        return Request(id_, method, params) if id_ is not None else Notification(method, params)
+        if id_ is None:
+            return Notification(method, params)
+        # Refused here, before any lookup, header check or state key is made of them.
+        problem = identifiers.params_problem(method, params)
+        if problem is not None:
+            raise ProtocolError(INVALID_PARAMS, f"Invalid params: {problem}", id_)
+        return Request(id_, method, params)
     has_result, has_error = "result" in data, "error" in data
     if has_result == has_error:
         raise ProtocolError(
@@ -135,6 +144,10 @@ def parse(body: bytes) -> Message:
         )
     if raw_id is not None and not valid_id(raw_id):
         raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "id" must be a string or an integer')
+    problem = identifiers.problem('"id"', raw_id) if type(raw_id) is str else None
+    if problem is not None:
+        # The id of a response names the server's request it answers, and keys its waiting call.
+        raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {problem}")
     if raw_id is None and has_result:
         raise ProtocolError(INVALID_REQUEST, 'Invalid Request: a result response needs an "id"')
     result, err = data.get("result"), data.get("error")

@@ -21,6 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from zemcp.protocol.header_values import HeaderError, decode_value, encode_value, joined_hint, show, single_value
+from zemcp.protocol.identifiers import lone_surrogate
 
 PARAM_HEADER_PREFIX = "Mcp-Param-"
 #: The JSON Schema keyword that designates a tool property for an ``Mcp-Param-*`` header.
@@ -156,7 +157,8 @@ def check_params(headers: Any, annotations: Mapping[str, tuple[str, ...]], argum
         None when the headers agree with the arguments.
     Raises:
         HeaderError: a header is missing, sent more than once, sent without a value in the
-            body, malformed, or differs from the argument.
+            body, malformed, or differs from the argument; or the argument holds a lone
+            surrogate, which no header can carry.
 
     Spec: MCP 2026-07-28 basic/transports/streamable-http, Standard headers (SEP-2243),
     Server Behavior for Custom Headers, Server Validation.
@@ -180,6 +182,15 @@ def check_params(headers: Any, annotations: Mapping[str, tuple[str, ...]], argum
                     name,
                 )
             continue
+        surrogate = lone_surrogate(rendered)
+        if surrogate is not None:
+            raise HeaderError(
+                f"Invalid argument for {name}: the body's argument {argument!r} holds a lone surrogate "
+                f"({rendered[surrogate]!r} at index {surrogate}), which has no UTF-8 form, so no {name} header can "
+                "carry it; send the argument as Unicode text (a character beyond U+FFFF as a pair of surrogates, "
+                "never half of one)",
+                name,
+            )
         fix = f"send {name}: {encode_value(rendered)}"
         if raw is None:
             raise HeaderError(
