@@ -13,6 +13,8 @@ correctly.
   ``<cache folder>/sdk1`` (tests/nodeinstall.py), once; it skips, saying why, without npm
   or off x86-64 Linux. The ``ts_sdk1_modules`` session fixture (tests/conftest.py) calls it.
 * :func:`run_legacy_calls` runs the client and returns its summary.
+* :func:`run_late_answer` runs tests/node/late_answer_client.cjs: one elicitation answered
+  after the server's elicitation timeout, then a call in the same session.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ SDK_MAJOR = "1"
 #: The HTTP client the script gives the SDK, for its keep-alive switch (Node's built-in fetch has none).
 UNDICI_MAJOR = "7"
 SCRIPT = REPO / "tests" / "node" / "legacy_client.cjs"
+LATE_ANSWER_SCRIPT = REPO / "tests" / "node" / "late_answer_client.cjs"
 #: The ``clientInfo`` the script sends (``session show`` prints it).
 CLIENT_NAME = "zemcp-ts-sdk1"
 CLIENT_VERSION = "1.0"
@@ -74,4 +77,31 @@ def run_legacy_calls(url: str, n: int, timeout: float, *, concurrency: int = 1, 
         summary = json.loads(lines[-1])
     except (IndexError, ValueError):
         pytest.fail(f"the SDK 1.x client printed no summary (exit code {code}):\n{out}\n{err}")
+    return {**summary, "exitCode": code, "stderr": err}
+
+
+def run_late_answer(url: str, hold: float, timeout: float, *, modules: Path) -> dict:
+    """Run tests/node/late_answer_client.cjs: ``ze_execute {}`` whose elicitation the SDK answers
+    ``hold`` seconds late (its handler holds the event loop), then ``session show``, in one session.
+
+    Args:
+        url: the MCP endpoint of a server whose ``elicitation_timeout`` is shorter than ``hold``.
+        hold: [seconds] how long the elicitation handler holds Node's event loop before it answers.
+        timeout: [seconds] bound on the whole run (stopped :data:`STARTUP_GRACE` s later).
+        modules: the install of :func:`install_sdk1`.
+    Returns:
+        the script's summary: ``sdkVersion``, ``sessionIds`` (the transport's session id after
+        initialize and after the second call), ``initializes`` (initialize requests sent),
+        ``askedId`` (the elicitation's id), ``answers`` (``{"id", "status"}`` of each POSTed
+        answer), ``errors`` (``{"message"}`` of each ``Client.onerror`` report), ``results``
+        (the two CallToolResults), ``failure`` (None, or why the run failed); plus ``exitCode``
+        and ``stderr``.
+    """
+    command = [str(node_binary(modules)), str(LATE_ANSWER_SCRIPT), str(modules), url, f"{hold:g}", f"{timeout:g}"]
+    code, out, err = run_bounded(command, timeout + STARTUP_GRACE, cwd=REPO)
+    lines = out.strip().splitlines()
+    try:
+        summary = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        pytest.fail(f"the SDK 1.x late-answer client printed no summary (exit code {code}):\n{out}\n{err}")
     return {**summary, "exitCode": code, "stderr": err}

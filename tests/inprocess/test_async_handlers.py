@@ -592,7 +592,7 @@ def test_an_ask_abandoned_by_wait_for_is_withdrawn_at_once(app, server):
     }
     assert rest[-1]["id"] == rid and rest[-1]["result"]["content"][0]["text"] == "gave up"
     assert server.pending.count() == 0
-    assert peer.respond(question["id"], {"action": "accept", "content": {"name": "late"}}).status_code == 404
+    assert peer.respond(question["id"], {"action": "accept", "content": {"name": "late"}}).status_code == 400
 
 
 def test_notifications_cancelled_cancels_an_async_handlers_task(app):

@@ -101,9 +101,9 @@ def test_requests_take_tokens_and_answers_notifications_pings_gets_and_deletes_n
     assert assert_refused(refused, 3, "2/hour", "client", "ZEMCP_RATE_LIMIT") > 1700
     for _ in range(5):
         assert wire.request("ping").status_code == 200
-    # An answer nobody waits for is a 404, never a 429; a cancellation is taken in.
+    # An answer nobody waits for is a 400, never a 429; a cancellation is taken in.
     answer = wire.post({"jsonrpc": "2.0", "id": "zemcp-x", "result": {"action": "accept", "content": {}}})
-    assert answer.status_code == 404, answer.get_data(as_text=True)
+    assert answer.status_code == 400, answer.get_data(as_text=True)
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
     assert wire.post(cancel).status_code == 202
     assert wire.client.get("/mcp", headers={"Accept": "text/event-stream"}).status_code == 405

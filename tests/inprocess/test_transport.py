@@ -224,14 +224,14 @@ def test_delete_wakes_the_waiting_handler(app):
 
 
 def test_other_session_cannot_answer(app):
-    """An answer posted under another session's id resolves nothing (404, as for an id that
+    """An answer posted under another session's id resolves nothing (400, as for an id that
     waits nowhere); the owner's answer does."""
     owner, intruder = Peer(app), Peer(app)
     _, r = owner.call("ze_execute", {}, buffered=False)
     stream = events(r)
     ask = next(stream)
     refused = intruder.answer(ask["id"], {"action": "accept", "content": {"command": "server status"}})
-    assert refused.status_code == 404 and "no request of this session is waiting" in refused.get_data(as_text=True)
+    assert refused.status_code == 400 and "no request of this session is waiting" in refused.get_data(as_text=True)
     assert app.server.pending.count(owner.sid) == 1
     owner.answer(ask["id"], {"action": "accept", "content": {"command": "session show"}})
     final = [e for e in stream if e != "keep-alive"]

@@ -141,12 +141,13 @@ def test_accepted_empty_command_is_error(client):
     assert result["content"][0]["text"] == "Error: elicit returned empty command"
 
 
-def test_answer_for_unknown_id_is_404_and_resolves_nothing(client):
-    """An answer for an id nothing waits for gets 404 saying so; the pending elicitation stays pending."""
+def test_answer_for_unknown_id_is_400_and_resolves_nothing(client):
+    """An answer for an id nothing waits for gets 400 saying so (not 404, which says the session
+    is gone); the pending elicitation stays pending."""
     call, _, stream, elicitation = client.start_elicitation()
     for bogus in ("zemcp-999999", elicitation["id"] + "-x", 12345):
         response = client.accept(bogus, {"command": "help"})
-        assert response.status_code == 404, response.text
+        assert response.status_code == 400, response.text
         assert "no request of this session is waiting for an answer" in response.json()["error"]["message"]
     # Nothing was resolved: the stream only carries keep-alives, and the session still waits.
     stream.wait_comments(1)
@@ -159,13 +160,13 @@ def test_answer_for_unknown_id_is_404_and_resolves_nothing(client):
 
 
 def test_sessions_cannot_answer_each_others_elicitations(server):
-    """Session B posting an answer to session A's elicitation gets the 404 of an unknown id and
+    """Session B posting an answer to session A's elicitation gets the 400 of an unknown id and
     resolves nothing; A's own answer does."""
     alice = server.session(name="alice")
     bob = server.session(name="bob")
     call, _, stream, elicitation = alice.start_elicitation()
     response = bob.accept(elicitation["id"], {"command": "session show"})
-    assert response.status_code == 404, response.text
+    assert response.status_code == 400, response.text
     assert response.text == bob.accept("zemcp-unknown", {"command": "help"}).text.replace(
         "zemcp-unknown", elicitation["id"]
     )
@@ -183,14 +184,14 @@ def test_sessions_cannot_answer_each_others_elicitations(server):
 
 
 def test_second_answer_after_resolution_is_dropped(client):
-    """A repeated answer to an elicitation already answered gets 404 and changes nothing."""
+    """A repeated answer to an elicitation already answered gets 400 and changes nothing."""
     call, _, stream, elicitation = client.start_elicitation()
     result = _finish(
         client, stream, call, {"action": "accept", "content": {"command": "help"}}, elicitation=elicitation
     )
     assert result["isError"] is False and "server status" in result["content"][0]["text"]
     late = client.accept(elicitation["id"], {"command": "session show"})
-    assert late.status_code == 404 and "answered already" in late.json()["error"]["message"]
+    assert late.status_code == 400 and "answered already" in late.json()["error"]["message"]
     assert client.request("ping").status_code == 200
 
 

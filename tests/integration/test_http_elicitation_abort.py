@@ -32,7 +32,7 @@ def test_elicitation_timeout_sends_cancel_then_error_result(start_server):
     )
     client.wait_pending(0)
     late = client.accept(elicitation["id"], {"command": "help"})
-    assert late.status_code == 404 and "timed out" in late.json()["error"]["message"]
+    assert late.status_code == 400 and "timed out" in late.json()["error"]["message"]
 
 
 def test_cancelled_notification_ends_stream_without_response(client):
@@ -59,7 +59,7 @@ def test_cancelled_notification_ends_stream_without_response(client):
         assert message["params"]["requestId"] == elicitation["id"], rest
     client.wait_pending(0)
     late = client.accept(elicitation["id"], {"command": "help"})
-    assert late.status_code == 404, late.text
+    assert late.status_code == 400, late.text
     assert client.request("ping").status_code == 200
 
 
@@ -100,7 +100,7 @@ def test_client_disconnect_frees_pending_elicitation(start_server):
     assert client.request("ping").status_code == 200
     assert "pending elicitations: 0" in client.command_text("session show")
     late = client.accept(elicitation["id"], {"command": "help"})
-    assert late.status_code == 404, late.text
+    assert late.status_code == 400, late.text
 
 
 def test_stopping_the_server_ends_waiting_elicitations_at_once(start_server):

@@ -135,7 +135,7 @@ def test_the_window_expiring_cancels_the_call(start_server):
     assert observer.status()["pending"] == 1, "given up before the window ended"
     observer.wait_pending(0, deadline=5.0)
     # Nothing waits for an answer any more: it is refused, and says so.
-    assert client.accept(question["id"], {"word": "late"}).status_code == 404
+    assert client.accept(question["id"], {"word": "late"}).status_code == 400
     final = final_of(resume(client, last), call)
     assert final["result"]["isError"] is True
     assert "disconnect" in final["result"]["content"][0]["text"].lower()

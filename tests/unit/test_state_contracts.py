@@ -18,6 +18,7 @@ from zemcp.config.rates import parse_rate
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import RequestCancelled, SessionEnded
 from zemcp.state import BACKENDS, open_state
+from zemcp.state.delivery import Delivery
 from zemcp.state.interfaces import (
     KEEPALIVE,
     REQUEST,
@@ -148,7 +149,7 @@ def answer_when_sent(state, session, call, result, count=1):
             assert time.monotonic() < deadline, "the request was never sent"
             time.sleep(0.01)
         for message in [m for m in call.sink.sent if "id" in m][:count]:
-            assert state.pending.resolve(session.id, jsonrpc.Response(message["id"], result, None))
+            assert state.pending.resolve(session.id, jsonrpc.Response(message["id"], result, None)) is Delivery.TAKEN
 
     thread = threading.Thread(target=answer)
     thread.start()
@@ -251,10 +252,25 @@ def test_an_answer_from_another_session_does_not_reach_the_call(state):
     with pytest.raises(TimeoutError):
         state.pending.ask_all(call, [("elicitation/create", {})], timeout=0.5)
     thread.join()
-    assert seen == [False, False]
+    # Alike, so that a session cannot tell another session's ids from unknown ones.
+    assert seen == [Delivery.NOT_WAITING, Delivery.NOT_WAITING] and not any(seen)
     cancelled = call.sink.sent[-1]
     assert cancelled["method"] == "notifications/cancelled"
     assert cancelled["params"]["requestId"] == call.sink.sent[0]["id"]
+    assert state.pending.count() == 0
+
+
+def test_an_answer_for_a_wait_that_ended_is_not_waiting(state):
+    session = new_session(state)
+    answered, late = RunningCall(session, 1), RunningCall(session, 2)
+    thread = answer_when_sent(state, session, answered, {"action": "accept"})
+    state.pending.ask_all(answered, [("elicitation/create", {})], timeout=5)
+    thread.join()
+    with pytest.raises(TimeoutError):
+        state.pending.ask_all(late, [("elicitation/create", {})], timeout=0.2)
+    for call in (answered, late):
+        again = jsonrpc.Response(call.sink.sent[0]["id"], {"action": "accept"}, None)
+        assert state.pending.resolve(session.id, again) is Delivery.NOT_WAITING
     assert state.pending.count() == 0
 
 

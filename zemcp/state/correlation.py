@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from zemcp.protocol import jsonrpc
+from zemcp.state.delivery import Delivery
 from zemcp.state.interfaces import CapacityError, Withdrawal
 from zemcp.state.shares import Shares, client_label
 
@@ -97,22 +98,23 @@ class CorrelationTable:
             self._per_client.take(client)
             return pending
 
-    def resolve(self, session_id: str, answer: jsonrpc.Response) -> bool:
+    def resolve(self, session_id: str, answer: jsonrpc.Response) -> Delivery:
         """Hand the client's response to the waiter of (``session_id``, ``answer.id``).
 
         Returns:
-            True if a waiter took it; False for an unknown id, an id of another session, or
-            an entry already resolved (all dropped silently so ids cannot be probed).
+            ``Delivery.TAKEN`` if a waiter took it; ``Delivery.NOT_WAITING`` for an unknown id,
+            an id of another session, or an entry already resolved or ended (all alike, so
+            that ids cannot be probed).
         """
         if not isinstance(answer.id, str):
-            return False
+            return Delivery.NOT_WAITING
         with self._lock:
             pending = self._entries.get((session_id, answer.id))
             if pending is None or pending._outcome is not None:
-                return False
+                return Delivery.NOT_WAITING
             pending._outcome = answer
             pending._cond.notify()
-            return True
+            return Delivery.TAKEN
 
     def end_session(self, session_id: str, reason: BaseException) -> int:
         """End every unresolved wait of the session ``session_id``; each waiter raises ``reason``.

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from zemcp.config import StreamLimits
     from zemcp.protocol import jsonrpc
     from zemcp.protocol.elicitation import ElicitAborted
+    from zemcp.state.delivery import Delivery
 
 #: The session record a :class:`SessionStore` keeps (:class:`zemcp.state.session.Session`).
 S = TypeVar("S")
@@ -302,9 +303,8 @@ class WaitingCalls(Protocol):
             or the withdrawal's.
         """
 
-    def resolve(self, session_id: str, answer: jsonrpc.Response) -> bool:
-        """Hand the client's answer to the request it answers; False when no waiting request
-        of that session has its id (dropped silently, so that ids cannot be probed)."""
+    def resolve(self, session_id: str, answer: jsonrpc.Response) -> Delivery:
+        """Hand the client's answer to its request; what became of it (an id of another session is NOT_WAITING)."""
 
     def end_session(self, session_id: str, reason: BaseException) -> int:
         """Wake every request of the session that waits, with ``reason``; returns how many."""

@@ -25,6 +25,7 @@ from zemcp.core import observed
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server, Work
 from zemcp.eras.handshake import tasks
+from zemcp.eras.handshake.answers import delivery_response
 from zemcp.eras.handshake.call import Call
 from zemcp.eras.handshake.streams import Streams
 from zemcp.observe.telemetry import REFUSAL, Operation, failure_type
@@ -44,11 +45,7 @@ from zemcp.replies.responses import (
 )
 from zemcp.replies.sinks import ReplySink
 from zemcp.state import shares
-from zemcp.state.interfaces import (
-    SessionLimitReached,
-    SessionNotFound,
-    SessionRequired,
-)
+from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired
 from zemcp.state.session import UNKNOWN_SESSION, Session, fingerprint
 from zemcp.state.shares import ShareTaken
 from zemcp.state.tasks import TaskLimitReached
@@ -91,9 +88,9 @@ class HandshakeEra:
         a session that does not exist (answers to its elicitations included).
 
         Returns:
-            the response; a POSTed answer (a JSON-RPC response) gets 202, or 404 whose message
-            says the answer was not delivered and why (the session is unknown here, or, in the
-            in-process backend, lives in another worker).
+            the response; a POSTed answer (a JSON-RPC response) is answered as
+            :func:`zemcp.eras.handshake.answers.delivery_response` says (202, 400 or 503), or 404
+            for an unknown session, saying the answer was not delivered.
         """
         # Only a request's id is echoed: a response's id is the server's own request id.
         request_id = message.id if isinstance(message, jsonrpc.Request) else None
@@ -122,14 +119,7 @@ class HandshakeEra:
             text = f"This answer was not delivered: {exc}" if isinstance(message, jsonrpc.Response) else str(exc)
             return error_response(404, INVALID_REQUEST, text, id=request_id)
         if isinstance(message, jsonrpc.Response):
-            if self.server.pending.resolve(session.id, message):
-                return empty_response(202)
-            return error_response(
-                404,
-                INVALID_REQUEST,
-                f"Not Found: no request of this session is waiting for an answer with id {logsafe.clip(message.id)}: "
-                f"it was answered already, timed out, or its call ended or was cancelled; this answer was not used",
-            )
+            return delivery_response(self.server.pending.resolve(session.id, message), message)
         if isinstance(message, jsonrpc.Notification):
             self.notification(session, message, request.environ)
             return empty_response(202)

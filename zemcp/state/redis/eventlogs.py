@@ -75,7 +75,8 @@ class RedisEventLog:
     Made by :class:`RedisStreamLogs`; behaves as :class:`zemcp.state.eventlogs.EventLog`. Every
     method is a round trip to Redis, except that :meth:`reads` and :meth:`abandoned` right after
     this thread's :meth:`append` answer from what it saw; a stream whose keys expired behaves as
-    finished, unread and expired.
+    finished, unread and expired, but where this process writes it, keys gone mean that Redis
+    lost its data: :meth:`append`, :meth:`finish` and :meth:`reads` raise ``StreamLost`` then.
 
     Args:
         replay: this process's :class:`zemcp.state.redis.replay.RedisReplay`.
@@ -116,6 +117,8 @@ class RedisEventLog:
         limits, replay = self.limits, self._replay
         args = (self.id, payload or b"", limits.max_events, limits.max_bytes, replay.ttl, replay.node.ensure())
         got = self.run("write", *args, ms(READER_LEASE), writer, mode)
+        if int(got[1]) < 0:
+            replay.lost(self)  # its keys are gone: raises for a stream this process writes
         now = time.monotonic()
         if int(got[2]) >= 0:
             self._floor = now - int(got[2]) / 1000
@@ -143,7 +146,7 @@ class RedisEventLog:
         Returns:
             the event as SSE bytes; None when the stream is finished (nothing is added).
         Raises:
-            StateUnavailable: Redis cannot be reached.
+            StateUnavailable: Redis cannot be reached, or lost this stream (``StreamLost``).
         """
         return self._write(payload, "append")[0] or None
 
@@ -153,7 +156,7 @@ class RedisEventLog:
         Returns:
             the last event as SSE bytes, or None (also when it had finished already).
         Raises:
-            StateUnavailable: Redis cannot be reached.
+            StateUnavailable: Redis cannot be reached, or lost this stream (``StreamLost``).
         """
         got = self._write(payload, "finish")
         self.final_size = int(got[3] or 0)
@@ -214,8 +217,7 @@ class RedisEventLog:
         self._hint.reader = None
         if hint is not None and time.monotonic() - hint[1] < HINT_FOR:
             return bool(hint[0] == token)
-        with self._replay.redis.guard():
-            return int(self._replay.redis.client.hget(self.keys[0], "reader") or 0) == token
+        return self._replay.reader(self) == token
 
     def detach(self, token: int) -> None:
         """The connection of ``token`` ended; the stream waits ``window`` seconds for another."""

@@ -23,7 +23,10 @@ trip; times are Redis's clock (``TIME``), so processes on several hosts agree. E
 renews the stream's keys to expire ``window`` + :data:`EXPIRY_MARGIN` seconds later (and the
 session's hash to expire no sooner); the end of a stream sets them once more, for its last
 window. The request streams a process writes are also renewed by its node's heartbeat while
-the process lives, so a handler that sends nothing for long keeps its stream.
+the process lives, so a handler that sends nothing for long keeps its stream. Their keys
+gone while Redis answers means that Redis lost its data (flushed, restarted without
+persistence): the writer is then told so (:class:`StreamLost`) and writes to its own
+connection alone.
 
 ``max_replay_bytes`` evicts nothing here: what Redis holds is bounded by each stream's bounds
 and by expiry. :attr:`RedisReplay.held` (``server status``) is what the streams that this
@@ -43,6 +46,7 @@ from typing import Any, Protocol
 from redis.commands.core import Script
 
 from zemcp.config import StreamLimits
+from zemcp.state.interfaces import StateUnavailable
 from zemcp.state.redis.client import Redis, text
 from zemcp.state.redis.node import Node
 
@@ -126,9 +130,9 @@ return n
     # ARGV: stream id, payload ('' none), max events, max bytes, ttl ms, node, lease ms, writer
     # ('' any), 'append' or 'finish'. Adds an event and, to finish, ends the stream; only while
     # it is unfinished and, with a writer, written by that node. Returns {SSE bytes or '',
-    # reader, ms since the stream was last read or -1, bytes held}.
+    # reader (-1: the stream's keys are gone), ms since the stream was last read or -1, bytes held}.
     "write": r"""
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'', 0, -1, 0} end
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'', -1, -1, 0} end
 local reader, live, here, floor = presence(ARGV[6], ARGV[7], now_ms())
 if not unfinished() or (ARGV[8] ~= '' and redis.call('HGET', KEYS[1], 'writer') ~= ARGV[8]) then
   return {'', reader, floor, redis.call('HGET', KEYS[1], 'bytes')}
@@ -271,6 +275,12 @@ class Look:
         )
 
 
+class StreamLost(StateUnavailable):
+    """The keys of a request stream this process writes are gone while Redis answers: Redis
+    lost its data. Its events reach the writer's own connection only (as while Redis cannot be
+    reached), and the stream can no longer be resumed."""
+
+
 class Stream(Protocol):
     """A stream as :class:`RedisReplay` sees it: its keys, in the order the scripts take them."""
 
@@ -304,6 +314,8 @@ class RedisReplay:
         }
         self._lock = threading.Lock()
         self._writing: weakref.WeakSet[Stream] = weakref.WeakSet()
+        # The streams it wrote whose keys Redis lost: they stay lost.
+        self._lost: weakref.WeakSet[Stream] = weakref.WeakSet()
         self._renewed = time.monotonic()
         self._kept: OrderedDict[str, tuple[float, int]] = OrderedDict()
         self._bytes = 0
@@ -318,6 +330,38 @@ class RedisReplay:
         """``stream`` finished: its keys now live out its last window."""
         with self._lock:
             self._writing.discard(stream)
+
+    def lost(self, stream: Stream) -> None:
+        """The keys of ``stream`` were found gone while Redis answered: for a stream this process
+        writes, Redis lost its data; for any other, it ended and expired (nothing to do).
+
+        Raises:
+            StreamLost: this process writes ``stream`` (or did, when its keys were lost).
+        """
+        with self._lock:
+            if stream in self._writing:
+                self._writing.discard(stream)
+                self._lost.add(stream)
+            if stream not in self._lost:
+                return
+        raise StreamLost(
+            f"Service Unavailable: the shared session state (Redis at {self.redis.where}) lost this stream's "
+            f"events (Redis lost its data): they reach the connection that reads it now, and the stream cannot "
+            f"be resumed"
+        )
+
+    def reader(self, stream: Stream) -> int:
+        """The token of the connection that reads ``stream`` now (0: none).
+
+        Raises:
+            StreamLost: this process writes ``stream`` and its keys are gone (:meth:`lost`).
+            StateUnavailable: Redis cannot be reached.
+        """
+        with self.redis.guard():
+            reader = self.redis.client.hget(stream.keys[0], "reader")
+        if reader is None:
+            self.lost(stream)
+        return int(reader or 0)
 
     def _renew(self) -> None:
         # On the heartbeat thread. Renewing every third of the keys' life keeps them alive with

@@ -9,6 +9,10 @@ which counts live sessions against ``max_sessions`` and tells the sweepers of ev
 which are idle past ``session_ttl``. A process that runs a request of a session keeps the
 session's score fresh, so a session with a running request or a read standalone stream is
 never idle. Every key expires on its own a margin after the TTL, also if no sweeper runs.
+At every heartbeat a process also looks for the records of the sessions whose calls it runs:
+one that Redis, answering, no longer has (Redis lost its data: flushed, or restarted without
+persistence) is ended here at once, so that its calls end with an error instead of waiting
+for answers nobody can send any more; a Redis that does not answer (a stall) ends nothing.
 
 Each process keeps a :class:`RedisSession` object for the sessions it serves now: its
 running requests, and the local side of its streams. Ending a session (DELETE, expiry) in
@@ -43,6 +47,8 @@ LOCAL_IDLE = 120.0
 #: this long without asking again: a change made through another process (logging/setLevel)
 #: applies here within it, and the session's last request is recorded at most this late.
 RECHECK = 1.0
+#: Why a session whose calls run here ended when Redis, answering, no longer had its record.
+LOST = "Redis no longer has it: Redis lost its data, or the session was ended meanwhile; initialize a new session"
 
 # KEYS: the sorted set of sessions, the session's hash. ARGV: id, max_sessions, ttl ms,
 # key lifetime ms, then the hash's field/value pairs. Returns 1, or 0 at the cap.
@@ -439,7 +445,29 @@ class RedisSessionStore:
         if call.abort(cancelled):
             self._waiting.end_call(call, cancelled)
 
+    def _end_lost(self) -> None:
+        with self._lock:
+            running = [session.id for session in self._local.values() if session.calls()]
+        if not running:
+            return
+        with self.redis.guard():
+            pipe = self.redis.client.pipeline(transaction=False)
+            for session_id in running:
+                pipe.exists(self.redis.key("session", session_id))
+            found = pipe.execute()
+        lost = [session_id for session_id, exists in zip(running, found) if not exists]
+        if lost:
+            log.warning(
+                "Redis at %s no longer has %d session(s) whose calls run here (it lost its data, or they were "
+                "ended meanwhile): their calls end now",
+                self.redis.where,
+                len(lost),
+            )
+        for session_id in lost:
+            self._end_here(session_id, LOST)
+
     def _maintain(self) -> None:
+        self._end_lost()
         now = time.monotonic()
         if now - self._last_sweep < self._sweep_every:
             return

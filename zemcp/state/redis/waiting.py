@@ -7,21 +7,28 @@ way there: every waiting request is also listed in a hash of its session (reques
 the node id of the waiting process), which caps the waiting requests of one session across
 every process (``max_pending_per_session``); the process cap stays per process, since it
 protects this process's threads. An answer POSTed to another process claims the waiting
-request there, in one script: its listing goes (so a second answer finds nothing to claim and
-gets 404) and the answer goes to the waiting node's inbox (:mod:`zemcp.state.redis.node`),
-which hands it to the waiting thread, even one whose wait runs out at that moment. So the
-POST's 202 means the answer belongs to the waiting call, and no answer is lost, duplicated
-or given to another call. Only what the waiting call needs travels: the answer, once,
-through a list that the waiting node empties and that expires.
+request there, in one script: its listing goes (so a second answer finds nothing to claim)
+and the answer goes to the waiting node's inbox (:mod:`zemcp.state.redis.node`), which hands
+it to the waiting thread, even one whose wait runs out at that moment, and says so in the
+answer's receipt (a list the POST waits on with ``BLPOP``, at most :data:`HANDOVER_TIMEOUT`).
+A waiting node that says nothing in time died (its heartbeat lives on for up to
+:data:`zemcp.state.redis.node.HEARTBEAT_TTL` seconds) or stalls; the POST then gives up on the
+answer, and one key set only once (the receipt's turn) decides between that and a late
+taking, so the answer is either taken and the POST told so, or not used at all. So the
+POST's 202 means the waiting call has the answer, and no answer is lost, duplicated or given
+to another call. Only what the waiting call needs travels: the answer, once, through lists
+that the waiting node and the POST empty and that expire.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 from typing import TYPE_CHECKING, Any
 
 from zemcp.protocol import jsonrpc
 from zemcp.state.correlation import CorrelationTable, Pending
+from zemcp.state.delivery import Delivery
 from zemcp.state.interfaces import CapacityError, StateUnavailable
 from zemcp.state.redis.client import Redis
 from zemcp.state.redis.node import HEARTBEAT_TTL, Node
@@ -31,7 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("zemcp.redis")
 
-#: [seconds] the longest an answer POST waits for the waiting process to take the answer.
+#: [seconds] the longest an answer POSTed to another process waits for the waiting process to
+#: say it took the answer (twice this when that process takes its turn as the wait runs out).
 HANDOVER_TIMEOUT = 2.0
 #: [seconds] how long a listing outlives its timeout, for a process that died before it
 #: could remove it.
@@ -61,6 +69,14 @@ redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('RPUSH', ARGV[3] .. owner, ARGV[5])
 redis.call('PEXPIRE', ARGV[3] .. owner, ARGV[6])
 return {'sent', owner}
+"""
+
+# The POST gives up on an answer whose receipt did not come in time. KEYS: the receipt's turn,
+# the receipt. ARGV: lifetime ms. Returns "dropped" when the POST took the turn (the waiting
+# node will drop the answer), else what the waiting node said (nil: not yet).
+_GIVE_UP = """
+if redis.call('SET', KEYS[1], 'dropped', 'NX', 'PX', ARGV[1]) then return 'dropped' end
+return redis.call('LPOP', KEYS[2])
 """
 
 
@@ -95,7 +111,10 @@ class RedisWaitingCalls(CorrelationTable):
         self._lifetime_ms = round((timeout + MARGIN) * 1000)
         self._list = redis.client.register_script(_LIST)
         self._hand_over = redis.client.register_script(_HAND_OVER)
+        self._give_up = redis.client.register_script(_GIVE_UP)
         self._inbox_ms = round((HANDOVER_TIMEOUT + HEARTBEAT_TTL) * 1000)
+        # A receipt and its turn outlive both sides' waits by far: a late node finds the turn taken.
+        self._receipt_ms = round((2 * HANDOVER_TIMEOUT + MARGIN) * 1000)
         # Ids of waiting requests whose answer was claimed elsewhere (their listing is gone).
         self._handed: set[str] = set()
         node.on_inbox("answer", self._answer_here)
@@ -170,34 +189,66 @@ class RedisWaitingCalls(CorrelationTable):
             self._handed.add(pending.id)  # nothing left to remove in discard
         return not removed
 
-    def resolve(self, session_id: str, answer: jsonrpc.Response) -> bool:
+    def resolve(self, session_id: str, answer: jsonrpc.Response) -> Delivery:
         """Hand the client's answer to the request it answers, in whichever process waits.
 
         Another process's request is claimed in Redis (its listing goes, atomically, so one
         answer only is taken) and the answer put in that process's inbox, which it takes
-        even if its wait runs out meanwhile (:meth:`wait`).
+        even if its wait runs out meanwhile (:meth:`wait`); this waits until that process
+        says whether its call took it, at most :data:`HANDOVER_TIMEOUT` seconds (twice that
+        when it takes its turn just as the wait runs out).
 
         Returns:
-            True once the waiting call took the answer, or it was claimed for a call of a live
-            process; False when no request of that session with that id waits anywhere
-            (already answered, timed out, or its process is gone).
+            ``Delivery.TAKEN`` once the waiting call has the answer (here, or in the process
+            that said so); ``Delivery.NOT_WAITING`` when no request of that session with that
+            id waits anywhere (already answered, timed out, ended, or its process is known to
+            be gone); ``Delivery.UNCONFIRMED`` when another process's request was claimed but
+            that process did not say in time that it took the answer (it died before its
+            heartbeat lapsed, or stalls): the answer is not used, and the claim stands.
         Raises:
             StateUnavailable: Redis cannot be reached.
         """
         if not isinstance(answer.id, str):
-            return False
+            return Delivery.NOT_WAITING
         if super().resolve(session_id, answer):
-            return True
-        message = self.node.message("answer", HANDOVER_TIMEOUT, session=session_id, answer=_encode(answer))
-        outcome = self._hand(session_id, answer.id, message, "")
+            return Delivery.TAKEN
+        receipt = self.redis.key("receipt", secrets.token_urlsafe(12))
+        outcome = self._hand(session_id, answer.id, _encode(answer), receipt, "")
         if outcome and outcome[0] == b"dead":
             # A missing heartbeat may be one Redis lost a moment ago: look again before giving up.
             if not self.node.alive(outcome[1].decode()):
-                return False
-            outcome = self._hand(session_id, answer.id, message, "force")
-        return bool(outcome) and outcome != b"here" and outcome[0] == b"sent"
+                return Delivery.NOT_WAITING
+            outcome = self._hand(session_id, answer.id, _encode(answer), receipt, "force")
+        if not outcome or outcome == b"here" or outcome[0] != b"sent":
+            return Delivery.NOT_WAITING
+        return self._receipt(receipt)
 
-    def _hand(self, session_id: str, request_id: str, message: str, force: str) -> Any:
+    def _receipt(self, receipt: str) -> Delivery:
+        # What the waiting node says of the answer. If it says nothing in time, the turn decides
+        # between giving up here and its late taking, whose word then follows at once.
+        with self.redis.guard():
+            said = self.redis.blocking.blpop([receipt], timeout=HANDOVER_TIMEOUT)
+            if said is not None:
+                word = said[1]
+            else:
+                word = self._give_up(keys=[receipt + ":turn", receipt], args=[self._receipt_ms])
+            if word is None:
+                said = self.redis.blocking.blpop([receipt], timeout=HANDOVER_TIMEOUT)
+                word = said[1] if said is not None else None
+        if word == b"taken":
+            return Delivery.TAKEN
+        if word == b"missed":
+            return Delivery.NOT_WAITING
+        if word is None:
+            log.warning(
+                "an answer went to the process that waits for it, which did not say within %g s whether its call "
+                "took it (Redis trouble?); the POST is told that it was not taken",
+                2 * HANDOVER_TIMEOUT,
+            )
+        return Delivery.UNCONFIRMED
+
+    def _hand(self, session_id: str, request_id: str, answer: dict[str, Any], receipt: str, force: str) -> Any:
+        message = self.node.message("answer", HANDOVER_TIMEOUT, session=session_id, answer=answer, receipt=receipt)
         with self.redis.guard():
             return self._hand_over(
                 keys=[self._listing(session_id)],
@@ -213,15 +264,30 @@ class RedisWaitingCalls(CorrelationTable):
             )
 
     def _answer_here(self, message: dict[str, Any]) -> None:
-        session_id, raw = message.get("session"), message.get("answer")
-        if not isinstance(session_id, str) or not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+        session_id, raw, receipt = message.get("session"), message.get("answer"), message.get("receipt")
+        if not (isinstance(session_id, str) and isinstance(raw, dict) and isinstance(receipt, str)):
+            return
+        if not isinstance(raw.get("id"), str):
             return
         request_id: str = raw["id"]
-        # Its listing went with the claim: the waiting thread skips it in discard. Marked
-        # before the waiter can wake, unmarked when nothing here waits for it any more.
-        self._handed.add(request_id)
-        if not super().resolve(session_id, jsonrpc.Response(request_id, raw.get("result"), raw.get("error"))):
-            self._handed.discard(request_id)
+        try:
+            with self.redis.guard():
+                # The turn: the POST gave up on the answer if it took it first.
+                if not self.redis.client.set(receipt + ":turn", b"taken", nx=True, px=self._receipt_ms):
+                    return
+            # Its listing went with the claim: the waiting thread skips it in discard. Marked
+            # before the waiter can wake, unmarked when nothing here waits for it any more.
+            self._handed.add(request_id)
+            taken = super().resolve(session_id, jsonrpc.Response(request_id, raw.get("result"), raw.get("error")))
+            if not taken:
+                self._handed.discard(request_id)
+            with self.redis.guard():
+                pipe = self.redis.client.pipeline(transaction=True)
+                pipe.rpush(receipt, b"taken" if taken else b"missed")
+                pipe.pexpire(receipt, self._receipt_ms)
+                pipe.execute()
+        except StateUnavailable:
+            pass  # the POST, told nothing, says the answer was not taken (logged by the guard)
 
     def count(self, session_id: str | None = None) -> int:
         """Requests waiting: in the whole process (None), or of one session in every process.
