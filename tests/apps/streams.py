@@ -4,11 +4,14 @@
 ``talk`` logs messages of a given size at a given pace, then returns;
 ``poll_then_ask`` ends its stream's connection on purpose first (SSE polling);
 ``add_tool`` registers a tool at run time (``notifications/tools/list_changed``);
+``announce`` announces ``notifications/tools/list_changed``; it and ``pid`` return the pid of
+the worker that served them;
 ``touch`` announces that a resource changed (``notifications/resources/updated``);
 ``ze_execute`` runs the built-in commands (``server status``).
 """
 
 import itertools
+import os
 import time
 
 import zemcp
@@ -57,6 +60,19 @@ def add_tool() -> str:
 
     server.tool(name=name, description="A tool added at run time.")(added)
     return name
+
+
+@server.tool
+def announce() -> str:
+    """Announce that the tool list changed; returns this worker's pid."""
+    server.notify_list_changed("tools")
+    return str(os.getpid())
+
+
+@server.tool
+def pid() -> str:
+    """This worker's pid."""
+    return str(os.getpid())
 
 
 @server.tool

@@ -37,6 +37,8 @@ from tests.tsclient1 import run_legacy_calls
 SDK_TIMEOUT = 120
 #: What each answered command's output shows, to tell each call got its own answer.
 ANSWERS = {"session show": "protocol version:", "server status": "thread budget:", "help": "session list"}
+#: [seconds] how soon an announcement must reach a stream held by another worker.
+NOTICE_TIMEOUT = 5.0
 
 
 def redis_settings(url: str, **extra) -> dict:
@@ -91,9 +93,9 @@ def test_an_answer_posted_to_another_worker_reaches_the_waiting_call(start_serve
     assert time.monotonic() - started < 1.0, "the handover took longer than a second"
     result = stream.next_message()
     assert result["id"] == call["id"] and "protocol version:" in result["result"]["content"][0]["text"], result
-    # The same answer again: the call no longer waits, which the 404 says.
+    # The same answer again: the call no longer waits, which the 400 says.
     again = answer_on(client, other, ask["id"], "session show")
-    assert again.status_code == 404 and "no request of this session is waiting" in again.json()["error"]["message"]
+    assert again.status_code == 400 and "no request of this session is waiting" in again.json()["error"]["message"]
     assert other_pid != runner_pid
 
 
@@ -134,7 +136,7 @@ def test_a_cancel_posted_to_another_worker_ends_the_call(start_server, redis_ser
     # No response to a cancelled request; the server withdraws its question, and the stream ends.
     rest = stream.rest()
     assert all(message.get("id") != call["id"] for message in rest), rest
-    assert answer_on(client, other, ask["id"], "help").status_code == 404
+    assert answer_on(client, other, ask["id"], "help").status_code == 400
 
 
 def test_a_stream_dropped_on_one_worker_resumes_on_another(start_server, redis_server):
@@ -174,7 +176,7 @@ def test_a_killed_worker_is_reported_to_the_client_that_resumes(start_server, re
     assert message["id"] == call["id"] and message["error"]["code"] == -32603, message
     assert "stopped" in message["error"]["message"], message
     assert time.monotonic() - started < 8, "the client learnt of the dead worker only after 8 s"
-    assert answer_on(client, requests.Session(), ask["id"], "help").status_code == 404
+    assert answer_on(client, requests.Session(), ask["id"], "help").status_code == 400
 
 
 def test_list_changed_in_one_worker_reaches_a_stream_held_by_another(start_server, redis_server):
@@ -212,6 +214,108 @@ def test_list_changed_in_one_worker_reaches_a_stream_held_by_another(start_serve
         "method": "notifications/resources/updated",
         "params": {"uri": "test://watched"},
     }
+
+
+def next_notice(stream: SseStream) -> dict:
+    """The next message of ``stream``, which must come within :data:`NOTICE_TIMEOUT` (the keep-alive
+    comments, every half second, bound each read)."""
+    deadline = time.monotonic() + NOTICE_TIMEOUT
+    while time.monotonic() < deadline:
+        item = stream.next_item()
+        assert item is not None, f"the stream ended before a notification: {stream.events}"
+        if item[0] == "event":
+            return item[1]["data"]
+    raise AssertionError(f"no notification within {NOTICE_TIMEOUT:g} s")
+
+
+def modern_call_on(modern: ModernClient, http: requests.Session, name: str) -> str:
+    """A 2026-07-28 tools/call of ``name`` (no arguments) on the kept-alive connection ``http``: its text."""
+    message = modern.message("tools/call", {"name": name, "arguments": {}})
+    response = http.post(
+        modern.url,
+        json=message,
+        headers=modern.headers(message, {"Connection": "keep-alive"}),
+        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+    )
+    assert response.status_code == 200, (response.status_code, response.text)
+    return modern.reply(response, message["id"])["result"]["content"][0]["text"]
+
+
+def test_list_changed_from_a_worker_that_served_only_2026_07_28_calls_reaches_every_stream(start_server, redis_server):
+    """A worker of a fresh server that served nothing but 2026-07-28 calls announces
+    tools/list_changed: a session's standalone stream and a subscriptions/listen stream, each
+    held by another worker, hear it."""
+    server = start_server("tests.apps.streams:app", **redis_settings(redis_server.url))
+    modern = ModernClient(server.url)
+
+    def ask_pid(http: requests.Session) -> int:
+        return int(modern_call_on(modern, http, "pid"))
+
+    # Every request of the session travels on the holder's kept-alive connection, to its worker:
+    # the other workers serve nothing but 2026-07-28 calls (the `pid` probes).
+    holder, holder_pid = connection_to_a_worker(ask_pid, set())
+    listener = server.client()
+    listener.http = holder
+    assert listener.initialize().status_code == 200
+    assert listener.status()["pid"] == holder_pid
+    response = holder.get(
+        listener.url,
+        headers=listener.headers({"Accept": "text/event-stream", "Content-Type": None}),
+        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        stream=True,
+    )
+    assert response.status_code == 200, response.text
+    standalone = SseStream(response, holder)
+    standalone.read_priming()
+    listening, listen_pid = connection_to_a_worker(ask_pid, {holder_pid})
+    message = modern.message("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+    response = listening.post(
+        modern.url,
+        json=message,
+        headers=modern.headers(message, {"Connection": "keep-alive"}),
+        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        stream=True,
+    )
+    assert response.headers.get("Content-Type", "").startswith("text/event-stream"), response.text
+    listen = SseStream(response, listening)
+    assert listen.next_message()["method"] == "notifications/subscriptions/acknowledged"
+    announcer, announcer_pid = connection_to_a_worker(ask_pid, {holder_pid, listen_pid})
+    assert int(modern_call_on(modern, announcer, "announce")) == announcer_pid
+    assert next_notice(standalone) == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}}
+    assert next_notice(listen) == {
+        "jsonrpc": "2.0",
+        "method": "notifications/tools/list_changed",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": message["id"]}},
+    }
+    listen.close()
+    standalone.close()
+
+
+def test_the_master_names_the_redis_once_without_its_credentials(start_server, start_redis):
+    """One start-up line of gunicorn's master names the Redis in use; its user name and password appear nowhere."""
+    redis = start_redis()
+    import redis as redis_py  # installed: start_redis skips the test otherwise
+
+    user, password = "zemcp-owner", "pw-7f3a9c1e5b"
+    admin = redis_py.Redis.from_url(redis.url)
+    try:
+        admin.acl_setuser(
+            user, enabled=True, passwords=[f"+{password}"], keys=["*"], channels=["*"], commands=["+@all"]
+        )
+    finally:
+        admin.close()
+    server = start_server(**redis_settings(f"redis://{user}:{password}@127.0.0.1:{redis.port}/0", workers=2))
+    # The credentials work: a session lives in that Redis, whichever worker serves it.
+    client = server.session()
+    assert client.command_text("session show")
+    log = server.log()
+    named = [line for line in log.splitlines() if "shared state in Redis" in line]
+    assert len(named) == 1, named
+    assert named[0].endswith(
+        f"zemcp: shared state in Redis at redis://127.0.0.1:{redis.port}/0 (ZEMCP_REDIS_URL; any user name and "
+        "password not shown), keys under 'zemcp:'"
+    ), named
+    assert password not in log and user not in log
 
 
 def test_redis_stopped_and_started_during_a_run(start_server, start_redis):

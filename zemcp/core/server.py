@@ -255,10 +255,9 @@ class Server(Registrar):
             InsufficientScope: the tool, prompt or resource needs scopes ``principal`` lacks.
             KeyError: ``request.method`` is not one of :meth:`methods`.
         """
+        self.state.serving()  # either era: from now on, what this process announces reaches every process
         outcome = self._methods[request.method](client, request, principal)
-        if isinstance(outcome, Work) and principal is not None:
-            outcome = outcome._replace(auth=principal)
-        return outcome
+        return outcome._replace(auth=principal) if isinstance(outcome, Work) and principal is not None else outcome
 
     def cache_hint(self, request: jsonrpc.Request) -> CacheHint:
         """The caching hint of a cacheable request's result (MCP 2026-07-28 server/utilities/caching).

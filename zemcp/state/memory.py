@@ -44,4 +44,9 @@ def build(settings: Settings, on_session_end: Callable[[Session, str], None]) ->
         fanout=SubscriptionHub(settings.listen_budget),
         limiter=LocalRateLimiter(),
         tasks=LocalTasks(settings.max_tasks, settings.client_share),
+        serving=_alone,
     )
+
+
+def _alone() -> None:
+    """Nothing to join: the streams of this process are all the streams there are."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from zemcp.state.interfaces import ByteBudget, FanOut, SessionStore, WaitingCalls
@@ -22,6 +23,12 @@ class State:
         fanout: who hears change notifications.
         limiter: the token buckets of the rate limits, per client.
         tasks: the task records (MCP tasks), kept in this process in every backend so far.
+        serving: ``serving()`` is called as this process serves a tool, prompt or resource
+            request, of either era (:meth:`zemcp.core.server.Server.prepare`); at the first, a
+            backend that several processes share makes this one of them (Redis: its node
+            starts), so that what is announced here from then on (``fanout``) reaches the
+            streams of every process. Before it, as the app is imported, nothing is asked of
+            a shared store, and registrations announce to this process alone.
     """
 
     sessions: SessionStore[Session]
@@ -30,3 +37,4 @@ class State:
     fanout: FanOut
     limiter: RateLimiter
     tasks: TaskStore
+    serving: Callable[[], object]

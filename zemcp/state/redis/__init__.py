@@ -75,4 +75,6 @@ def build(settings: Settings, on_session_end: Callable[[Session, str], None]) ->
         fanout=fanout,
         limiter=RedisRateLimiter(redis),
         tasks=RedisTasks(redis, node, settings.max_tasks, settings.client_share),
+        # A 2026-07-28 request may need nothing else of Redis: its process joins here.
+        serving=node.ensure,
     )

@@ -10,6 +10,10 @@ Two kinds of stream hear ``notify_list_changed`` and ``notify_resource_updated``
   a hash (session id -> stream id), and the announcing process appends the notification to
   each log once, so a client that resumes the stream elsewhere gets it too.
 
+A process announces to the others once its node started: at its first session request, or
+tool, prompt or resource request of either era (:attr:`zemcp.state.seams.State.serving`); the
+registrations made as the app is imported, before that, stay in the process.
+
 An announcement that cannot reach Redis is logged and dropped (this process's own listen
 streams are still told): registering a tool must never fail because Redis is down.
 """
@@ -93,10 +97,15 @@ class RedisFanOut(SubscriptionHub):
         """Listen on ``sink`` in this process (as the in-process hub does); the node's bus
         then brings the announcements of the other processes.
 
+        The acknowledgement waits (``redis_timeout`` at most, in a process that just started
+        its node) until Redis confirmed this process's bus subscription, so that the stream
+        hears every announcement made anywhere after it; with Redis out of reach the stream
+        opens anyway and hears this process's announcements until the bus is back.
+
         Raises:
             ListenLimitReached: this process holds ``max_streams`` listen streams.
         """
-        self.node.ensure()
+        self.node.hears_bus(self.redis.timeout)
         return super().open(subscription_id, acknowledged, kinds, uris, sink)
 
     def open_session(self, session_id: str, log: EventLog, subscribed: Callable[[str], bool]) -> None:
@@ -145,8 +154,8 @@ class RedisFanOut(SubscriptionHub):
 
     def _coalesced(self, key: str, announce: Callable[[], int]) -> int:
         if not self.node.started:
-            # Registrations as the app is imported: no other process's list changed, and no
-            # stream of this process exists yet.
+            # Before this process served anything (registrations as the app is imported): no
+            # other process's list changed, and no stream of this process exists yet.
             return 0
         # Announcements of one kind within COALESCE seconds become the first and one more at
         # the end, so a burst (a worker registering its tools as it starts, say) costs every

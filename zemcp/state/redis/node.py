@@ -70,6 +70,7 @@ class Node:
         self._inbox: dict[str, Handler] = {}
         self._periodic: list[Callable[[], None]] = []
         self._closed = False
+        self._hearing = threading.Event()
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -93,6 +94,8 @@ class Node:
         with self._lock:
             if self._pid != pid:
                 self.id = f"{self.instance}.{pid}.{secrets.token_hex(4)}"
+                # A forked child hears the bus only once its own subscription is confirmed.
+                self._hearing = threading.Event()
                 for target, name in (
                     (self._heartbeat_forever, "heartbeat"),
                     (self._inbox_forever, "inbox"),
@@ -101,6 +104,13 @@ class Node:
                     threading.Thread(target=target, args=(self.id,), name=f"zemcp-redis-{name}", daemon=True).start()
                 self._pid = pid
         return self.id
+
+    def hears_bus(self, timeout: float) -> bool:
+        """Start the node and wait up to ``timeout`` [seconds] until Redis confirmed its bus
+        subscription: from then on, every bus message published reaches it. False when that
+        did not happen in time (Redis is out of reach) or the node is closed."""
+        self.ensure()
+        return not self._closed and self._hearing.wait(timeout)
 
     @property
     def started(self) -> bool:
@@ -216,15 +226,20 @@ class Node:
         channel = self.redis.key("bus")
         pause = 0.1
         while self._current(node_id):
-            pubsub = self.redis.blocking.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call, unused-ignore]  # untyped before redis 8.2
+            pubsub = self.redis.blocking.pubsub()  # type: ignore[no-untyped-call, unused-ignore]  # untyped before redis 8.2
             try:
                 pubsub.subscribe(channel)
                 pause = 0.1
                 while self._current(node_id):
                     received = pubsub.get_message(timeout=1.0)
-                    if received is not None and received.get("type") == "message":
+                    if received is None:
+                        continue
+                    if received.get("type") == "subscribe":
+                        self._hearing.set()
+                    elif received.get("type") == "message":
                         self._dispatch(node_id, received["data"])
             except Exception as exc:
+                self._hearing.clear()
                 pause = self._retry(pause, exc)
             finally:
                 try:
