@@ -1,13 +1,19 @@
-"""Worker tags in session ids, sibling workers, and what a session of another worker is answered (zemcp.state.workers)."""
+"""Worker tags in session ids, sibling workers, and what a session of another worker is answered
+(zemcp.state.workers); which worker serves a connection, by the loads the workers share
+(zemcp.http.workerloads)."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from zemcp.http import workerloads
+from zemcp.http.workerloads import ABSENT, STALE_MS, WorkerLoads, accept_now, busy_of, hand_to, pack
 from zemcp.state import workers
 from zemcp.state.interfaces import SessionNotFound
 from zemcp.state.registry import SIBLING_SESSION, SIBLING_WARNING_INTERVAL, STOPPED_SESSION, SessionRegistry
@@ -162,3 +168,144 @@ def test_another_instance_keeps_its_routing_warning(monkeypatch, caplog):
     assert not_found(registry(), f"b.{workers.tag(4242)}.{RANDOM}") == UNKNOWN_SESSION
     (warning,) = warnings(caplog)
     assert "instance 'b' reached instance 'a'" in warning
+
+
+# -- the workers' loads (zemcp.http.workerloads) ---------------------------------------------
+
+
+def test_busy_connections_weigh_before_idle_ones():
+    """A load orders workers by busy connections, then idle ones; busy_of reads the busy ones back."""
+    assert pack(0, 1000) < pack(1, 0) < pack(1, 1) < pack(2, 0) < ABSENT
+    assert busy_of(pack(7, 3)) == 7 and busy_of(ABSENT) > 10**9
+    assert pack(0, 10**9) < pack(1, 0), "idle connections beyond the field's range still weigh less"
+
+
+@pytest.mark.parametrize(
+    "mine, lowest, now",
+    [
+        (pack(0, 0), ABSENT, True),  # no live sibling
+        (pack(2, 1), pack(2, 1), True),  # equal loads: each tries, the first takes it
+        (pack(1, 5), pack(2, 0), True),
+        (pack(2, 0), pack(1, 5), False),  # a sibling has fewer busy connections
+        (pack(1, 2), pack(1, 1), False),  # as many busy, fewer idle
+    ],
+)
+def test_a_worker_accepts_at_once_only_when_no_sibling_is_less_loaded(mine, lowest, now):
+    """A worker takes a waiting connection at once unless a live sibling has a lower load."""
+    assert accept_now(mine, lowest) is now
+
+
+@pytest.mark.parametrize(
+    "busy, lowest, hands",
+    [
+        (3, pack(0, 0), False),  # room here (budget 4)
+        (4, pack(3, 9), True),  # full here, room there
+        (6, pack(3, 0), True),
+        (4, pack(4, 0), False),  # the whole deployment is full: served here, refused or not
+        (4, ABSENT, False),  # no live sibling
+    ],
+)
+def test_a_request_goes_to_a_sibling_only_from_a_full_worker_to_one_with_room(busy, lowest, hands):
+    """With a budget of 4, a request is handed over when 4 other busy connections fill this worker
+    and the least loaded sibling has fewer than 4."""
+    assert hand_to(busy, lowest, 4) is hands
+
+
+def test_slots_are_given_before_each_fork_and_freed_when_a_worker_exits():
+    """Each fork's worker gets a free slot, absent until it publishes; without a free slot it gets
+    none; a freed slot goes to the next fork."""
+    table = WorkerLoads(2)
+    table.assign(1)
+    first = table.slot
+    table.assign(2)
+    second = table.slot
+    assert {first, second} == {0, 1}
+    table.assign(3)
+    assert table.slot is None and table.inbox is None
+    table.release(1)
+    table.release(99)  # a worker the table never knew: nothing happens
+    table.assign(4)
+    assert table.slot == first
+    assert table.lowest(time.monotonic()) == (ABSENT, None)
+
+
+def test_the_lowest_load_is_that_of_a_live_sibling():
+    """A worker sees the lowest load among the other slots whose heartbeat is fresh; its own,
+    absent ones and stale ones do not count."""
+    table = WorkerLoads(4)
+    now = time.monotonic()
+    for key, load, age in [(1, pack(1, 0), 0.0), (2, pack(0, 2), 0.0), (3, pack(0, 0), STALE_MS / 1000 + 1)]:
+        table.assign(key)
+        table.publish(load, now - age)
+    table.assign(4)
+    table.publish(ABSENT, now)
+    table.slot = 1  # look from the worker of load pack(0, 2)
+    assert table.lowest(now) == (pack(1, 0), 0)
+    table.slot = 0
+    assert table.lowest(now) == (pack(0, 2), 1)
+
+
+def test_a_forked_worker_publishes_its_load_and_serves_a_connection_handed_to_it():
+    """In a process forked after the table was made: its load reaches the parent through the shared
+    memory, and a connection the parent hands to its inbox, with the bytes read so far, reaches it
+    whole (it answers through it)."""
+    table = WorkerLoads(2)
+    table.assign(1)
+    pid = os.fork()
+    if pid == 0:  # the worker
+        status = 1
+        try:
+            table.publish(pack(3, 1), time.monotonic())
+            inbox = table.inbox
+            assert inbox is not None
+            inbox.setblocking(True)
+            inbox.settimeout(10)
+            data, fds, _, _ = socket.recv_fds(inbox, workerloads.HANDOFF_BYTES, 1)
+            with socket.socket(fileno=fds[0]) as handed:
+                handed.sendall(b"served: " + data)
+            status = 0
+        finally:
+            os._exit(status)
+    table.slot = None  # the parent looks as a sibling would
+    client, server = socket.socketpair()
+    with client, server:
+        deadline = time.monotonic() + 10
+        while table.lowest(time.monotonic())[0] == ABSENT and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert table.lowest(time.monotonic()) == (pack(3, 1), 0)
+        assert table.hand(0, server, b"POST /mcp HTTP/1.1\r\n\r\n")
+        server.close()  # the worker holds the connection now
+        client.settimeout(10)
+        assert client.recv(100) == b"served: POST /mcp HTTP/1.1\r\n\r\n"
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_connections_left_in_the_inbox_of_an_exited_worker_are_closed():
+    """The master frees the slot of a worker that exited: what was handed to it too late is closed,
+    so that its client sees the end of the connection; data beyond the limit is never handed."""
+    table = WorkerLoads(1)
+    table.assign(1)
+    client, server = socket.socketpair()
+    with client, server:
+        assert not table.hand(0, server, b"x" * (workerloads.HANDOFF_BYTES + 1))
+        assert table.hand(0, server, b"GET / HTTP/1.1\r\n\r\n")
+        server.close()
+        table.release(1)
+        client.settimeout(10)
+        assert client.recv(100) == b""
+
+
+def test_only_a_worker_with_a_slot_reads_the_table(monkeypatch):
+    """assign makes the table at the first fork; mine gives it to a worker that got a slot, and
+    release frees that slot."""
+    monkeypatch.setattr(workerloads, "_table", None)
+    assert workerloads.mine() is None
+    workerloads.release(1)  # nothing to free yet
+    workerloads.assign(2, 1)
+    table = workerloads.mine()
+    assert table is not None and table.slots == 2 + workerloads.SPARE_SLOTS and table.slot is not None
+    workerloads.release(1)
+    for key in range(2, 2 + table.slots + 1):
+        workerloads.assign(2, key)
+    assert workerloads.mine() is None  # every slot held: this worker accepts as gunicorn does

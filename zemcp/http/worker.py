@@ -4,7 +4,7 @@ gunicorn's gthread worker hands every new connection to a thread at once, and th
 waits up to 5 s for the first bytes, then blocks without a limit while it reads the request
 head. A few dozen connections that send nothing, or that send ``POST /mcp HTTP/1.1`` and a
 header and then stop, thereby hold every thread: pings and elicitation answers queue
-behind them. This worker changes exactly two things, through gunicorn's own classes:
+behind them. This worker changes these things, through gunicorn's own classes:
 
 - a connection's request head (of its first request, of every later one on a kept-alive
   connection, and of one pipelined behind another) is gathered on the worker's poller,
@@ -17,7 +17,14 @@ behind them. This worker changes exactly two things, through gunicorn's own clas
   lingers on the poller while its unread bytes drain (RFC 9112 section 9.6), for
   :data:`LINGER_TIMEOUT` seconds at most. gunicorn lingers on its main thread instead, which
   stops every other connection of the worker for up to 2 s per closing connection whose
-  client keeps its side open.
+  client keeps its side open;
+- with several workers (under zemcp's gunicorn configuration, whose hooks share a table of
+  the workers' loads, :mod:`zemcp.http.workerloads`), connections go to the workers with
+  room: a worker takes a waiting connection at once only when no sibling is less loaded,
+  otherwise it leaves it to that sibling for :data:`DEFER_STEP` seconds at a time, and
+  takes it anyway after :data:`MAX_DEFER`; and with shared state (``ZEMCP_REDIS_URL``) a
+  worker whose busy connections fill its ``pending_budget`` hands a request whose head is
+  whole, on a new or a kept-alive connection, to a sibling with room, connection and all.
 
 Use it as gunicorn's ``worker_class = "zemcp.worker.ThreadWorker"`` (the repository's
 gunicorn.conf.py does); ``ZEMCP_HEAD_TIMEOUT`` sets the limit.
@@ -37,8 +44,11 @@ from typing import TYPE_CHECKING, cast
 from gunicorn.workers import gthread
 
 from zemcp.config import Settings
+from zemcp.http import workerloads
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from _typeshed import WriteableBuffer
     from gunicorn.http.parser import RequestParser
     from gunicorn.http.unreader import Unreader
@@ -97,6 +107,13 @@ LINGER_TIMEOUT = 2.0
 #: [bytes] the most drained from a closing connection before it is closed anyway.
 LINGER_DRAIN = 64 * 1024
 
+#: [seconds] how long a worker leaves waiting connections to a less loaded sibling before it
+#: looks again.
+DEFER_STEP = 0.005
+#: [seconds] the longest a worker leaves waiting connections to its siblings: then it takes
+#: one itself, so that a sibling slow to look keeps no client waiting.
+MAX_DEFER = 0.25
+
 
 class _Conn(gthread.TConn):
     """gunicorn's connection, with the bytes of its next request's head gathered so far, and
@@ -106,6 +123,8 @@ class _Conn(gthread.TConn):
     worker: ThreadWorker | None = None
     drained = 0
     linger_until = 0.0
+    # A GET runs on a thread: a stream, which the worker's load does not count as busy.
+    stream = False
 
     def close(self, graceful: bool = False) -> None:
         worker = self.worker
@@ -131,12 +150,145 @@ class ThreadWorker(gthread.ThreadWorker):
     """gunicorn's gthread worker with zemcp's limits on silent connections and stalled heads."""
 
     def init_process(self) -> None:
-        self.head_timeout = Settings.from_env().head_timeout
+        settings = Settings.from_env()
+        self.head_timeout = settings.head_timeout
         self._lingering: deque[_Conn] = deque()
+        # The table of the workers' loads: None without zemcp's gunicorn hooks, or for a worker
+        # beyond the table, which then accepts as gunicorn does.
+        self._loads = workerloads.mine()
+        # A session's requests may be served by another worker only when sessions are shared;
+        # a TLS connection cannot change process (its session keys live in this one).
+        self._hands_off = self._loads is not None and settings.state_backend != "memory" and not self.cfg.is_ssl
+        # The busy connections this worker has room for: as many calls as may wait for answers.
+        self._budget = settings.pending_budget
+        # GET requests running on threads (streams), which the load does not count as busy.
+        self._streams = 0
+        # While accepting is deferred: when the deferral ends, when the last one ended, and when
+        # this worker began to leave waiting connections to its siblings (0 when it does not).
+        self._defer_until = 0.0
+        self._last_deferral = 0.0
+        self._deferred_since = 0.0
         super().init_process()
 
+    def run(self) -> None:
+        """gunicorn's loop, with this worker's inbox of connections handed over by its siblings."""
+        if self._hands_off:
+            assert self._loads is not None
+            inbox = self._loads.inbox
+            assert inbox is not None  # a worker with a slot has an inbox
+            self.poller.register(inbox, selectors.EVENT_READ, self._on_handed)
+        super().run()
+
+    # -- sharing the connections with the sibling workers ---------------------------------
+
+    def _busy(self) -> int:
+        # Every connection counts but the idle kept-alive ones and the streams (lingering ones
+        # are no longer counted in nr_conns).
+        return self.nr_conns - len(self.keepalived_conns) - self._streams
+
+    def _publish(self, now: float) -> None:
+        assert self._loads is not None
+        if self.alive and self.nr_conns < self.worker_connections:
+            load = workerloads.pack(self._busy(), len(self.keepalived_conns))
+        else:
+            load = workerloads.ABSENT
+        self._loads.publish(load, now)
+
+    def _accept_now(self) -> bool:
+        """Whether to take a waiting connection now, or leave it to a less loaded sibling a moment."""
+        assert self._loads is not None
+        now = time.monotonic()
+        lowest, _ = self._loads.lowest(now)
+        if workerloads.accept_now(workerloads.pack(self._busy(), len(self.keepalived_conns)), lowest):
+            self._deferred_since = 0.0
+            return True
+        if not self._deferred_since or now - self._last_deferral > MAX_DEFER:
+            # The listener was quiet for a while since the last deferral: a new wait begins.
+            self._deferred_since = now
+        elif now - self._deferred_since >= MAX_DEFER:
+            self._deferred_since = 0.0
+            return True
+        self._defer_until = self._last_deferral = now + DEFER_STEP
+        super().set_accept_enabled(False)
+        return False
+
+    def set_accept_enabled(self, enabled: bool | None) -> None:
+        """gunicorn's switch of accepting, which its loop turns on at every turn: kept off while
+        this worker leaves waiting connections to a sibling."""
+        if enabled and self._defer_until:
+            if time.monotonic() < self._defer_until:
+                return
+            self._defer_until = 0.0
+        super().set_accept_enabled(enabled)
+
+    def wait_for_and_dispatch_events(self, timeout: float | None) -> None:
+        """Publish this worker's load (its heartbeat too), then gunicorn's wait for events (no
+        longer than a deferral of accepting lasts)."""
+        if self._loads is not None:
+            now = time.monotonic()
+            self._publish(now)
+            if self._defer_until:
+                timeout = max(0.0, min(timeout if timeout is not None else DEFER_STEP, self._defer_until - now))
+        super().wait_for_and_dispatch_events(timeout)
+
+    def _hand_off(self, conn: _Conn) -> bool:
+        """Hand ``conn``, whose request head is whole, to the least loaded sibling when this worker
+        has its budget of other busy connections and that sibling has room; True when it went."""
+        assert self._loads is not None
+        busy = self._busy() - 1
+        if busy < self._budget:
+            return False  # room here: the common case, decided without reading the table
+        now = time.monotonic()
+        lowest, slot = self._loads.lowest(now)
+        if slot is None or not workerloads.hand_to(busy, lowest, self._budget):
+            return False
+        if not self._loads.hand(slot, conn.sock, conn.head):
+            return False
+        # The sibling holds the connection now; this process's descriptor of it goes.
+        self.nr_conns -= 1
+        conn.sock.close()
+        self._publish(now)
+        return True
+
+    def _on_handed(self, inbox: socket.socket) -> None:
+        """A sibling handed this worker a connection with the whole head of its request: serve it."""
+        try:
+            data, fds, _, _ = socket.recv_fds(
+                inbox, workerloads.HANDOFF_BYTES, 1, getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+            )
+        except OSError:
+            return
+        if not fds:
+            return
+        received = socket.socket(fileno=fds[0])
+        sock = _HeadLimitedSocket(received.family, received.type, received.proto, fileno=received.detach())
+        sock.head_timeout = self.head_timeout
+        try:
+            peer, local = sock.getpeername(), sock.getsockname()
+        except OSError:
+            sock.close()
+            return
+        conn = _Conn(self.cfg, sock, peer, local)
+        conn.worker = self
+        conn.head = data
+        self.nr_conns += 1
+        self._serve_head(conn)
+
+    def finish_request(self, conn: gthread.TConn, fs: Future[bool]) -> None:
+        """gunicorn's end of a request on a thread (a stream's: it no longer counts)."""
+        conn = cast(_Conn, conn)
+        if conn.stream:
+            conn.stream = False
+            self._streams -= 1
+        super().finish_request(conn, fs)
+
+    # -- accepting and gathering heads ----------------------------------------------------
+
     def accept(self, listener: socket.socket) -> None:
-        """Accept a connection; its request head is gathered on the poller, not on a thread."""
+        """Accept a connection (with siblings, only when this worker is the least loaded, see
+        :meth:`_accept_now`); its request head is gathered on the poller, not on a thread."""
+        if self._loads is not None and not self._accept_now():
+            return
         try:
             client, address = listener.accept()
         except OSError as exc:
@@ -144,6 +296,9 @@ class ThreadWorker(gthread.ThreadWorker):
                 raise
             return
         self.nr_conns += 1
+        if self._loads is not None:
+            # At once: the siblings' next choice must count this connection.
+            self._publish(time.monotonic())
         sock = _HeadLimitedSocket(client.family, client.type, client.proto, fileno=client.detach())
         sock.head_timeout = self.head_timeout
         conn = _Conn(self.cfg, sock, address, listener.getsockname())
@@ -193,7 +348,8 @@ class ThreadWorker(gthread.ThreadWorker):
         self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._on_head_bytes, conn))
 
     def _on_head_bytes(self, conn: _Conn, client: socket.socket) -> None:
-        """Read what arrived without blocking; hand the connection to a thread once its head is whole."""
+        """Read what arrived without blocking; once the head is whole, hand the connection to a
+        thread, or to a sibling with room when this worker has none (:meth:`_hand_off`)."""
         try:
             chunk = conn.sock.recv(HEAD_BUFFER_LIMIT)
         except BlockingIOError:
@@ -214,6 +370,15 @@ class ThreadWorker(gthread.ThreadWorker):
             self.nr_conns -= 1
             conn.close()
             return
+        if conn.head.lstrip(b"\r\n").startswith(b"GET "):
+            conn.stream = True
+            self._streams += 1
+        elif self._hands_off and self._hand_off(conn):
+            return
+        self._serve_head(conn)
+
+    def _serve_head(self, conn: _Conn) -> None:
+        """Hand ``conn``, whose whole request head was read on the poller, to a thread."""
         conn.init()
         conn.sock.setblocking(False)
         # The parser reads the gathered head first, then the rest from the socket.
