@@ -469,6 +469,39 @@ def test_a_missing_answer_is_asked_again(client):
     assert again["resultType"] == "input_required" and "user_name" in again["inputRequests"]
 
 
+def test_an_answer_under_a_key_nobody_asked_is_named_when_the_question_comes_back(client, caplog):
+    """The question comes back and a warning names the ignored keys and the one asked, with or
+    without requestState; extra keys beside the right answer are ignored without a word."""
+    caplog.set_level("WARNING", logger="zemcp.mrtr")
+    wrong = {"name": {"action": "accept", "content": {"name": "x"}}}
+    first = result_of(client.call("greet", extra={"inputResponses": wrong}))
+    assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["user_name"]
+    again = result_of(retry(client, "greet", first, {**wrong, "other": {}}))
+    assert again["resultType"] == "input_required" and list(again["inputRequests"]) == ["user_name"]
+    said = [r.getMessage() for r in caplog.records if "inputResponses" in r.getMessage()]
+    assert said == [
+        "tools/call 'greet': the inputResponses under 'name' answered no question of this round and were ignored; "
+        "the round asks again under 'user_name' (an answer goes under the key of its inputRequests entry)",
+        "tools/call 'greet': the inputResponses under 'name', 'other' answered no question of this round and were "
+        "ignored; the round asks again under 'user_name' (an answer goes under the key of its inputRequests entry)",
+    ]
+    caplog.clear()
+    done = result_of(
+        retry(client, "greet", again, {**wrong, "user_name": {"action": "accept", "content": {"name": "A"}}})
+    )
+    assert done["content"][0]["text"] == "Hello, A!"
+    assert not [r for r in caplog.records if "inputResponses" in r.getMessage()]
+
+
+def test_a_flood_of_ignored_keys_is_counted_not_listed(client, caplog):
+    """A log line names five ignored keys at most, and counts the rest."""
+    caplog.set_level("WARNING", logger="zemcp.mrtr")
+    flood = {f"k{n}": {} for n in range(40)}
+    assert result_of(client.call("greet", extra={"inputResponses": flood}))["resultType"] == "input_required"
+    [said] = [r.getMessage() for r in caplog.records if "inputResponses" in r.getMessage()]
+    assert "under 'k0', 'k1', 'k2', 'k3', 'k4' and 35 more answered no question" in said, said
+
+
 @pytest.mark.parametrize("responses", [{"user_name": 12345}, [1, 2]])
 def test_malformed_input_responses_are_invalid_params(client, responses):
     """inputResponses that are not an object of result objects are -32602."""

@@ -1,11 +1,13 @@
 """ZEMCP_LOG_FORMAT=json under gunicorn: every line of the server's log is one JSON object,
 gunicorn's own lines and its access log too, a crafted client name forges nothing, and a
-session is named by its fingerprint, never by its id. The text format stays gunicorn's."""
+session is named by its fingerprint, never by its id. The text format stays gunicorn's. The
+request records (ZEMCP_LOG_REQUESTS) tell a 2026-07-28 round that asks from one that answers."""
 
 import json
 import re
 import time
 
+from tests.conftest import ModernClient
 from zemcp import logsafe
 from zemcp.state.session import fingerprint
 
@@ -82,3 +84,33 @@ def test_the_text_format_keeps_gunicorns_lines(server):
     assert re.fullmatch(head + r"Starting gunicorn \S+", lines[0]), lines[0]
     assert any(re.fullmatch(head + f"session {fp} initialized: client 'text-format' .*", line) for line in lines)
     assert not any(line.startswith("{") for line in lines)
+
+
+def test_a_round_that_asks_is_logged_input_required_and_an_unasked_key_is_named(start_server):
+    """ZEMCP_LOG_REQUESTS=on: the rounds of a 2026-07-28 call are logged input_required until the
+    last, ok; a retry whose answer sits under a key nobody asked gets the question again and a
+    warning naming that key and the one asked."""
+    server = start_server(log_format="json", log_requests="on")
+    client = ModernClient(server.url, name="rounds-in-the-log")
+    first = client.ask_command()
+    wrong = {"cmd": {"action": "accept", "content": {"command": "help"}}}
+    again = client.call_result({}, input_responses=wrong, request_state=first["requestState"])
+    assert again["resultType"] == "input_required" and list(again["inputRequests"]) == ["command"], again
+    final = client.answer_command(again, "help")
+    assert final["resultType"] == "complete" and final["isError"] is False, final
+
+    def calls(records):
+        return [r for r in records if r["event"] == "request" and r.get("method") == "tools/call"]
+
+    records = records_until(server, lambda records: len(calls(records)) == 3)
+    assert [(r["tool"], r["outcome"]) for r in calls(records)] == [
+        ("ze_execute", "input_required"),
+        ("ze_execute", "input_required"),
+        ("ze_execute", "ok"),
+    ]
+    [ignored] = [r for r in records if r["logger"] == "zemcp.mrtr" and "inputResponses" in r["message"]]
+    assert ignored["level"] == "warning", ignored
+    assert ignored["message"] == (
+        "tools/call 'ze_execute': the inputResponses under 'cmd' answered no question of this round and were "
+        "ignored; the round asks again under 'command' (an answer goes under the key of its inputRequests entry)"
+    )

@@ -82,10 +82,15 @@ def test_missing_origin_is_allowed(client):
 
 @pytest.mark.parametrize("host", ["evil.example.com", "evil.example.com:{port}", "10.1.2.3:{port}"])
 def test_non_loopback_host_is_403(client, server, host):
-    """On a loopback bind, a request whose Host is not a loopback name gets 403."""
+    """On a loopback bind, a request whose Host is not a loopback name gets 403 saying how to serve it behind a proxy."""
     port = server.port
     response = client.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Host": host.format(port=port)})
     assert response.status_code == 403, response.text
+    message = response.json()["error"]["message"]
+    assert message.startswith(f"Forbidden: Host {host.format(port=port)!r} is not a loopback name"), message
+    # The two ways out: a proxy that sends a loopback Host, or a bind only the proxy reaches.
+    assert "proxy_set_header Host localhost;" in message and "http-request set-header Host localhost" in message
+    assert "ZEMCP_BIND" in message, message
     init = server.client().initialize(headers={"Host": host.format(port=port)})
     assert init.status_code == 403, init.text
 

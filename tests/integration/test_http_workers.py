@@ -49,13 +49,15 @@ def parent_pid(pid: int) -> int:
         return int(f.read().rsplit(")", 1)[1].split()[1])
 
 
-def assert_invalid_state(response, reply) -> None:
-    """HTTP 400 with JSON-RPC -32602 and data.reason "invalid_request_state", and no result."""
+def assert_invalid_state(response, reply, told: str = "") -> None:
+    """HTTP 400 with JSON-RPC -32602 and data.reason "invalid_request_state", and no result;
+    the message starts by telling ``told`` (which check failed), when given."""
     assert response.status_code == 400, (response.status_code, response.text)
     assert "result" not in reply, reply
     error = reply["error"]
     assert error["code"] == -32602, error
     assert error.get("data", {}).get("reason") == "invalid_request_state", error
+    assert error["message"].startswith(f"Invalid params: {told}"), error
 
 
 def answer(command: str) -> dict:
@@ -113,7 +115,7 @@ def test_rounds_of_concurrent_modern_calls_complete_on_different_workers(start_t
 
 
 def test_tampered_request_state_is_refused(start_traced_server):
-    """A requestState with one character changed (key id, ciphertext or tag) answers 400, -32602, invalid_request_state."""
+    """A requestState with one character changed (key id, ciphertext or tag) answers 400, -32602, invalid_request_state, told as tampered."""
     server = start_traced_server(workers=WORKERS)
     client = ModernClient(server.url, name="tamper-check")
     first = client.ask_command()
@@ -121,13 +123,20 @@ def test_tampered_request_state_is_refused(start_traced_server):
     prefix = "v1."
     assert state.startswith(prefix), state
 
-    for position in (len(prefix) + 1, len(state) // 2, len(state) - 2):
+    # The key id (the first 4 bytes) names no key once changed; any other change fails the integrity check.
+    told = {
+        len(prefix)
+        + 1: "requestState names a key this server does not hold: another server issued it, or it was altered;",
+        len(state) // 2: "requestState was tampered with: it fails its integrity check;",
+        len(state) - 2: "requestState was tampered with: it fails its integrity check;",
+    }
+    for position, message in told.items():
         original = state[position]
         replacement = "A" if original != "A" else "B"
         tampered = state[:position] + replacement + state[position + 1 :]
         assert tampered != state and len(tampered) == len(state)
         response, reply = client.call({}, input_responses=answer("session show"), request_state=tampered)
-        assert_invalid_state(response, reply)
+        assert_invalid_state(response, reply, message)
 
     # The untouched state still opens: the refusals were about the changed character.
     final = client.answer_command(first, "session show")
@@ -144,7 +153,9 @@ def test_request_state_replayed_against_other_arguments_is_refused(start_traced_
         response, reply = client.call(
             arguments, input_responses=answer("session show"), request_state=first["requestState"]
         )
-        assert_invalid_state(response, reply)
+        assert_invalid_state(
+            response, reply, "requestState was issued for other arguments: send the arguments of the request"
+        )
 
     final = client.answer_command(first, "session show")
     assert final["resultType"] == "complete" and "client: replay-check 1.0" in final["content"][0]["text"], final
@@ -164,7 +175,7 @@ def test_expired_request_state_is_refused(start_server):
     # The token's expiry is rounded up to a whole second: at most 2 s after it was sealed.
     time.sleep(max(0.0, 2.5 - (time.monotonic() - issued)))
     response, reply = client.call({}, input_responses=answer("session show"), request_state=first["requestState"])
-    assert_invalid_state(response, reply)
+    assert_invalid_state(response, reply, "requestState expired: it is valid for 1 s after the round that issued it;")
     assert re.search(r"refused a requestState .*: expired$", server.log(), re.M), "the log should say it expired"
 
 

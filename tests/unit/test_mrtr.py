@@ -63,6 +63,25 @@ def test_an_answer_to_a_question_not_asked_last_round_is_ignored():
         r2.ask([Q1])
 
 
+def test_the_keys_that_answered_nothing_are_named():
+    """ignored_keys lists the responses no question of the round took, in the client's order;
+    answers taken, held, or recorded in an earlier round are not among them."""
+    r1 = new_round(None, {"zero": A1, "one": A1})
+    with pytest.raises(InputRequired):
+        r1.ask([Q1, Q2])
+    assert r1.ignored_keys == ["zero"]
+    r2 = new_round(ended_state(r1), {"later": A2, "one": A1, "two": A2, "wrong": A2})
+    assert [a.result for a in r2.ask([Q1, Q2])] == [A1, A2]
+    assert r2.ignored_keys == ["later", "wrong"]
+    r3 = new_round()
+    with pytest.raises(InputRequired):
+        r3.ask([Q1, Q2])
+    held = new_round(ended_state(r3), {"two": A2, "x": A1})
+    with pytest.raises(InputRequired):
+        held.ask([Q1, Q2])
+    assert held.ignored_keys == ["x"]
+
+
 def test_without_state_answers_are_taken_by_key():
     """A first request's responses answer the questions whose keys they name."""
     assert new_round(None, {"one": A1}).ask([Q1])[0].result == A1

@@ -11,6 +11,7 @@ from werkzeug.test import Client
 
 import zemcp
 from tests.conftest import REPO, free_port
+from zemcp import logsafe
 from zemcp.config import Settings
 
 
@@ -32,12 +33,22 @@ def test_a_bad_redis_url_or_prefix_is_refused_without_echoing_the_url():
     assert "s3cret" not in repr(settings)
 
 
-def test_messages_name_the_redis_without_its_credentials():
-    pytest.importorskip("redis", reason="the redis package is not installed (pip install '.[redis]')")
-    from zemcp.state.redis.client import redacted
-
-    assert redacted("redis://user:s3cret@cache.internal:6380/2") == "redis://cache.internal:6380/2"
-    assert redacted("rediss://:s3cret@[::1]:6379/0") == "rediss://[::1]:6379/0"
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("redis://user:s3cret@cache.internal:6380/2", "redis://cache.internal:6380/2"),
+        ("rediss://:s3cret@[::1]:6379/0", "rediss://[::1]:6379/0"),
+        ("redis://s3cret@cache.internal/0", "redis://cache.internal/0"),
+        ("redis://cache.internal:6379/0?password=s3cret&username=user", "redis://cache.internal:6379/0"),
+        ("unix://user:s3cret@/run/redis.sock?db=1", "unix:///run/redis.sock"),
+        ("redis://user:s3cret@cache.internal:port/0", "redis://cache.internal/0"),
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+    ],
+)
+def test_messages_name_the_redis_without_its_credentials(url, shown):
+    """The user name and password, in the URL or its query, never reach a message or a log line."""
+    assert logsafe.without_credentials(url) == shown
+    assert "s3cret" not in shown and "user" not in shown
 
 
 def _python(code: str, **env: str) -> subprocess.CompletedProcess:

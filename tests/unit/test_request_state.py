@@ -455,14 +455,74 @@ def test_two_seals_of_the_same_state_differ():
 # --- errors and settings -----------------------------------------------------------------------
 
 
-def test_error_message_is_generic_and_says_what_to_do():
-    """str(error) hides the reason and tells the client to start again without the state."""
+def refusal_message(token, **request) -> str:
+    """What the client is told when ``token`` is refused for REQUEST (fields overridden by ``request``)."""
     with pytest.raises(RequestStateError) as caught:
-        open_(seal(), method="prompts/get")
-    message = str(caught.value)
-    assert message.startswith("invalid or expired requestState")
-    assert "requestState" in message and "inputResponses" in message and "again" in message
-    assert caught.value.reason not in message and "method" not in message
+        open_(token, **request)
+    return str(caught.value)
+
+
+def assert_tells_nothing_secret(message: str, token: str) -> None:
+    """No part of the token, the key, the state or a claim's value is in ``message``."""
+    assert KEY not in message and "Oslo" not in message and token[3:20] not in message
+    assert '"a"' not in message and "digest" not in message
+
+
+def test_a_tampered_state_is_told_as_tampered():
+    """A changed character fails the integrity check, and the message says so."""
+    token = seal({"city": "Oslo"})
+    tampered = token[:-3] + ("A" if token[-3] != "A" else "B") + token[-2:]
+    message = refusal_message(tampered)
+    assert message == (
+        "requestState was tampered with: it fails its integrity check; "
+        "start the request again without requestState and inputResponses"
+    )
+    assert_tells_nothing_secret(message, token)
+
+
+def test_an_expired_state_is_told_as_expired_with_its_lifetime():
+    """Past its ttl the message says it expired, and how long a state lives."""
+    token = seal({"city": "Oslo"})
+    message = refusal_message(token, now=NOW + TTL + 2)
+    assert message == (
+        f"requestState expired: it is valid for {TTL} s after the round that issued it; "
+        "start the request again without requestState and inputResponses"
+    )
+    assert_tells_nothing_secret(message, token)
+
+
+@pytest.mark.parametrize("arguments", [{"city": "Bergen", "seats": 2}, {"bad": float("nan")}])
+def test_a_state_sent_with_other_arguments_is_told_so(arguments):
+    """Other arguments (or none a state could be bound to): the message says to resend the original ones."""
+    token = seal({"city": "Oslo"})
+    message = refusal_message(token, arguments=arguments)
+    assert message == (
+        "requestState was issued for other arguments: send the arguments of the request that received it "
+        "again, or start the request again without requestState and inputResponses"
+    )
+    assert_tells_nothing_secret(message, token)
+
+
+@pytest.mark.parametrize(
+    "token, request_, told",
+    [
+        (lambda: 5, {}, "requestState is malformed"),
+        (lambda: "v1." + "A" * (MAX_TOKEN_CHARS), {}, "requestState is longer than any this server issues"),
+        (lambda: seal(sealer_=sealer(keys=(OLD_KEY,))), {}, "requestState names a key this server does not hold"),
+        (lambda: seal(now=NOW + 3600), {}, "requestState is dated in the future"),
+        (lambda: seal(sealer_=sealer(audience="other")), {}, "requestState was issued by another server"),
+        (lambda: seal(), {"method": "prompts/get"}, "requestState was issued for another method"),
+        (lambda: seal(), {"target": "other"}, "requestState was issued for another tool, prompt or resource"),
+        (lambda: seal(principal="alice"), {"principal": "bob"}, "requestState was issued to other credentials"),
+    ],
+)
+def test_every_other_refusal_says_which_check_failed(token, request_, told):
+    """Each reason has its own message, which ends with what to do."""
+    made = token()
+    message = refusal_message(made, **request_)
+    assert message.startswith(told), message
+    assert message.endswith("; start the request again without requestState and inputResponses"), message
+    assert "alice" not in message and "bob" not in message and KEY not in message
 
 
 @pytest.mark.parametrize("keys", [["short"], [KEY, "x" * 31], ["x" * 31]])

@@ -17,9 +17,11 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from zemcp import logsafe
 from zemcp.config import Settings
 from zemcp.core.server import shutdown_all
 from zemcp.eras.modern.request_state import new_key
+from zemcp.http import workerloads
 from zemcp.http.gunicorn_log import send_zemcp_records
 
 if TYPE_CHECKING:
@@ -74,6 +76,7 @@ __all__ = [
     "loglevel",
     "logger_class",
     "when_ready",
+    "pre_fork",
     "post_fork",
     "post_worker_init",
     "child_exit",
@@ -116,8 +119,17 @@ logger_class = "zemcp.http.gunicorn_log.JsonLogger" if _settings.log_format == "
 
 
 def when_ready(server: Arbiter) -> None:
-    """Warn at start-up when several workers share this instance's socket and keep their
-    handshake-era sessions in the process (no ``ZEMCP_REDIS_URL``)."""
+    """Say at start-up, once for the instance, where the shared state lives: the Redis of
+    ``ZEMCP_REDIS_URL`` without its credentials, or a warning when several workers share this
+    instance's socket and keep their handshake-era sessions in the process."""
+    if _settings.state_backend == "redis" and server.log is not None:
+        # Here, not where each worker opens it: one line for the instance, and the workers'
+        # records reach gunicorn's log only after their app is loaded.
+        server.log.info(
+            "zemcp: shared state in Redis at %s (ZEMCP_REDIS_URL; any user name and password not shown), keys under %r",
+            logsafe.without_credentials(_settings.redis_url),
+            _settings.redis_prefix,
+        )
     if server.cfg.workers > 1 and _settings.state_backend == "memory" and server.log is not None:
         server.log.warning(
             "zemcp: %d workers share one listening socket, and without ZEMCP_REDIS_URL a handshake-era session "
@@ -128,6 +140,13 @@ def when_ready(server: Arbiter) -> None:
             "Mcp-Session-Id. 2026-07-28 clients need neither: any worker serves them. See docs/deploy.md",
             server.cfg.workers,
         )
+
+
+def pre_fork(server: Arbiter, worker: Worker) -> None:
+    """Give the worker about to be forked its slot in the table of the workers' loads, which
+    the first fork makes (:mod:`zemcp.http.workerloads`): new connections go to the workers
+    with room."""
+    workerloads.assign(server.cfg.workers, worker.age)
 
 
 def post_fork(server: Arbiter, worker: Worker) -> None:
@@ -173,7 +192,9 @@ def post_worker_init(worker: Worker) -> None:
 
 
 def child_exit(server: Arbiter, worker: Worker) -> None:
-    """A worker exited: its live gauges leave the Prometheus sums (its counts stay)."""
+    """A worker exited: its slot of the loads' table is free again, and its live gauges leave
+    the Prometheus sums (its counts stay)."""
+    workerloads.release(worker.age)
     if _settings.metrics_path:
         from zemcp.observe.prometheus import mark_dead
 

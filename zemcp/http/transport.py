@@ -60,6 +60,12 @@ ALLOW = "GET, POST, DELETE, OPTIONS"
 METADATA_MAX_AGE = 300
 #: Distinct ``Accept`` or ``Host`` values whose verdict is remembered (one or two in practice).
 VERDICT_CACHE_SIZE = 64
+#: How to serve a proxy that forwards the client's ``Host`` (docs/security.md, docs/deploy.md).
+HOST_FIX = (
+    "Behind a proxy, have the proxy send a loopback Host (nginx: 'proxy_set_header Host localhost;' rather than "
+    "'$host'; HAProxy: 'http-request set-header Host localhost'), or set ZEMCP_BIND to an address only the proxy "
+    "can reach, where Host is not checked"
+)
 #: The environ key :meth:`McpApp._read_body` sets once it has read the whole body.
 _BODY_READ = "zemcp.body_read"
 
@@ -290,11 +296,12 @@ class McpApp:
             )
         host = request.environ.get("HTTP_HOST")
         if host is not None and self._check_host and not _remembered(self._host_cache, host, _is_loopback_name):
-            log.warning("refused Host %s on a loopback bind", logsafe.clip(host))
+            log.warning("refused Host %s on a loopback bind. %s", logsafe.clip(host), HOST_FIX)
             return error_response(
                 403,
                 INVALID_REQUEST,
-                f"Forbidden: Host {host!r} is not a loopback name; this server is bound to loopback",
+                f"Forbidden: Host {host!r} is not a loopback name, and this server is bound to loopback "
+                f"(ZEMCP_BIND), where it serves loopback names only (its guard against DNS rebinding). {HOST_FIX}",
             )
         return None
 

@@ -45,13 +45,16 @@ REFUSAL = "zemcp.refusal"
 #: and its operation counted it (a 2026-07-28 JSON-RPC error answered with an HTTP error).
 SERVED = ""
 
+#: A 2026-07-28 round's ``resultType`` when it ended asking the client (MCP basic/patterns/mrtr):
+#: its span's ``zemcp.result_type``, its request record's ``outcome``, its questions' outcome.
+INPUT_REQUIRED = "input_required"
 #: The server-to-client requests whose outcome is counted (``zemcp.client_requests``).
 ASKED_METHODS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
 #: [characters] the most of a client-chosen target (tool name, resource URI) a span shows.
 TARGET_CHARS = 200
 #: What an ask's exception means, by the name of its class or of a base class.
 _ASK_OUTCOMES = {
-    "InputRequired": "input_required",
+    "InputRequired": INPUT_REQUIRED,
     "TimeoutError": "timeout",
     "CapacityError": "refused",
     "RequestCancelled": "cancelled",
@@ -316,8 +319,8 @@ class Operation:
                 if isinstance(result, dict):
                     if result.get("isError") is True:
                         error_type = "tool_error"
-                    elif result.get("resultType") == "input_required":
-                        self._attributes["zemcp.result_type"] = "input_required"
+                    elif result.get("resultType") == INPUT_REQUIRED:
+                        self._attributes["zemcp.result_type"] = INPUT_REQUIRED
                     if telemetry.capture and self._method == "tools/call" and self._span is not None:
                         # The requestState is a credential for the next round, not content.
                         shown = {k: v for k, v in result.items() if k != "requestState"}
@@ -341,11 +344,14 @@ def failure_type(exc: BaseException) -> str:
 
 
 def _log_request(operation: Operation, seconds: float, error_type: str | None, ids: tuple[str, str] | None) -> None:
+    # A 2026-07-28 round that ended asking the client is no failure and no answer yet: its
+    # record says so with the word its span carries (zemcp.result_type).
+    asked = operation._attributes.get("zemcp.result_type") == INPUT_REQUIRED
     extra: dict[str, Any] = {
         "event": "request",
         "method": operation._method,
         "duration": round(seconds, 6),
-        "outcome": error_type or "ok",
+        "outcome": error_type or (INPUT_REQUIRED if asked else "ok"),
     }
     if operation._target is not None:
         # The JSON format cuts fields itself; the text line shows the name clipped and quoted.

@@ -379,6 +379,7 @@ class ModernEra:
     ) -> dict[str, Any] | None:
         """The round's response: an ``InputRequiredResult``, -32021, or the decorated result."""
         if isinstance(round_.ended, mrtr.InputRequired):
+            round_.report_ignored(f"{work.method} {logsafe.clip(work.target)}")
             body, state = round_.input_required()
             state.update(lineage.next())
             try:

@@ -29,6 +29,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from zemcp import logsafe
 from zemcp.core.exchange import Abortable, RoundEnded
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.capabilities import ClientView
@@ -44,6 +45,8 @@ log = logging.getLogger("zemcp.mrtr")
 
 #: Version of the plain state layout; a state of another version is refused.
 STATE_VERSION = 1
+#: ``inputResponses`` keys a log line names at most (a client chooses how many it sends).
+LISTED_KEYS = 5
 
 
 class InputRequired(RoundEnded):
@@ -77,6 +80,12 @@ def _kept(method: str, result: dict[str, Any]) -> dict[str, Any]:
     if method == "elicitation/create":
         return {k: result[k] for k in ("action", "content") if k in result}
     return result
+
+
+def _listed(keys: list[str]) -> str:
+    """Keys for a log line: each clipped, at most :data:`LISTED_KEYS` of them, the rest counted."""
+    shown = ", ".join(logsafe.clip(key) for key in keys[:LISTED_KEYS])
+    return shown if len(keys) <= LISTED_KEYS else f"{shown} and {len(keys) - LISTED_KEYS} more"
 
 
 def question_digest(request: InputRequest) -> str:
@@ -304,6 +313,33 @@ class Round(Abortable):
         """Record capabilities the handler needed and the request did not declare."""
         for capability, settings in required.items():
             self.missing_capabilities.setdefault(capability, {}).update(settings)
+
+    @property
+    def ignored_keys(self) -> list[str]:
+        """The keys of this request's ``inputResponses`` that answered no question of this
+        round, in the client's order: ignored, as the spec asks (basic/patterns/mrtr). A key
+        whose answer an earlier round recorded is not among them: the client sent it again.
+        """
+        recorded = {answer[0] for answer in self._answers}
+        return [key for key in self._responses if key not in self._used and key not in recorded]
+
+    def report_ignored(self, call: str) -> None:
+        """Log a warning when this round asks again and ignored answers under keys that
+        answered nothing: the spec has them ignored, so only the log can tell the client's
+        author why the question comes back.
+
+        Args:
+            call: the request as the log names it (``tools/call 'greet'``).
+        """
+        ignored = self.ignored_keys
+        if ignored and isinstance(self.ended, InputRequired):
+            log.warning(
+                "%s: the inputResponses under %s answered no question of this round and were ignored; the round "
+                "asks again under %s (an answer goes under the key of its inputRequests entry)",
+                call,
+                _listed(ignored),
+                _listed([key for key, _, _ in self.ended.requests]),
+            )
 
     @property
     def unused_answers(self) -> int:

@@ -29,6 +29,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from zemcp.protocol import jsontext
+
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -53,25 +55,48 @@ _BASE64URL = re.compile(r"[A-Za-z0-9_-]+")
 _REQUIRED_CLAIMS = frozenset({"v", "iat", "exp", "m", "t", "a", "aud", "s"})
 _OPTIONAL_CLAIMS = frozenset({"p"})
 _STRING_CLAIMS = ("m", "t", "a", "aud")
-_MESSAGE = "invalid or expired requestState; start the request again without requestState and inputResponses"
+_START_AGAIN = "start the request again without requestState and inputResponses"
+#: What the client is told of each refusal reason: which check failed, never a claim, a digest
+#: or a key. Only an authentic token gets past "tampered", so the later reasons tell nothing
+#: about the keys.
+_TOLD = {
+    "too long": f"requestState is longer than any this server issues ({MAX_TOKEN_CHARS} characters at most)",
+    "malformed": "requestState is malformed: it is not a requestState this server issued",
+    "unknown key": "requestState names a key this server does not hold: another server issued it, or it was altered",
+    "tampered": "requestState was tampered with: it fails its integrity check",
+    "unsupported version": "requestState was made by another version of this server",
+    "issued in the future": "requestState is dated in the future: the clocks of this server's instances differ",
+    "expired": "requestState expired",
+    "bound to another audience": "requestState was issued by another server",
+    "bound to another method": "requestState was issued for another method",
+    "bound to another target": "requestState was issued for another tool, prompt or resource",
+    "bound to other arguments": "requestState was issued for other arguments",
+    "bound to another principal": "requestState was issued to other credentials",
+}
 
 
 class RequestStateError(Exception):
     """A ``requestState`` token that does not open (MCP 2026-07-28 basic/patterns/mrtr, SEP-2322).
 
-    ``str(exc)`` is safe to send to the client: it only says the state is invalid or expired and
-    that the request must be started again without ``requestState`` and ``inputResponses``.
+    ``str(exc)`` is safe to send to the client: it says which check failed (tampered with,
+    expired, issued for other arguments, ...) and what to do, and holds nothing of the token,
+    its claims or the keys.
+
+    Args:
+        reason: one of the :attr:`reason` values.
+        message: what the client is told; when empty, what failed for ``reason`` and that the
+            request must be started again without ``requestState`` and ``inputResponses``.
 
     Attributes:
-        reason: why the token was refused, for the server's log only: one of ``"too long"``,
-            ``"malformed"``, ``"unknown key"``, ``"tampered"``, ``"unsupported version"``,
+        reason: why the token was refused: one of ``"too long"``, ``"malformed"``,
+            ``"unknown key"``, ``"tampered"``, ``"unsupported version"``,
             ``"issued in the future"``, ``"expired"``, ``"bound to another audience"``,
             ``"bound to another method"``, ``"bound to another target"``,
             ``"bound to other arguments"``, ``"bound to another principal"``.
     """
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(_MESSAGE)
+    def __init__(self, reason: str, message: str = "") -> None:
+        super().__init__(message or f"{_TOLD[reason]}; {_START_AGAIN}")
         self.reason = reason
 
 
@@ -264,7 +289,8 @@ class RequestStateSealer:
         if principal is not None:
             claims["p"] = _principal_digest(principal)
         try:
-            plaintext = json.dumps(claims, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+            # Compact UTF-8, as every message: an answer holding a lone surrogate is escaped.
+            plaintext = jsontext.dumps(claims)
             # The parser nests less deeply than the encoder: a state open() could not read
             # must fail here, where it is made, not on the client's next round.
             json.loads(plaintext)
@@ -372,20 +398,28 @@ class RequestStateSealer:
         if claims["iat"] > now + MAX_CLOCK_SKEW:
             raise RequestStateError("issued in the future")
         if now > claims["exp"]:
-            raise RequestStateError("expired")
+            raise RequestStateError(
+                "expired",
+                f"{_TOLD['expired']}: it is valid for {self._ttl:g} s after the round that issued it; {_START_AGAIN}",
+            )
         if claims["aud"] != self._audience:
             raise RequestStateError("bound to another audience")
         if claims["m"] != method:
             raise RequestStateError("bound to another method")
         if claims["t"] != target:
             raise RequestStateError("bound to another target")
+        # The arguments are the client's to fix: a retry repeats the request it answers.
+        resend = (
+            f"{_TOLD['bound to other arguments']}: send the arguments of the request that received it "
+            f"again, or {_START_AGAIN}"
+        )
         try:
             digest = _arguments_digest(arguments)
         except (TypeError, ValueError):
             # seal() refuses such arguments, so no token can be bound to them.
-            raise RequestStateError("bound to other arguments") from None
+            raise RequestStateError("bound to other arguments", resend) from None
         if claims["a"] != digest:
-            raise RequestStateError("bound to other arguments")
+            raise RequestStateError("bound to other arguments", resend)
         sealed_principal = claims.get("p")
         if (sealed_principal is None) != (principal is None):
             raise RequestStateError("bound to another principal")

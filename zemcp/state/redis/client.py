@@ -17,12 +17,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from zemcp import logsafe
 from zemcp.config import Settings
 from zemcp.state.interfaces import StateUnavailable
 
@@ -44,17 +44,6 @@ def text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def redacted(url: str) -> str:
-    """``url`` without its user name and password, safe to log and to show."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    port = f":{parts.port}" if parts.port else ""
-    path = parts.path if parts.scheme != "unix" else parts.path or "/"
-    return f"{parts.scheme}://{host}{port}{path}"
-
-
 class Redis:
     """The shared state's two Redis clients and its key names.
 
@@ -70,7 +59,7 @@ class Redis:
 
     def __init__(self, settings: Settings):
         self.prefix = settings.redis_prefix
-        self.where = redacted(settings.redis_url)
+        self.where = logsafe.without_credentials(settings.redis_url)
         self.timeout = settings.redis_timeout
         common: dict[str, Any] = {
             "socket_connect_timeout": settings.redis_timeout,
