@@ -1,8 +1,8 @@
 """gunicorn settings for zemcp: gthread workers sized from the ZEMCP_* settings.
 
 Run: ``gunicorn -c gunicorn.conf.py wsgi:app``. The settings and hooks live in the package
-(:mod:`zemcp.gunicorn_conf`), so that ``zemcp run`` and ``gunicorn -c
-python:zemcp.gunicorn_conf`` behave the same without this file.
+(:mod:`zemcp.http.gunicorn_conf`), so that ``zemcp run`` and ``gunicorn -c
+python:zemcp.http.gunicorn_conf`` behave the same without this file.
 """
 
-from zemcp.gunicorn_conf import *  # noqa: F403 (gunicorn reads the names of this module)
+from zemcp.http.gunicorn_conf import *  # noqa: F403 (gunicorn reads the names of this module)

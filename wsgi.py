@@ -12,7 +12,7 @@ replayed on the retry. docs/architecture.md follows such a call through every la
 """
 
 import zemcp
-from zemcp.commands import CommandRegistry, add_builtin_commands, add_execute_tool
+from zemcp.cli.commands import CommandRegistry, add_builtin_commands, add_execute_tool
 
 
 def create_app(settings: zemcp.Settings | None = None) -> zemcp.McpApp:

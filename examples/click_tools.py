@@ -11,8 +11,8 @@ import time
 import click
 
 import zemcp
-from zemcp.clicktools import add_click_commands, add_click_tools
-from zemcp.commands import CommandRegistry, add_builtin_commands, add_execute_tool
+from zemcp.cli.clicktools import add_click_commands, add_click_tools
+from zemcp.cli.commands import CommandRegistry, add_builtin_commands, add_execute_tool
 
 
 @click.group()

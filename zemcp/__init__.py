@@ -7,7 +7,6 @@ endpoint: the stateless 2026-07-28 revision and the handshake versions 2024-11-0
 ``ctx.elicit(...)``, with the same code in both eras.
 """
 
-from zemcp import moved
 from zemcp.config import Settings
 from zemcp.core.context import Context
 from zemcp.core.errors import (
@@ -75,5 +74,3 @@ __all__ = [
     "SessionEnded",
     "ClientDisconnected",
 ]
-
-moved.install()

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from tests.processes import signal_group, stop_group
-from zemcp.cli.directives import parse_duration
+from zemcp.testclient.directives import parse_duration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: [seconds] foreground timeout when the ``cmd`` line gives none.

@@ -96,7 +96,7 @@ def test_run_serves_a_file_with_the_gthread_worker_and_its_thread_budget(serve):
         assert post(url, answer, headers).status_code == 202
         final = next(json.loads(line[6:]) for line in lines if line.startswith(b"data: "))
         assert final["result"]["content"][0]["text"] == "Hello, Ada!"
-    assert "Using worker: zemcp.worker.ThreadWorker" in log.read_text()
+    assert "Using worker: zemcp.http.worker.ThreadWorker" in log.read_text()
     url, _ = serve("wsgi:app", "--threads", "8")
     headers = session(url)
     r = post(
@@ -129,7 +129,7 @@ def test_run_writes_json_lines_under_zemcp_log_format_json(serve, monkeypatch, t
     records = [json.loads(line) for line in log.read_text().splitlines()]
     messages = {record["message"]: record for record in records}
     assert messages[f"zemcp: MCP endpoint at {url}"]["logger"] == "gunicorn.error"
-    assert "Using worker: zemcp.worker.ThreadWorker" in messages
+    assert "Using worker: zemcp.http.worker.ThreadWorker" in messages
     assert (messages["imported"]["event"], messages["imported"]["level"]) == ("noisy", "warning")
     [initialized] = [record for record in records if record["event"] == "session_initialized"]
     assert initialized["session"] == fingerprint(session_id)

@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from requests.adapters import HTTPAdapter
 
 from zemcp import __version__
-from zemcp.cli.client import McpTestClient
-from zemcp.cli.clienterrors import CommandError, DirectiveError, RpcError, TransportError
-from zemcp.cli.directives import AnswerQueue, CallTool, QueueAnswer, Wait, parse_directive, parse_duration
-from zemcp.cli.mcptest import main
-from zemcp.cli.sse import SseEvent, SseParser
+from zemcp.testclient.client import McpTestClient
+from zemcp.testclient.clienterrors import CommandError, DirectiveError, RpcError, TransportError
+from zemcp.testclient.directives import AnswerQueue, CallTool, QueueAnswer, Wait, parse_directive, parse_duration
+from zemcp.testclient.mcptest import main
+from zemcp.testclient.sse import SseEvent, SseParser
 
 # -- SSE parser ------------------------------------------------------------------------
 

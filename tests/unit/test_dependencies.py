@@ -10,7 +10,7 @@ from tests.conftest import REPO
 def test_serving_imports_no_client_library():
     """The server, the transports, authorization and the gunicorn configuration never import requests."""
     code = (
-        "import sys, wsgi, zemcp.cli.serve, zemcp.cli.stdio, zemcp.auth, zemcp.http.worker, zemcp.gunicorn_conf; "
+        "import sys, wsgi, zemcp.cli.serve, zemcp.cli.stdio, zemcp.auth, zemcp.http.worker, zemcp.http.gunicorn_conf; "
         "sys.exit('requests' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO, timeout=60).returncode == 0
@@ -25,7 +25,7 @@ def test_requests_is_an_extra_not_a_requirement():
 
 def test_zemcp_test_without_the_client_extra_says_how_to_install_it():
     """The hint names the install from a checkout (zemcp is installed from its repository)."""
-    code = "import sys; sys.modules['requests'] = None; import zemcp.cli.mcptest"
+    code = "import sys; sys.modules['requests'] = None; import zemcp.testclient.mcptest"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stderr
     assert "pip install '.[client]' in the zemcp checkout" in done.stderr, done.stderr
@@ -47,7 +47,7 @@ NOT_IMPORTED_BY_PLAIN_CALLS = (
 
 _PLAIN_CALLS = """
 import json, socket, sys
-import zemcp.gunicorn_conf, wsgi
+import zemcp.http.gunicorn_conf, wsgi
 from werkzeug.test import Client
 # What gunicorn's gthread worker puts in the environ: the handler runs on the request's thread.
 mine, theirs = socket.socketpair()

@@ -19,44 +19,19 @@ challenges and checks scopes. The package's modules, lowest first:
 
 This package re-exports the public names; zemcp's own modules import them from the module
 that defines them. The verifiers' names load :mod:`zemcp.auth.verifiers` (and with it PyJWT
-and cryptography) on first use, so that a server without authorization never imports them. Besides the classes (``__all__``), ``zemcp.auth`` keeps the constants the
-module of that name had before the package was split: ``METADATA_PREFIX``, ``OFFLINE_ACCESS``,
-``JWT_ALGORITHMS``, ``MAX_INTROSPECTION_BYTES``, ``INTROSPECTION_CACHE_SIZE`` and its logger
-``log``.
+and cryptography) on first use, so that a server without authorization never imports them.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from zemcp.auth.authorization import (
-    METADATA_PREFIX as METADATA_PREFIX,
-    OFFLINE_ACCESS as OFFLINE_ACCESS,
-    Authorization,
-)
+from zemcp.auth.authorization import Authorization
 from zemcp.auth.principal import Challenge, InsufficientScope, InvalidToken, Principal, VerifierUnavailable
 
 if TYPE_CHECKING:
-    from zemcp.auth.verifiers import (
-        INTROSPECTION_CACHE_SIZE as INTROSPECTION_CACHE_SIZE,
-        JWT_ALGORITHMS as JWT_ALGORITHMS,
-        MAX_INTROSPECTION_BYTES as MAX_INTROSPECTION_BYTES,
-        IntrospectionVerifier,
-        JwtVerifier,
-        TokenVerifier,
-        log as log,
-    )
+    from zemcp.auth.verifiers import IntrospectionVerifier, JwtVerifier, TokenVerifier
 
 #: The names of :mod:`zemcp.auth.verifiers` this package offers, loaded on first use.
-_VERIFIER_NAMES = frozenset(
-    {
-        "INTROSPECTION_CACHE_SIZE",
-        "JWT_ALGORITHMS",
-        "MAX_INTROSPECTION_BYTES",
-        "IntrospectionVerifier",
-        "JwtVerifier",
-        "TokenVerifier",
-        "log",
-    }
-)
+_VERIFIER_NAMES = frozenset({"IntrospectionVerifier", "JwtVerifier", "TokenVerifier"})
 
 __all__ = [
     "Principal",

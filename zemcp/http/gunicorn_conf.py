@@ -3,7 +3,7 @@
 Every value comes from ``zemcp.Settings`` (environment variables ``ZEMCP_*``, documented in
 docs/configuration.md), so the server's thread budget and gunicorn's thread count cannot
 drift apart. gunicorn reads it as a configuration module (``gunicorn -c
-python:zemcp.gunicorn_conf app:app``); the repository's gunicorn.conf.py and ``zemcp run``
+python:zemcp.http.gunicorn_conf app:app``); the repository's gunicorn.conf.py and ``zemcp run``
 use it too. Importing it makes a ``ZEMCP_REQUEST_STATE_KEY``, and a ``ZEMCP_INSTANCE``, when
 none is set: import it in the master, before workers fork.
 """
@@ -85,7 +85,7 @@ __all__ = [
 
 bind = [_settings.bind]
 # gthread, with limits on connections that send nothing or half a request head.
-worker_class = "zemcp.worker.ThreadWorker"
+worker_class = "zemcp.http.worker.ThreadWorker"
 # Handshake-era sessions and their pending elicitations live in the process that created
 # them unless ZEMCP_REDIS_URL shares them: one worker then, unless a proxy routes every
 # request of a session to its owner. 2026-07-28 requests are stateless and may be served by

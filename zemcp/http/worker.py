@@ -26,7 +26,7 @@ behind them. This worker changes these things, through gunicorn's own classes:
   worker whose busy connections fill its ``pending_budget`` hands a request whose head is
   whole, on a new or a kept-alive connection, to a sibling with room, connection and all.
 
-Use it as gunicorn's ``worker_class = "zemcp.worker.ThreadWorker"`` (the repository's
+Use it as gunicorn's ``worker_class = "zemcp.http.worker.ThreadWorker"`` (the repository's
 gunicorn.conf.py does); ``ZEMCP_HEAD_TIMEOUT`` sets the limit.
 """
 

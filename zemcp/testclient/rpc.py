@@ -1,8 +1,8 @@
 """JSON-RPC over Streamable HTTP, the client side of ``zemcp-test``: :class:`HttpRpc`.
 
 Every message is one POST to the endpoint. Responses are read as ``application/json`` or as
-``text/event-stream`` with :class:`~zemcp.cli.sse.SseParser`; the server's own requests and
-notifications that arrive on a response stream before the response are handed to
+``text/event-stream`` with :class:`~zemcp.testclient.sse.SseParser`; the server's own requests
+and notifications that arrive on a response stream before the response are handed to
 :meth:`HttpRpc._on_server_message`, which the session client implements. The session id the
 server gives at ``initialize`` is sent with every later request, and DELETE ends the session.
 """
@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 import requests
 
-from zemcp.cli.clienterrors import RpcError, TransportError
-from zemcp.cli.sse import SseParser
+from zemcp.testclient.clienterrors import RpcError, TransportError
+from zemcp.testclient.sse import SseParser
 from zemcp.version import __version__
 
 CLIENT_NAME = "zemcp-test"

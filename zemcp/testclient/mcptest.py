@@ -1,8 +1,8 @@
 """The ``zemcp-test`` console script: test tools for zemcp servers.
 
-``zemcp-test mcp`` runs one scripted MCP session (see :mod:`zemcp.cli.client`): directives on
-stdin, tool output on stdout, errors and notifications on stderr, exit status 0 when the end
-of input is reached and 1 at the first error.
+``zemcp-test mcp`` runs one scripted MCP session (see :mod:`zemcp.testclient.client`):
+directives on stdin, tool output on stdout, errors and notifications on stderr, exit status 0
+when the end of input is reached and 1 at the first error.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import click
 from zemcp.version import __version__
 
 try:
-    from zemcp.cli.client import DEFAULT_PROTOCOL_VERSION, McpTestClient
-    from zemcp.cli.clienterrors import ClientError
+    from zemcp.testclient.client import DEFAULT_PROTOCOL_VERSION, McpTestClient
+    from zemcp.testclient.clienterrors import ClientError
 except ModuleNotFoundError as exc:  # the client extra is not installed
     if exc.name != "requests":
         raise

@@ -3,13 +3,14 @@
 It reproduces the behaviour of ze's ``ze-test mcp``: wait until the server's port accepts TCP
 connections, ``initialize`` (declaring the elicitation capability only when asked), send
 ``notifications/initialized``, run one directive per input line, and end the session with
-DELETE. The directive grammar is in :func:`zemcp.cli.directives.parse_directive`; the output
-rules are in :meth:`McpTestClient.call_tool`; the HTTP side is :class:`zemcp.cli.rpc.HttpRpc`.
+DELETE. The directive grammar is in
+:func:`zemcp.testclient.directives.parse_directive`; the output rules are in
+:meth:`McpTestClient.call_tool`; the HTTP side is :class:`zemcp.testclient.rpc.HttpRpc`.
 
 While a request's stream is open, the server's ``elicitation/create`` requests are answered
-from one FIFO of queued answers (:class:`~zemcp.cli.directives.AnswerQueue`) with a separate
-POST; an empty queue answers ``cancel`` so that a wrong scenario ends instead of waiting for
-an answer that never comes.
+from one FIFO of queued answers (:class:`~zemcp.testclient.directives.AnswerQueue`) with a
+separate POST; an empty queue answers ``cancel`` so that a wrong scenario ends instead of
+waiting for an answer that never comes.
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from typing import Any, TextIO
 
 import requests
 
-from zemcp.cli.clienterrors import CommandError, TransportError
-from zemcp.cli.directives import AnswerQueue, CallTool, QueueAnswer, Wait, parse_directive
-from zemcp.cli.rpc import CLIENT_NAME, HttpRpc
+from zemcp.testclient.clienterrors import CommandError, TransportError
+from zemcp.testclient.directives import AnswerQueue, CallTool, QueueAnswer, Wait, parse_directive
+from zemcp.testclient.rpc import CLIENT_NAME, HttpRpc
 from zemcp.version import __version__
 
 DEFAULT_PROTOCOL_VERSION = "2025-06-18"

@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from zemcp.cli.clienterrors import DirectiveError
+from zemcp.testclient.clienterrors import DirectiveError
 
 #: The tool that runs a plain command line (ze's handcrafted tool of the same name).
 EXECUTE_TOOL = "ze_execute"
