@@ -1,8 +1,13 @@
 """Settings: environment parsing, validation and the derived thread budget (zemcp.config)."""
 
+import subprocess
+import sys
+
 import pytest
 
-from zemcp.config import Settings, is_loopback_host
+from tests.conftest import REPO
+from zemcp.config import Settings, is_loopback_host, reference
+from zemcp.config.declaration import declarations
 
 
 def test_defaults_are_safe():
@@ -150,3 +155,74 @@ def test_a_request_state_key_given_as_one_string_is_one_key():
     assert Settings(request_state_key=f"{'a' * 32}, {'b' * 32}").request_state_key == ("a" * 32, "b" * 32)
     with pytest.raises(ValueError, match="at least 32 characters"):
         Settings(request_state_key="short")
+
+
+#: The annotation each declared kind goes with (annotations are postponed: strings).
+KIND_ANNOTATIONS = {
+    "str": "str",
+    "seconds": "float",
+    "number": "float",
+    "int": "int",
+    "int or unset": "int | None",
+    "bool": "bool",
+    "list": "tuple[str, ...]",
+    "words": "tuple[str, ...]",
+}
+
+
+def test_every_field_is_declared_with_a_kind_of_its_type():
+    """Each field carries one declaration, whose kind (how its variable parses) fits its Python type."""
+    declared = declarations(Settings)
+    assert len(declared) == 58
+    for name, (item, declaration) in declared.items():
+        assert str(item.type) == KIND_ANNOTATIONS[declaration.kind], name
+        assert declaration.doc.strip() or declaration.shares_row, f"{name} has no description"
+
+
+def test_the_settings_reference_in_the_docs_is_current():
+    """docs/configuration.md holds the table and range checks the declarations generate."""
+    text = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert text.count(reference.BEGIN) == 1 and text.count(reference.END) == 1
+    assert reference.replace_generated(text) == text, (
+        "docs/configuration.md is out of date with the settings' declarations (zemcp/config/settings.py); "
+        "regenerate it with: python -m zemcp.config.reference --write docs/configuration.md"
+    )
+
+
+def test_the_reference_rows_follow_the_declarations():
+    """Type, unit and default come from the declaration; shared rows and variables read outside Settings show."""
+    rows = reference.table().splitlines()
+    assert "| `ZEMCP_SESSION_TTL` | `session_ttl` | float | seconds | `1800` (30 min) | A handshake-era" in "\n".join(
+        rows
+    )
+    assert any(
+        row.startswith("| `ZEMCP_MAX_PENDING` | `max_pending` | int or unset | requests | unset (derived) |")
+        for row in rows
+    )
+    assert any(
+        row.startswith("| `ZEMCP_METRICS_ALLOW` | `metrics_allow` | tuple of str | networks | `127.0.0.0/8,::1/128` |")
+        for row in rows
+    )
+    assert any(
+        row.startswith("| `ZEMCP_OTEL_CAPTURE_CONTENT` | `otel_capture_content` | bool | on/off | `off` |")
+        for row in rows
+    )
+    shared = "| `ZEMCP_AUTH_CLIENT_ID`, `ZEMCP_AUTH_CLIENT_SECRET` | `auth_client_id`, `auth_client_secret` | str | | empty |"
+    assert any(row.startswith(shared) for row in rows)
+    variables = [row.split(" | ")[0] for row in rows[2:]]
+    assert variables.index("| `ZEMCP_SPEED`") == variables.index("| `ZEMCP_OTEL`") + 1
+    assert len(rows) == 2 + 57 + 1, "one row a field, the two client credentials sharing one, and ZEMCP_SPEED"
+    assert "<second\\|minute\\|hour>" in reference.table(), "a pipe inside a cell is escaped"
+
+
+def test_the_reference_command_prints_and_rewrites_only_the_generated_part(tmp_path):
+    """python -m zemcp.config.reference prints the generated part; --write replaces it between the markers."""
+    command = [sys.executable, "-m", "zemcp.config.reference"]
+    printed = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
+    assert printed.stdout == reference.markdown()
+    target = tmp_path / "configuration.md"
+    target.write_text(f"# Configuration\n\nProse.\n\n{reference.BEGIN}\nan old table\n{reference.END}\n\n## After\n")
+    subprocess.run([*command, "--write", str(target)], capture_output=True, text=True, timeout=60, check=True)
+    assert target.read_text() == f"# Configuration\n\nProse.\n\n{reference.markdown()}\n## After\n"
+    with pytest.raises(ValueError, match="no generated settings reference"):
+        reference.replace_generated("# Configuration without markers\n")

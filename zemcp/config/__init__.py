@@ -1,7 +1,8 @@
 """Settings: every knob of a zemcp server, with safe defaults (:class:`Settings`).
 
-``settings`` holds the dataclass, ``checks`` what each value may be, ``environment`` how the
-``ZEMCP_*`` variables parse.
+``settings`` holds the dataclass, each field declared once with ``declaration.setting``;
+``checks`` what each value may be, ``environment`` how the ``ZEMCP_*`` variables parse, and
+``reference`` the settings reference of ``docs/configuration.md``, generated from the declarations.
 """
 
 from zemcp.config.environment import ENV_PREFIX
