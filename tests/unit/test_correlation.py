@@ -8,8 +8,8 @@ import pytest
 from zemcp.protocol import jsonrpc
 from zemcp.replies.sinks import ReplySink
 from zemcp.state.correlation import CorrelationTable
-from zemcp.state.interfaces import CapacityError
 from zemcp.state.session import Session
+from zemcp.state.waitingcalls import CapacityError
 
 
 def session():

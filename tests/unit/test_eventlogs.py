@@ -7,7 +7,7 @@ import pytest
 
 from zemcp.config import StreamLimits
 from zemcp.state.eventlogs import EventLog, ReplayBudget, SessionStreams, parse_event_id
-from zemcp.state.interfaces import KEEPALIVE, REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound
+from zemcp.state.streamlogs import KEEPALIVE, REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound
 
 
 def payloads(items):

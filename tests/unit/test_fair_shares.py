@@ -13,9 +13,10 @@ from zemcp.core.admission import Admission, Busy
 from zemcp.http.forwarded import ClientAddresses, trusted_networks
 from zemcp.replies.sinks import ReplySink
 from zemcp.state.correlation import CorrelationTable
-from zemcp.state.interfaces import STANDALONE, CapacityError
 from zemcp.state.shares import Shares, ShareTaken, client_key, share_of
+from zemcp.state.streamlogs import STANDALONE
 from zemcp.state.subscriptions import SubscriptionHub
+from zemcp.state.waitingcalls import CapacityError
 
 
 @pytest.mark.parametrize(

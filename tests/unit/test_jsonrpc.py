@@ -160,7 +160,7 @@ def _with(path, value):
 @pytest.mark.parametrize(("value", "kind", "index"), UNFIT, ids=ascii)
 def test_a_name_uri_or_task_id_that_no_name_may_hold_is_invalid_params_naming_it(method, path, value, kind, index):
     """-32602 with the request's id, naming params.<path>, what it holds and where."""
-    label = "params.notifications.resourceSubscriptions[1]" if path[-1] == "*" else "params." + ".".join(path)
+    label = "params." + ".".join(path[:-1]) + "[1]" if path[-1] == "*" else "params." + ".".join(path)
     with pytest.raises(ProtocolError) as info:
         jsonrpc.parse(json.dumps({"jsonrpc": "2.0", "id": 9, "method": method, "params": _with(path, value)}).encode())
     error = info.value

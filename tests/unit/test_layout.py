@@ -233,7 +233,7 @@ def test_the_layer_contracts_hold():
         ),
         ("testclient/client.py", "import zemcp as _zemcp", "The test client imports nothing of the server"),
         ("cli/commands.py", "from zemcp.testclient import sse as _sse", "Each layer imports only the layers below it"),
-        ("state/interfaces.py", "from zemcp.state import session as _session", "No import cycles"),
+        ("state/sessionstore.py", "from zemcp.state import session as _session", "No import cycles"),
         ("core/server.py", "from zemcp.state import registry as _registry", "only through its interfaces"),
     ],
 )

@@ -17,19 +17,12 @@ import pytest
 
 from tests.unit import test_state_contracts as contract
 from zemcp.config import Settings, StreamLimits
-from zemcp.state.interfaces import (
-    KEEPALIVE,
-    REQUEST,
-    STANDALONE,
-    BadEventId,
-    StateUnavailable,
-    StreamGone,
-    StreamNotFound,
-)
 from zemcp.state.redis.client import Redis
 from zemcp.state.redis.eventlogs import RedisStreamLogs
 from zemcp.state.redis.node import HEARTBEAT_TTL, Node
 from zemcp.state.redis.replay import EXPIRY_MARGIN, RedisReplay
+from zemcp.state.streamlogs import KEEPALIVE, REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound
+from zemcp.state.unavailable import StateUnavailable
 
 LIMITS = StreamLimits(retry=0.5, window=1.0, max_events=4, max_bytes=10_000)
 SESSION = "inst.session"

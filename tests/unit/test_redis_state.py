@@ -10,12 +10,13 @@ import pytest
 from tests.unit.test_state_contracts import Ended, RunningCall
 from zemcp.config import Settings
 from zemcp.protocol import jsonrpc
-from zemcp.protocol.elicitation import RequestCancelled, SessionEnded
+from zemcp.protocol.elicitation import AnswerLost, RequestCancelled, SessionEnded
 from zemcp.state import open_state
-from zemcp.state.delivery import Delivery
-from zemcp.state.interfaces import STANDALONE, CapacityError, SessionLimitReached, SessionNotFound
 from zemcp.state.redis.sessions import LOST
 from zemcp.state.redis.waiting import HANDOVER_TIMEOUT
+from zemcp.state.sessionstore import SessionLimitReached, SessionNotFound
+from zemcp.state.streamlogs import STANDALONE
+from zemcp.state.waitingcalls import CapacityError, Delivery
 
 
 class Worker:
@@ -276,8 +277,8 @@ def test_an_answer_claimed_as_the_wait_runs_out_is_still_taken(workers):
 
 def test_an_answer_the_waiting_process_does_not_take_in_time_is_unconfirmed_and_not_used(workers):
     """The waiting process lives on (its heartbeat too) but does not read its inbox in time, as
-    one SIGKILLed a moment ago: the POST is not told the answer was taken, and the late process
-    does not take it either."""
+    one stalled a moment: the POST is not told the answer was taken, and the late process does
+    not take it either, but ends the call's wait at once (no answer can reach it any more)."""
     a, b = workers
     session = new_session(a)
     call = RunningCall(a.sessions.get(session.id))
@@ -294,7 +295,7 @@ def test_an_answer_the_waiting_process_does_not_take_in_time_is_unconfirmed_and_
     # The claim stands: the same answer again finds nothing waiting.
     assert b.pending.resolve(session.id, answer) is Delivery.NOT_WAITING
     waiter.join(late + 2 * HANDOVER_TIMEOUT)
-    assert not waiter.is_alive() and isinstance(outcome[0], TimeoutError), outcome
+    assert not waiter.is_alive() and isinstance(outcome[0], AnswerLost), outcome
     assert a.pending.count() == 0
 
 
@@ -382,7 +383,7 @@ def test_a_bucket_is_a_key_under_the_prefix_that_names_no_client_and_expires_whe
 def test_redis_trouble_in_the_limiter_is_state_unavailable(start_redis):
     import redis
 
-    from zemcp.state.interfaces import StateUnavailable
+    from zemcp.state.unavailable import StateUnavailable
 
     server = start_redis()
     worker = Worker(server.url, "a", redis_timeout=0.5)

@@ -7,9 +7,9 @@ import pytest
 from zemcp.eras.handshake.call import Call
 from zemcp.replies.sinks import ReplySink
 from zemcp.state import workers
-from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired
 from zemcp.state.registry import SessionRegistry
 from zemcp.state.session import Session, fingerprint
+from zemcp.state.sessionstore import SessionLimitReached, SessionNotFound, SessionRequired
 
 
 def registry(max_sessions=10, ttl=60, ended=None):

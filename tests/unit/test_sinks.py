@@ -4,7 +4,7 @@ import threading
 import time
 
 from zemcp.replies.sinks import ReplySink
-from zemcp.state.interfaces import KEEPALIVE
+from zemcp.state.streamlogs import KEEPALIVE
 
 
 def test_finish_without_sending_is_plain_json():

@@ -1,7 +1,8 @@
-"""The contract of the shared-state seams (zemcp.state.interfaces, zemcp.state.ratelimits),
-run against every implementation zemcp.state.open_state can choose (zemcp.state.BACKENDS).
+"""The contract of the shared-state seams (zemcp.state.sessionstore, .waitingcalls, .streamlogs,
+.fanout, .ratelimits, .tasks), run against every implementation zemcp.state.open_state can
+choose (zemcp.state.BACKENDS).
 
-Each test reaches the state only through the interfaces: sessions (SessionStore), the
+Each test reaches the state only through the seams: sessions (SessionStore), the
 server-to-client requests waiting for answers (WaitingCalls), a session's stream logs
 (StreamLogs and EventLog), the fan-out of change notifications (FanOut), the token
 buckets of the rate limits (RateLimiter) and the task records (TaskStore). A new
@@ -18,23 +19,12 @@ from zemcp.config.rates import parse_rate
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import RequestCancelled, SessionEnded
 from zemcp.state import BACKENDS, open_state
-from zemcp.state.delivery import Delivery
-from zemcp.state.interfaces import (
-    KEEPALIVE,
-    REQUEST,
-    STANDALONE,
-    BadEventId,
-    CapacityError,
-    ListenLimitReached,
-    SessionLimitReached,
-    SessionNotFound,
-    SessionRequired,
-    StreamGone,
-    StreamNotFound,
-    retry_field,
-)
+from zemcp.state.fanout import ListenLimitReached
 from zemcp.state.ratelimits import CLIENT_SCOPE, Limit
+from zemcp.state.sessionstore import SessionLimitReached, SessionNotFound, SessionRequired
+from zemcp.state.streamlogs import KEEPALIVE, REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound, retry_field
 from zemcp.state.tasks import TaskLimitReached, TaskRecord
+from zemcp.state.waitingcalls import CapacityError, Delivery
 
 SETTINGS = dict(
     instance="contract",

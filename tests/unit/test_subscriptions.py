@@ -5,7 +5,8 @@ import pytest
 from zemcp.config import StreamLimits
 from zemcp.replies.sinks import ReplySink
 from zemcp.state.eventlogs import EventLog
-from zemcp.state.interfaces import STANDALONE, ListenLimitReached
+from zemcp.state.fanout import ListenLimitReached
+from zemcp.state.streamlogs import STANDALONE
 from zemcp.state.subscriptions import SubscriptionHub
 
 ALL = {

@@ -18,9 +18,9 @@ from tests.apps.tasks_app import RAN, make_server
 from zemcp.core.task_writes import KEPT, KeptWrites
 from zemcp.core.tasks import STOPPED_MESSAGE, TaskRunner, task_object
 from zemcp.protocol.tasks import EXTENSION, timestamp
-from zemcp.state.interfaces import StateUnavailable
 from zemcp.state.localtasks import LocalTasks
 from zemcp.state.tasks import TaskLimitReached, TaskRecord
+from zemcp.state.unavailable import StateUnavailable
 
 MODERN = "2026-07-28"
 TASKS = {"extensions": {EXTENSION: {}}, "elicitation": {}}

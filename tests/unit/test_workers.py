@@ -15,9 +15,9 @@ import pytest
 from zemcp.http import workerloads
 from zemcp.http.workerloads import ABSENT, STALE_MS, WorkerLoads, accept_now, busy_of, hand_to, pack
 from zemcp.state import workers
-from zemcp.state.interfaces import SessionNotFound
 from zemcp.state.registry import SIBLING_SESSION, SIBLING_WARNING_INTERVAL, STOPPED_SESSION, SessionRegistry
 from zemcp.state.session import UNKNOWN_SESSION
+from zemcp.state.sessionstore import SessionNotFound
 
 REPO = Path(__file__).resolve().parents[2]
 #: The largest pid Linux hands out (PID_MAX_LIMIT on 64-bit systems).
@@ -29,7 +29,7 @@ RANDOM = "x" * 32
 CHECK = """
 import json, logging, os, sys
 from zemcp.state import workers
-from zemcp.state.interfaces import SessionNotFound
+from zemcp.state.sessionstore import SessionNotFound
 from zemcp.state.registry import SessionRegistry
 
 sibling, exited = int(sys.argv[1]), int(sys.argv[2])

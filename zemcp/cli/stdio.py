@@ -37,13 +37,15 @@ from zemcp.cli.lifetime import watch_parent
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server
 from zemcp.eras.handshake.era import HandshakeEra
-from zemcp.eras.modern.era import UNSUPPORTED_VERSION, ModernEra, retire_codes
-from zemcp.eras.modern.refusals import META_VERSION
+from zemcp.eras.modern.era import ModernEra, retire_codes
 from zemcp.protocol import jsonrpc, versions
+from zemcp.protocol.envelope import META_VERSION, UNSUPPORTED_VERSION
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
 from zemcp.replies.sinks import ReplySink
-from zemcp.state.interfaces import KEEPALIVE, ListenLimitReached, SessionLimitReached, SessionNotFound
+from zemcp.state.fanout import ListenLimitReached
 from zemcp.state.session import Session
+from zemcp.state.sessionstore import SessionLimitReached, SessionNotFound
+from zemcp.state.streamlogs import KEEPALIVE
 from zemcp.state.tasks import TaskLimitReached
 
 if TYPE_CHECKING:

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from zemcp.config import Settings
-from zemcp.state.interfaces import REQUEST, STANDALONE, FanOut, ListenLimitReached
+from zemcp.state.fanout import FanOut, ListenLimitReached
 from zemcp.state.shares import Shares
+from zemcp.state.streamlogs import REQUEST, STANDALONE
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor

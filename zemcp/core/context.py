@@ -27,7 +27,7 @@ from zemcp.core.questions import Ask, Elicit, ElicitURL, ListRoots, Sample
 from zemcp.observe.telemetry import NULL_OPERATION, Operation
 from zemcp.protocol import elicitation, jsonrpc, versions
 from zemcp.protocol.capabilities import LOG_LEVELS
-from zemcp.state.interfaces import CapacityError, Withdrawal
+from zemcp.state.waitingcalls import CapacityError, Withdrawal
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from zemcp.protocol.capabilities import ClientView
     from zemcp.protocol.elicitation import ElicitAborted
     from zemcp.protocol.inputs import InputRequest
-    from zemcp.state.interfaces import Withdrawal
     from zemcp.state.session import Session
+    from zemcp.state.waitingcalls import Withdrawal
 
 
 class RoundEnded(BaseException):
@@ -129,7 +129,7 @@ class Exchange(Protocol):
                 from another thread; a stateless round never waits and ignores it.
 
         Raises:
-            zemcp.state.interfaces.CapacityError: (handshake) a pending cap is reached; nothing was sent.
+            zemcp.state.waitingcalls.CapacityError: (handshake) a pending cap is reached; nothing was sent.
             TimeoutError: (handshake) not every answer arrived within the elicitation timeout.
             zemcp.eras.modern.mrtr.InputRequired: (stateless) the round ends here to ask the client.
             zemcp.ElicitAborted: the request can no longer be answered.

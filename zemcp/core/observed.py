@@ -11,8 +11,8 @@ from typing import Any
 
 from zemcp.observe.telemetry import NULL_OPERATION, Operation
 from zemcp.protocol import jsonrpc
-from zemcp.state.interfaces import StateUnavailable
 from zemcp.state.session import Session, fingerprint
+from zemcp.state.unavailable import StateUnavailable
 
 #: The MCP methods zemcp knows beside :meth:`Server.methods` (the eras' own, notifications),
 #: which name themselves in metrics; any other method is ``_OTHER`` there.

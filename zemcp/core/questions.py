@@ -16,7 +16,7 @@ from zemcp.core import forms, pydantic_types
 from zemcp.core.errors import CapabilityMissing, ClientErrorResponse, ClientRequestError, ClientTimeout
 from zemcp.protocol import elicitation, jsonrpc, versions
 from zemcp.protocol.inputs import InputRequest
-from zemcp.state.interfaces import CapacityError
+from zemcp.state.waitingcalls import CapacityError
 
 if TYPE_CHECKING:
     from zemcp.protocol.capabilities import ClientView

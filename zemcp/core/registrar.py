@@ -18,7 +18,7 @@ from zemcp.core.prompts import PromptRegistry, make_prompt
 from zemcp.core.resources import ResourceRegistry
 from zemcp.core.tools import Tool, ToolRegistry
 from zemcp.protocol.caching import CacheHint
-from zemcp.state.interfaces import FanOut
+from zemcp.state.fanout import FanOut
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 

@@ -65,6 +65,20 @@ def shutdown_all(grace: float = 0.0) -> int:
     return sum(server.shutdown(grace) for server in list(_SERVERS))
 
 
+def serve_all() -> None:
+    """Every :class:`Server` of this process begins serving (:attr:`zemcp.state.seams.State.serving`):
+    with shared state, what it announces from now on, from a request or from a thread of the
+    application's own, reaches the streams of every process. gunicorn's ``post_worker_init``
+    calls it once the worker has loaded the application; a request calls it too, for servers
+    made later or served elsewhere.
+
+    Raises:
+        nothing: a backend that cannot join now (Redis out of reach) joins at its next try.
+    """
+    for server in list(_SERVERS):
+        server.state.serving()
+
+
 class Work(NamedTuple):
     """A request whose handler may talk to the client: run it with :meth:`Server.execute`.
 

@@ -28,9 +28,9 @@ from zemcp.protocol.tasks import INPUT_REQUIRED, RELATED_TASK, WORKING, related
 if TYPE_CHECKING:
     from zemcp.protocol.capabilities import ClientView
     from zemcp.protocol.inputs import InputRequest
-    from zemcp.state.interfaces import Withdrawal
     from zemcp.state.session import Session
     from zemcp.state.tasks import TaskRecord
+    from zemcp.state.waitingcalls import Withdrawal
 
 #: [seconds] how often a task waiting for answers looks at its record, and for an abort.
 WAIT_STEP = 0.25
@@ -147,7 +147,7 @@ class TaskExchange(Abortable):
         """The client's answers to ``requests``, in order; the task is ``input_required`` meanwhile.
 
         Raises:
-            zemcp.state.interfaces.CapacityError: (handshake) a pending cap is reached; nothing was sent.
+            zemcp.state.waitingcalls.CapacityError: (handshake) a pending cap is reached; nothing was sent.
             TimeoutError: not every answer arrived within ``timeout`` (at most :attr:`timeout`).
             zemcp.ElicitAborted: the task was cancelled, or the process is stopping.
         """

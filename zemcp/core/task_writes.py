@@ -5,7 +5,7 @@ reads of a task is its record, and a running task's handler changes it: its star
 messages (``ctx.report_progress``), its outcome. With the records in Redis, an outage (a
 failover, a restart) must not fail the task nor lose its outcome, as it fails no plain call:
 :class:`KeptWrites` writes each change at once while the store answers; when it does not
-(:class:`zemcp.state.interfaces.StateUnavailable`), it keeps the task's latest change of each
+(:class:`zemcp.state.unavailable.StateUnavailable`), it keeps the task's latest change of each
 kind and one thread of its own writes them when the store answers again, until the task's
 ttl ends. A change still unwritten then is lost, and logged.
 """
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from zemcp.state.interfaces import StateUnavailable
+from zemcp.state.unavailable import StateUnavailable
 
 if TYPE_CHECKING:
     from zemcp.state.tasks import TaskRecord, TaskStore

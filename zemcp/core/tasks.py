@@ -5,7 +5,7 @@ MCP 2025-11-25 basic/utilities/tasks (SEP-1686) and the 2026-07-28 tasks extensi
 handler runs on a thread of this process's task pool (``Settings.task_threads``), counted
 apart from the call budget, so long tasks never take the threads that answers, cancels and
 pings need. The task's record (:class:`zemcp.state.tasks.TaskRecord`, in the server's
-:class:`zemcp.state.interfaces.TaskStore`) carries its status, its outcome until its ttl
+:class:`zemcp.state.tasks.TaskStore`) carries its status, its outcome until its ttl
 ends, and its questions for the user.
 
 The handler gets the same :class:`zemcp.Context` as in a plain call; its exchange here is a
@@ -32,17 +32,17 @@ from zemcp.core.task_writes import KEPT, Change, Kept, KeptWrites
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled, ServerStopping
 from zemcp.protocol.tasks import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, timestamp
-from zemcp.state.interfaces import StateUnavailable
 from zemcp.state.tasks import FINISHED_POLLS, TaskLimitReached, TaskRecord
+from zemcp.state.unavailable import StateUnavailable
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
     from zemcp.config import Settings
     from zemcp.protocol.capabilities import ClientView
-    from zemcp.state.interfaces import WaitingCalls
     from zemcp.state.session import Session
     from zemcp.state.tasks import TaskStore
+    from zemcp.state.waitingcalls import WaitingCalls
 
 log = logging.getLogger("zemcp.tasks")
 

@@ -47,8 +47,8 @@ from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
 from zemcp.replies.responses import WSGIResponse, challenge_response, empty_response, error_response, json_response
 from zemcp.state import shares
-from zemcp.state.interfaces import StateUnavailable
 from zemcp.state.ratelimits import RateLimited
+from zemcp.state.unavailable import StateUnavailable
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse

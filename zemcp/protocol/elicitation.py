@@ -141,6 +141,18 @@ class SessionEnded(ElicitAborted):
         super().__init__(f"the session ended ({why}) while waiting for the answer")
 
 
+class AnswerLost(ElicitAborted):
+    """The client's answer reached the process running the request after the POST that carried
+    it had been told it was not used (that process stalled, or Redis did, during the handover):
+    the request can no longer be answered, and ends at once rather than at its timeout."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the answer to this request reached the server process running it too late (the process or Redis "
+            "stalled) and was not used; send the request again"
+        )
+
+
 class ServerStopping(ElicitAborted):
     """The server process that runs the request is stopping; the session lives on in the
     other processes that share it (Redis), so the client can send the request again."""

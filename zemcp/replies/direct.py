@@ -21,13 +21,14 @@ from werkzeug.http import HTTP_STATUS_CODES
 from zemcp.replies.encoding import encode
 from zemcp.replies.sinks import CloseCallbacks
 from zemcp.replies.streams import GONE, OPEN, PEER_CHECK_INTERVAL, SSE_HEADERS, PeerWatch
-from zemcp.state.interfaces import StateUnavailable, retry_field
+from zemcp.state.streamlogs import retry_field
+from zemcp.state.unavailable import StateUnavailable
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse
 
     from zemcp.protocol.jsonrpc import RequestId
-    from zemcp.state.interfaces import EventLog, StreamLogs
+    from zemcp.state.streamlogs import EventLog, StreamLogs
 
 
 class DirectSink(CloseCallbacks):
@@ -41,7 +42,7 @@ class DirectSink(CloseCallbacks):
     then costs one thread, not two, and a plain call needs no hand-over between threads.
 
     With ``streams`` (a handshake-era session's) the stream is resumable: it starts with a
-    priming event, every event has an id and is kept in an :class:`zemcp.state.interfaces.EventLog`,
+    priming event, every event has an id and is kept in an :class:`zemcp.state.streamlogs.EventLog`,
     and a client that went away is waited for (``StreamLimits.window``) while the handler
     runs on; its events reach the GET that resumes the stream. :meth:`end_stream` ends the
     connection on purpose (SSE polling) while the handler goes on.

@@ -24,7 +24,7 @@ from zemcp.replies.streams import SSE_HEADERS, LogStream, SinkStream
 if TYPE_CHECKING:
     from zemcp.auth.principal import Challenge
     from zemcp.protocol.jsonrpc import RequestId
-    from zemcp.state.interfaces import StreamLogs
+    from zemcp.state.streamlogs import StreamLogs
 
 
 def empty_response(status: int, headers: dict[str, str] | list[tuple[str, str]] | None = None) -> Response:

@@ -1,6 +1,6 @@
 """The reply sink of a session's request run on zemcp's pool: a resumable stream (handshake era).
 
-Its events are kept in the session's :class:`zemcp.state.interfaces.EventLog`, so that a client
+Its events are kept in the session's :class:`zemcp.state.streamlogs.EventLog`, so that a client
 whose connection broke gets them from a GET with ``Last-Event-ID`` (MCP basic/transports,
 "Resumability and Redelivery"). Under gunicorn :class:`zemcp.replies.direct.DirectSink` does this
 on the request's own thread instead.
@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING, Any
 
 from zemcp.replies.encoding import encode
 from zemcp.replies.sinks import ReplySink
-from zemcp.state.interfaces import StateUnavailable
+from zemcp.state.unavailable import StateUnavailable
 
 if TYPE_CHECKING:
     from zemcp.protocol.jsonrpc import RequestId
-    from zemcp.state.interfaces import EventLog, StreamLogs
+    from zemcp.state.streamlogs import EventLog, StreamLogs
 
 
 class ResumableReplySink(ReplySink):
     """A :class:`zemcp.replies.sinks.ReplySink` whose stream is resumable (handshake era, a handler on
-    zemcp's pool): its events go to an :class:`zemcp.state.interfaces.EventLog` of the session, which
+    zemcp's pool): its events go to an :class:`zemcp.state.streamlogs.EventLog` of the session, which
     the request's response reads (:class:`zemcp.replies.streams.LogStream`) and a resuming GET can read after it.
 
     Args:

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from zemcp.state.interfaces import KEEPALIVE
+from zemcp.state.streamlogs import KEEPALIVE
 
 
 class CloseCallbacks:

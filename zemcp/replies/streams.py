@@ -1,7 +1,7 @@
 """Event-stream bodies (MCP basic/transports, Streamable HTTP): the SSE bytes of one connection.
 
 :class:`SinkStream` writes the events of a pool-fed :class:`zemcp.replies.sinks.ReplySink`,
-:class:`LogStream` those of a resumable stream's :class:`zemcp.state.interfaces.EventLog` (the
+:class:`LogStream` those of a resumable stream's :class:`zemcp.state.streamlogs.EventLog` (the
 request's own connection, or a resuming GET). Both write keep-alive comments while the stream
 waits, and end when the client left, which :class:`PeerWatch` tells from its socket.
 """
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from zemcp.replies.encoding import encode
 from zemcp.replies.sinks import ReplySink
-from zemcp.state.interfaces import KEEPALIVE, retry_field
+from zemcp.state.streamlogs import KEEPALIVE, retry_field
 
 if TYPE_CHECKING:
-    from zemcp.state.interfaces import EventLog
+    from zemcp.state.streamlogs import EventLog
 
 #: The headers of every event-stream response besides its type: never cached, never buffered by nginx.
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -69,7 +69,7 @@ class SinkStream:
 
 
 class LogStream:
-    """The body of a connection that reads a resumable stream (:class:`zemcp.state.interfaces.EventLog`):
+    """The body of a connection that reads a resumable stream (:class:`zemcp.state.streamlogs.EventLog`):
     ``first`` (a priming event or a ``retry`` field), the events after ``after``, then the
     live ones with keep-alive comments between them. It ends with the stream, when another
     connection takes the stream over, when the client left, or after the stream's

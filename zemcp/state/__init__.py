@@ -1,11 +1,13 @@
 """What a session shares across requests, behind one small interface for each kind.
 
-The seams are declared in :mod:`zemcp.state.interfaces`: sessions (``SessionStore``), the
-server-to-client requests waiting for answers (``WaitingCalls``), streams' event logs
-(``StreamLogs`` and ``EventLog``) and the fan-out of change notifications (``FanOut``); the
-token buckets of the rate limits (``RateLimiter``) in :mod:`zemcp.state.ratelimits`; the task
-records (``TaskStore``) in :mod:`zemcp.state.tasks`. A
-backend is one module of this package with a ``build(settings, on_session_end)`` that returns
+Each seam is declared in a module of its own: sessions (``SessionStore``,
+:mod:`zemcp.state.sessionstore`), the server-to-client requests waiting for answers
+(``WaitingCalls``, :mod:`zemcp.state.waitingcalls`), streams' event logs (``StreamLogs`` and
+``EventLog``, :mod:`zemcp.state.streamlogs`), the fan-out of change notifications (``FanOut``,
+:mod:`zemcp.state.fanout`), the token buckets of the rate limits (``RateLimiter``,
+:mod:`zemcp.state.ratelimits`) and the task records (``TaskStore``, :mod:`zemcp.state.tasks`);
+what every seam of a remote store can raise, ``StateUnavailable``, is in
+:mod:`zemcp.state.unavailable`. A backend is one module of this package with a ``build(settings, on_session_end)`` that returns
 them as a :class:`zemcp.state.seams.State`; :func:`open_state` is the one place that
 chooses it, by ``Settings.state_backend`` (``ZEMCP_STATE_BACKEND``, or ``ZEMCP_REDIS_URL``),
 and imports it only then, so that a backend's own libraries load only where it is chosen.

@@ -6,7 +6,7 @@ separate POST. This process-local table matches that answer to the waiting handl
 table's lock, so resolving one entry wakes only its own thread. Entries of another session
 can never be reached: the key includes the session of the answering POST.
 
-This is the in-process implementation of :class:`zemcp.state.interfaces.WaitingCalls`.
+This is the in-process implementation of :class:`zemcp.state.waitingcalls.WaitingCalls`.
 """
 
 from __future__ import annotations
@@ -19,12 +19,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from zemcp.protocol import jsonrpc
-from zemcp.state.delivery import Delivery
-from zemcp.state.interfaces import CapacityError, Withdrawal
 from zemcp.state.shares import Shares, client_label
+from zemcp.state.waitingcalls import CapacityError, Delivery, Withdrawal
 
 if TYPE_CHECKING:
-    from zemcp.state.interfaces import Identified, RunningCall
+    from zemcp.state.waitingcalls import Identified, RunningCall
 
 
 #: [seconds] how often a waiting handler lets its reply sink tick (keep-alives, a client gone).

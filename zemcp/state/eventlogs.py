@@ -14,8 +14,8 @@ for a client that lost the connection just before the response, within a process
 byte budget. The 2026-07-28 era has no resumption and does not use this module. Pure
 threading, no HTTP.
 
-This is the in-process implementation of :class:`zemcp.state.interfaces.StreamLogs`
-(:class:`SessionStreams`) and :class:`zemcp.state.interfaces.EventLog`.
+This is the in-process implementation of :class:`zemcp.state.streamlogs.StreamLogs`
+(:class:`SessionStreams`) and :class:`zemcp.state.streamlogs.EventLog`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from functools import partial
 
 from zemcp.config import StreamLimits
 from zemcp.protocol.jsonrpc import RequestId
-from zemcp.state import interfaces
-from zemcp.state.interfaces import KEEPALIVE, REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound, retry_field
+from zemcp.state import streamlogs
+from zemcp.state.streamlogs import KEEPALIVE, REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound, retry_field
 
 #: An event id: the stream id (URL-safe base64), ``-``, the event's number (ASCII digits, from 1).
 _EVENT_ID = re.compile(r"([A-Za-z0-9_-]{1,64})-([1-9][0-9]{0,17})")
@@ -216,7 +216,7 @@ class EventLog:
         Args:
             token: from :meth:`attach`.
             after: the number of the last event the client has (0: from the start).
-            tick: [seconds] yield :data:`zemcp.state.interfaces.KEEPALIVE` after this long without events.
+            tick: [seconds] yield :data:`zemcp.state.streamlogs.KEEPALIVE` after this long without events.
         Yields:
             SSE bytes, or KEEPALIVE; ends after the last event of a finished stream, when
             another connection took the stream, when events the client did not get were
@@ -299,12 +299,12 @@ class ReplayBudget:
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
-        self._kept: OrderedDict[interfaces.EventLog, SessionStreams] = OrderedDict()
+        self._kept: OrderedDict[streamlogs.EventLog, SessionStreams] = OrderedDict()
         self._bytes = 0
 
-    def keep(self, log: interfaces.EventLog, owner: SessionStreams) -> None:
+    def keep(self, log: streamlogs.EventLog, owner: SessionStreams) -> None:
         """Count a finished stream; forget the oldest finished streams beyond the budget."""
-        evicted: list[tuple[interfaces.EventLog, SessionStreams]] = []
+        evicted: list[tuple[streamlogs.EventLog, SessionStreams]] = []
         with self._lock:
             if log in self._kept:
                 return
@@ -319,7 +319,7 @@ class ReplayBudget:
         for old, old_owner in evicted:
             old_owner.forget(old)
 
-    def release(self, log: interfaces.EventLog) -> None:
+    def release(self, log: streamlogs.EventLog) -> None:
         """Stop counting a stream that was forgotten."""
         with self._lock:
             if self._kept.pop(log, None) is not None:
@@ -343,11 +343,11 @@ class SessionStreams:
         self.limits = limits
         self._budget = budget
         self._lock = threading.Lock()
-        self._logs: dict[str, interfaces.EventLog] = {}
+        self._logs: dict[str, streamlogs.EventLog] = {}
         self._closed = False
-        self.standalone: interfaces.EventLog | None = None
+        self.standalone: streamlogs.EventLog | None = None
 
-    def open(self, kind: str = REQUEST, request_id: RequestId | None = None) -> interfaces.EventLog:
+    def open(self, kind: str = REQUEST, request_id: RequestId | None = None) -> streamlogs.EventLog:
         """A new stream of the session (the standalone one replaces any earlier); ``request_id``
         is not needed here: the streams end with the process that writes them."""
         self.prune()
@@ -362,21 +362,21 @@ class SessionStreams:
 
     def open_reading(
         self, request_id: RequestId | None = None, first: bytes | None = None
-    ) -> tuple[interfaces.EventLog, int, bytes]:
+    ) -> tuple[streamlogs.EventLog, int, bytes]:
         """A new request stream read from the start by the connection that opens it: the log,
         that connection's token, and the priming event followed by the event of ``first``."""
         log = self.open(REQUEST, request_id)
         token, priming = log.attach(), log.prime()
         return log, token, priming + ((log.append(first) or b"") if first is not None else b"")
 
-    def ended(self, log: interfaces.EventLog) -> None:
+    def ended(self, log: streamlogs.EventLog) -> None:
         """A request's stream finished: keep it ``window`` seconds within the process budget."""
         with self._lock:
             known = not self._closed and self._logs.get(log.id) is log
         if known:
             self._budget.keep(log, self)
 
-    def find(self, event_id: str) -> tuple[interfaces.EventLog, int]:
+    def find(self, event_id: str) -> tuple[streamlogs.EventLog, int]:
         """The stream an event id names, and the event's number.
 
         Raises:
@@ -396,7 +396,7 @@ class SessionStreams:
         log.check(after)
         return log, after
 
-    def prune(self, now: float | None = None) -> list[interfaces.EventLog]:
+    def prune(self, now: float | None = None) -> list[streamlogs.EventLog]:
         """Forget the streams whose window has passed; returns them."""
         now = time.monotonic() if now is None else now
         with self._lock:
@@ -405,7 +405,7 @@ class SessionStreams:
             self.forget(log)
         return gone
 
-    def forget(self, log: interfaces.EventLog) -> None:
+    def forget(self, log: streamlogs.EventLog) -> None:
         """Drop one stream (resuming it then gets 404)."""
         with self._lock:
             if self._logs.get(log.id) is log:
@@ -414,7 +414,7 @@ class SessionStreams:
                 self.standalone = None
         self._budget.release(log)
 
-    def close(self) -> list[interfaces.EventLog]:
+    def close(self) -> list[streamlogs.EventLog]:
         """The session ended: end its standalone stream and forget every stream; returns them.
 
         A request's stream is ended by its handler, which the session's end wakes: a

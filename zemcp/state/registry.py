@@ -1,4 +1,4 @@
-"""The in-process session store: the sessions of this process (a :class:`zemcp.state.interfaces.SessionStore`).
+"""The in-process session store: the sessions of this process (a :class:`zemcp.state.sessionstore.SessionStore`).
 
 Sessions live in the process that created them; a sweeper thread, started on first use (so
 that it runs in the gunicorn worker after the fork), ends those idle longer than the TTL.
@@ -22,8 +22,9 @@ from zemcp import logsafe
 from zemcp.config import StreamLimits
 from zemcp.state import workers
 from zemcp.state.eventlogs import ReplayBudget, SessionStreams
-from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired, StreamLogs
 from zemcp.state.session import UNKNOWN_SESSION, Session
+from zemcp.state.sessionstore import SessionLimitReached, SessionNotFound, SessionRequired
+from zemcp.state.streamlogs import StreamLogs
 
 log = logging.getLogger("zemcp.session")
 
@@ -54,7 +55,7 @@ class SessionRegistry:
         on_end: called as ``on_end(session, why)`` after a session ended (outside the lock).
         instance: this process's instance name, the prefix of every session id it creates.
         new_streams: makes the stream logs of a new session (the backend's
-            :class:`zemcp.state.interfaces.StreamLogs`); in-process logs under a 32 MiB replay
+            :class:`zemcp.state.streamlogs.StreamLogs`); in-process logs under a 32 MiB replay
             budget when omitted.
     """
 

@@ -5,7 +5,7 @@ later request. It ends on DELETE, or after ``session_ttl`` seconds without traff
 has a request running (a pending elicitation keeps it alive). Ending a session wakes every
 handler of it that waits for an elicitation answer. Pure Python: no HTTP here.
 
-:class:`Session` is the record every :class:`zemcp.state.interfaces.SessionStore` keeps (the
+:class:`Session` is the record every :class:`zemcp.state.sessionstore.SessionStore` keeps (the
 in-process one is :class:`zemcp.state.registry.SessionRegistry`); the code above the state
 layer uses it, :func:`fingerprint` and :data:`UNKNOWN_SESSION`, never a store's own classes.
 """
@@ -26,10 +26,11 @@ from zemcp.protocol.capabilities import ClientView
 from zemcp.protocol.jsonrpc import RequestId
 from zemcp.state import workers
 from zemcp.state.eventlogs import ReplayBudget, SessionStreams
-from zemcp.state.interfaces import SessionNotFound
+from zemcp.state.sessionstore import SessionNotFound
 
 if TYPE_CHECKING:
-    from zemcp.state.interfaces import RunningCall, StreamLogs
+    from zemcp.state.streamlogs import StreamLogs
+    from zemcp.state.waitingcalls import RunningCall
 
 log = logging.getLogger("zemcp.session")
 
@@ -72,7 +73,7 @@ class Session(ClientView):
         principal: with authorization on, the key (:attr:`zemcp.auth.Principal.key`) of the
             principal that initialized it, the only one that may use it; else None.
         initialized: True once the client sent ``notifications/initialized``.
-        streams: its resumable SSE streams (:class:`zemcp.state.interfaces.StreamLogs`; in-process ones
+        streams: its resumable SSE streams (:class:`zemcp.state.streamlogs.StreamLogs`; in-process ones
             when none are given).
     """
 

@@ -21,7 +21,7 @@ change and ``notifications/resources/updated`` for the URIs the session subscrib
 registered here from its first GET until it ends or its client stays away past the
 resumption window. Pure threading, no HTTP.
 
-This is the in-process implementation of :class:`zemcp.state.interfaces.FanOut`.
+This is the in-process implementation of :class:`zemcp.state.fanout.FanOut`.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from zemcp.protocol import jsonrpc
-from zemcp.state.interfaces import ListenLimitReached
+from zemcp.state.fanout import ListenLimitReached
 
 if TYPE_CHECKING:
-    from zemcp.state.interfaces import Channel, EventLog
+    from zemcp.state.fanout import Channel
+    from zemcp.state.streamlogs import EventLog
 
 log = logging.getLogger("zemcp.subscriptions")
 

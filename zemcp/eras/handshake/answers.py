@@ -22,14 +22,14 @@ from zemcp import logsafe
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST
 from zemcp.replies.responses import empty_response, error_response
-from zemcp.state.delivery import Delivery
+from zemcp.state.waitingcalls import Delivery
 
 
 def delivery_response(delivery: Delivery, answer: jsonrpc.Response) -> Response:
     """The HTTP response to the POST of ``answer``, given what became of it.
 
     Args:
-        delivery: what :meth:`zemcp.state.interfaces.WaitingCalls.resolve` said of it.
+        delivery: what :meth:`zemcp.state.waitingcalls.WaitingCalls.resolve` said of it.
         answer: the client's response (its id is the server's own request id).
 
     Returns:

@@ -3,7 +3,7 @@
 MCP basic/transports (Streamable HTTP): a server-to-client request related to a client
 request goes out on that request's SSE stream, and the client POSTs its answer separately; the
 handler's thread waits for it in the process's correlation table
-(:class:`zemcp.state.interfaces.WaitingCalls`). A :class:`Call` is the
+(:class:`zemcp.state.waitingcalls.WaitingCalls`). A :class:`Call` is the
 :class:`zemcp.core.exchange.Exchange` of such a request.
 """
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from zemcp.protocol.inputs import InputRequest
     from zemcp.replies.direct import DirectSink
     from zemcp.replies.sinks import ReplySink
-    from zemcp.state.interfaces import WaitingCalls, Withdrawal
+    from zemcp.state.waitingcalls import WaitingCalls, Withdrawal
 
 
 #: [seconds] how long a server-to-client request of a session waits for the client's
@@ -80,7 +80,7 @@ class Call(Abortable):
         self, requests: list[InputRequest], timeout: float | None = None, withdrawal: Withdrawal | None = None
     ) -> list[jsonrpc.Response]:
         """Send ``requests`` on this call's stream and wait for every answer (see
-        :meth:`zemcp.state.interfaces.WaitingCalls.ask_all`).
+        :meth:`zemcp.state.waitingcalls.WaitingCalls.ask_all`).
 
         Nothing is sent before the client's ``notifications/initialized``, for up to
         :data:`INITIALIZED_GRACE` (:meth:`Session.wait_initialized`); that wait counts in
@@ -92,7 +92,7 @@ class Call(Abortable):
                 :attr:`timeout` (which None means).
             withdrawal: withdraws the requests and ends the wait when withdrawn.
         Raises:
-            as :meth:`zemcp.state.interfaces.WaitingCalls.ask_all`.
+            as :meth:`zemcp.state.waitingcalls.WaitingCalls.ask_all`.
         """
         if self._table is None:
             raise RuntimeError("this call was made without a correlation table and cannot ask the client")

@@ -45,8 +45,8 @@ from zemcp.replies.responses import (
 )
 from zemcp.replies.sinks import ReplySink
 from zemcp.state import shares
-from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired
 from zemcp.state.session import UNKNOWN_SESSION, Session, fingerprint
+from zemcp.state.sessionstore import SessionLimitReached, SessionNotFound, SessionRequired
 from zemcp.state.shares import ShareTaken
 from zemcp.state.tasks import TaskLimitReached
 
@@ -147,7 +147,7 @@ class HandshakeEra:
         Resuming replays the events after the id, then goes on with the live ones (a request's
         response included) on this connection; the connection that read the stream before
         stops. The standalone stream carries list changes and resource updates
-        (the server's :class:`zemcp.state.interfaces.FanOut`); a session has one.
+        (the server's :class:`zemcp.state.fanout.FanOut`); a session has one.
 
         Returns:
             ``text/event-stream``; 400 for a bad header or id, 404 for an unknown session or
@@ -365,7 +365,7 @@ class HandshakeEra:
                 if task is not None:
                     return tasks.create(self.server, session, request, outcome, task, environ)
                 return self._start(session, request, outcome, environ, operation)
-            return tasks.answered(self.server, session, request, outcome)
+            return tasks.not_created(self.server, session, request, outcome) or jsonrpc.result(request.id, outcome)
         except ProtocolError as exc:
             return jsonrpc.error(request.id, exc.code, exc.message, exc.data)
 

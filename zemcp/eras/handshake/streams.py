@@ -4,7 +4,7 @@ and "Listening for Messages from the Server").
 A GET with ``Last-Event-ID`` resumes a stream of the session: the events after that id are
 replayed, then the live ones follow on the new connection. A GET without it opens the
 session's standalone stream, which carries list changes and resource updates
-(through the server's :class:`zemcp.state.interfaces.FanOut`). Each such connection holds a thread
+(through the server's :class:`zemcp.state.fanout.FanOut`). Each such connection holds a thread
 while it reads, so it takes a place in the call budget; without one, a resumed request stream
 is delivered as a poll (what it has now, then ``retry``).
 """
@@ -22,17 +22,10 @@ from zemcp.protocol.jsonrpc import INVALID_REQUEST
 from zemcp.replies.responses import come_back_later, error_response, event_stream
 from zemcp.replies.streams import LogStream
 from zemcp.state import shares
-from zemcp.state.interfaces import (
-    REQUEST,
-    STANDALONE,
-    BadEventId,
-    ListenLimitReached,
-    StreamGone,
-    StreamNotFound,
-    retry_field,
-)
+from zemcp.state.fanout import ListenLimitReached
 from zemcp.state.session import Session, fingerprint
 from zemcp.state.shares import ShareTaken
+from zemcp.state.streamlogs import REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound, retry_field
 
 log = logging.getLogger("zemcp.handshake")
 

@@ -91,17 +91,19 @@ def requested(server: Server, session: Session, request: jsonrpc.Request, work: 
     return task
 
 
-def answered(server: Server, session: Session, request: jsonrpc.Request, outcome: dict[str, Any]) -> dict[str, Any]:
-    """The response to a request answered at once with ``outcome``; for a task-augmented
-    ``tools/call`` whose arguments were refused, -32602 instead (a client that asked for a
-    task reads a task or an error, never a tool result)."""
-    plain = jsonrpc.result(request.id, outcome)
+def not_created(
+    server: Server, session: Session, request: jsonrpc.Request, outcome: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The -32602 response to a task-augmented ``tools/call`` that was answered at once with
+    ``outcome``, an ``isError`` result (its arguments were refused), since a client that
+    asked for a task reads a task or an error, never a tool result; None for any other
+    request, whose response is the plain result."""
     if not has_tasks(server, session) or request.params.get("task") is None or outcome.get("isError") is not True:
-        return plain
+        return None
     name = request.params.get("name")
     tool = server.tools.get(name) if isinstance(name, str) else None
     if request.method != "tools/call" or tool is None or tool.task == FORBIDDEN:
-        return plain
+        return None
     texts = [c.get("text") for c in outcome.get("content", ()) if isinstance(c, dict)]
     why = "; ".join(t for t in texts if isinstance(t, str)) or "the arguments were refused"
     return jsonrpc.error(request.id, INVALID_PARAMS, f"Invalid params: no task was created: {why}")

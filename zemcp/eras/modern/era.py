@@ -40,13 +40,22 @@ from zemcp.core.resources import RESOURCE_NOT_FOUND
 from zemcp.core.results import error_result
 from zemcp.core.server import Server, Work
 from zemcp.eras.modern import listen, mrtr, tasks
-from zemcp.eras.modern.refusals import META_VERSION, MISSING_CAPABILITY, refusal, version_of
+from zemcp.eras.modern.refusals import refusal
 from zemcp.eras.modern.request_state import RequestStateError, RequestStateSealer, StateTooLarge, new_key
 from zemcp.observe.telemetry import NULL_OPERATION, REFUSAL, SERVED, Operation
 from zemcp.protocol import header_values, headers as mcp_headers, jsonrpc, param_headers, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
-from zemcp.protocol.capabilities import LOG_LEVELS, ClientView
+from zemcp.protocol.capabilities import ClientView
 from zemcp.protocol.elicitation import ClientDisconnected
+from zemcp.protocol.envelope import (
+    META_SERVER_INFO,
+    META_VERSION,
+    MISSING_CAPABILITY,
+    UNSUPPORTED_VERSION,
+    check_version,
+    client_view,
+    version_of,
+)
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
 from zemcp.replies.direct import DirectSink
 from zemcp.replies.responses import (
@@ -59,19 +68,12 @@ from zemcp.replies.responses import (
 )
 from zemcp.replies.sinks import ReplySink
 from zemcp.state import shares
-from zemcp.state.interfaces import ListenLimitReached
+from zemcp.state.fanout import ListenLimitReached
 from zemcp.state.shares import ShareTaken
 from zemcp.state.tasks import TaskLimitReached
 
 log = logging.getLogger("zemcp.modern")
 
-META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
-META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-
-#: -32022 UnsupportedProtocolVersion.
-UNSUPPORTED_VERSION = -32022
 #: HTTP status of each JSON-RPC error code (others: 200 with the error in the body).
 STATUS: dict[object, int] = {
     -32700: 400,
@@ -193,12 +195,12 @@ class ModernEra:
     def _handle(
         self, request: Request, message: jsonrpc.Request, principal: Principal | None, operation: Operation
     ) -> dict[str, Any] | ReplySink | DirectSink:
-        client = envelope(message)
+        client = client_view(message)
         try:
             mcp_headers.check_standard(request.headers, message.method, message.params, client.protocol_version)
         except header_values.HeaderError as exc:
             raise ProtocolError(header_values.HEADER_MISMATCH, exc.message) from None
-        _check_version(client)
+        check_version(client)
         if message.method == "tools/call":
             self._check_param_headers(request, message)
         return self.dispatch(client, message, request.environ, principal, operation)
@@ -215,8 +217,8 @@ class ModernEra:
         operation = observed.begin(self.server, message, environ, version_of(message))
 
         def answer() -> dict[str, Any] | ReplySink | DirectSink:
-            client = envelope(message)
-            _check_version(client)
+            client = client_view(message)
+            check_version(client)
             return self.dispatch(client, message, environ, None, operation)
 
         return operation.serve(answer)
@@ -432,62 +434,6 @@ class ModernEra:
         )
 
 
-def _check_version(client: ClientView) -> None:
-    """Refuse a request whose envelope names a version this era does not serve (-32022)."""
-    if not versions.is_modern(client.protocol_version):
-        raise ProtocolError(
-            UNSUPPORTED_VERSION,
-            f"Unsupported protocol version {client.protocol_version!r}: send "
-            f"{' or '.join(versions.MODERN)} in params._meta, or start a session with initialize for "
-            f"{', '.join(versions.HANDSHAKE)}",
-            data={"supported": list(versions.ALL), "requested": client.protocol_version},
-        )
-
-
 def _key(work: Work) -> str | None:
     """What a ``requestState`` is bound to beyond the request: the principal, with authorization on."""
     return work.auth.key if work.auth is not None else None
-
-
-def envelope(request: jsonrpc.Request) -> ClientView:
-    """The client as a 2026-07-28 request's ``params._meta`` declares it (kept for this request
-    only, so bounded by the body limit alone).
-
-    Raises:
-        ProtocolError: -32602 naming the missing or malformed envelope field.
-    """
-    meta = request.params.get("_meta")
-    needed = f"params._meta with {META_VERSION} (a string) and {META_CAPABILITIES} (an object)"
-    if not isinstance(meta, dict):
-        raise ProtocolError(
-            INVALID_PARAMS,
-            f"Invalid params: a 2026-07-28 request needs {needed}; clients of older versions send initialize first",
-        )
-    missing = [key for key in (META_VERSION, META_CAPABILITIES) if key not in meta]
-    if missing:
-        raise ProtocolError(
-            INVALID_PARAMS,
-            f"Invalid params: params._meta lacks {' and '.join(missing)}; a 2026-07-28 request needs {needed}",
-        )
-    version, capabilities = meta[META_VERSION], meta[META_CAPABILITIES]
-    info = meta.get(META_CLIENT_INFO, {})
-    level = meta.get(META_LOG_LEVEL)
-    if not isinstance(version, str):
-        raise ProtocolError(
-            INVALID_PARAMS, f"Invalid params: {META_VERSION} must be a string such as {versions.MODERN[0]!r}"
-        )
-    if not isinstance(capabilities, dict):
-        raise ProtocolError(
-            INVALID_PARAMS,
-            f"Invalid params: {META_CAPABILITIES} must be an object (ClientCapabilities; {{}} declares none)",
-        )
-    if not isinstance(info, dict):
-        raise ProtocolError(
-            INVALID_PARAMS, f"Invalid params: {META_CLIENT_INFO} must be an object (name, version), or left out"
-        )
-    if level is not None and level not in LOG_LEVELS:
-        raise ProtocolError(
-            INVALID_PARAMS,
-            f"Invalid params: {META_LOG_LEVEL} must be one of {', '.join(LOG_LEVELS)}, got {logsafe.clip(level)}",
-        )
-    return ClientView(version, info, capabilities, log_level=level)

@@ -39,7 +39,7 @@ from zemcp.replies.sinks import ReplySink
 
 if TYPE_CHECKING:
     from zemcp.replies.direct import DirectSink
-    from zemcp.state.interfaces import Withdrawal
+    from zemcp.state.waitingcalls import Withdrawal
 
 log = logging.getLogger("zemcp.mrtr")
 

@@ -1,4 +1,4 @@
-"""Refusals of 2026-07-28 requests before a handler runs, and the version a request names.
+"""Refusals of 2026-07-28 requests before a handler runs.
 
 A request the server has no room for, or that its token may not make, is answered here:
 the 403 challenge for a missing scope, 429 for the listen-stream cap or the client's fair
@@ -15,21 +15,15 @@ from werkzeug.wrappers import Request
 from zemcp.auth.principal import InsufficientScope
 from zemcp.core.admission import Busy
 from zemcp.observe.telemetry import REFUSAL
-from zemcp.protocol import jsonrpc, versions
+from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_REQUEST
 from zemcp.replies.responses import WSGIResponse, challenge_response, error_response
-from zemcp.state.interfaces import ListenLimitReached
+from zemcp.state.fanout import ListenLimitReached
 from zemcp.state.shares import ShareTaken
 from zemcp.state.tasks import TaskLimitReached
 
-#: The ``_meta`` key of a 2026-07-28 request's protocol version.
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
 #: [seconds] when to try again after the listen-stream cap refused a ``subscriptions/listen``.
 LISTEN_RETRY_AFTER = 30
-
-
-#: -32021 MissingRequiredClientCapability: the request needs a capability it did not declare.
-MISSING_CAPABILITY = -32021
 
 
 def refusal(
@@ -62,10 +56,3 @@ def refusal(
     return error_response(
         exc.status, jsonrpc.INTERNAL_ERROR, str(exc), id=message.id, headers={"Retry-After": str(exc.retry_after)}
     )
-
-
-def version_of(message: jsonrpc.Request) -> str | None:
-    """The protocol version a 2026-07-28 request names in ``_meta``, when it is one zemcp knows."""
-    meta = message.params.get("_meta")
-    version = meta.get(META_VERSION) if isinstance(meta, dict) else None
-    return version if isinstance(version, str) and version in versions.ALL else None

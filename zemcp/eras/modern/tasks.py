@@ -25,8 +25,8 @@ from zemcp.core.results import error_result
 from zemcp.core.server import Server, Work, tool_runner
 from zemcp.core.tasks import task_object
 from zemcp.core.tools import ToolError
-from zemcp.eras.modern.refusals import MISSING_CAPABILITY
 from zemcp.protocol import jsonrpc
+from zemcp.protocol.envelope import MISSING_CAPABILITY
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from zemcp.protocol.tasks import COMPLETED, EXTENSION, FAILED, INPUT_REQUIRED, OPTIONAL, REQUIRED, declares_extension
 from zemcp.state import shares

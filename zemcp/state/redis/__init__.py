@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from zemcp.config import Settings
-from zemcp.state.interfaces import STANDALONE
 from zemcp.state.redis.buckets import RedisRateLimiter
 from zemcp.state.redis.client import Redis
 from zemcp.state.redis.eventlogs import RedisEventLog, RedisStreamLogs
@@ -28,6 +27,7 @@ from zemcp.state.redis.tasks import RedisTasks
 from zemcp.state.redis.waiting import RedisWaitingCalls
 from zemcp.state.seams import State
 from zemcp.state.session import Session
+from zemcp.state.streamlogs import STANDALONE
 
 
 def build(settings: Settings, on_session_end: Callable[[Session, str], None]) -> State:

@@ -6,7 +6,7 @@ under ``<prefix>rate:<scope>:<client digest>``. One script takes the tokens of a
 from all its buckets or from none, on Redis's own clock (``TIME``), so processes whose
 clocks differ still share one bucket fairly; it sets each bucket to expire once it would be
 full again, so idle buckets vanish. A Redis that cannot be reached makes the requests that
-take tokens get 503 with ``Retry-After`` (:class:`zemcp.state.interfaces.StateUnavailable`),
+take tokens get 503 with ``Retry-After`` (:class:`zemcp.state.unavailable.StateUnavailable`),
 as the rest of the Redis backend does; requests that take none are not held up.
 """
 

@@ -1,5 +1,5 @@
 """The Redis connection of the shared state: clients, key names, and Redis trouble as
-:class:`zemcp.state.interfaces.StateUnavailable`.
+:class:`zemcp.state.unavailable.StateUnavailable`.
 
 Every command is bounded by ``Settings.redis_timeout`` (connecting included) and retried at
 most once, at once (a pooled connection that a Redis restart broke fails once, then the pool
@@ -24,7 +24,7 @@ from redis.retry import Retry
 
 from zemcp import logsafe
 from zemcp.config import Settings
-from zemcp.state.interfaces import StateUnavailable
+from zemcp.state.unavailable import StateUnavailable
 
 log = logging.getLogger("zemcp.redis")
 

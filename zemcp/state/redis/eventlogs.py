@@ -1,7 +1,7 @@
 """Resumable SSE streams kept in Redis (MCP basic/transports, "Resumability and Redelivery"; SEP-1699).
 
-The Redis implementation of :class:`zemcp.state.interfaces.StreamLogs` (:class:`RedisStreamLogs`)
-and :class:`zemcp.state.interfaces.EventLog` (:class:`RedisEventLog`), with the observable
+The Redis implementation of :class:`zemcp.state.streamlogs.StreamLogs` (:class:`RedisStreamLogs`)
+and :class:`zemcp.state.streamlogs.EventLog` (:class:`RedisEventLog`), with the observable
 behaviour of :mod:`zemcp.state.eventlogs` (its docstrings are the spec: the same SSE bytes and
 event ids ``<stream id>-<n>``, bounds, windows and single-reader rule), valid across every
 process that shares the Redis. A GET with ``Last-Event-ID`` on any process replays what the
@@ -30,19 +30,12 @@ from typing import Any
 
 from zemcp.config import StreamLimits
 from zemcp.protocol import jsonrpc
-from zemcp.state import interfaces
+from zemcp.state import streamlogs
 from zemcp.state.eventlogs import parse_event_id
-from zemcp.state.interfaces import (
-    KEEPALIVE,
-    REQUEST,
-    STANDALONE,
-    StateUnavailable,
-    StreamGone,
-    StreamNotFound,
-    retry_field,
-)
 from zemcp.state.redis.client import text
 from zemcp.state.redis.replay import Look, RedisReplay, ms
+from zemcp.state.streamlogs import KEEPALIVE, REQUEST, STANDALONE, StreamGone, StreamNotFound, retry_field
+from zemcp.state.unavailable import StateUnavailable
 
 log = logging.getLogger("zemcp.redis")
 
@@ -85,7 +78,7 @@ class RedisEventLog:
         kind: :data:`REQUEST` or :data:`STANDALONE`.
 
     Attributes:
-        id, kind, limits: as :class:`zemcp.state.interfaces.EventLog`.
+        id, kind, limits: as :class:`zemcp.state.streamlogs.EventLog`.
         keys: its Redis keys: its hash, its events, its control stream, the session's hash.
     """
 
@@ -261,7 +254,7 @@ class RedisEventLog:
         Args:
             token: from :meth:`attach`.
             after: the number of the last event the client has (0: from the start).
-            tick: [seconds] yield :data:`zemcp.state.interfaces.KEEPALIVE` after this long without events.
+            tick: [seconds] yield :data:`zemcp.state.streamlogs.KEEPALIVE` after this long without events.
         Yields:
             SSE bytes, or KEEPALIVE; ends as :meth:`zemcp.state.eventlogs.EventLog.read` does,
             after the -32603 error that ends a request stream whose writer died, and quietly
@@ -426,7 +419,7 @@ class RedisStreamLogs:
             stream_id = self._replay.redis.client.hget(self._key, ":standalone")
         return None if stream_id is None else self._log(text(stream_id), STANDALONE)
 
-    def ended(self, log: interfaces.EventLog) -> None:
+    def ended(self, log: streamlogs.EventLog) -> None:
         """A request's stream finished: count it in this process's ``held`` for its window."""
         if not self._closed and isinstance(log, RedisEventLog):
             self._replay.keep(log, log.final_size if log.final_size is not None else log.size)
@@ -453,18 +446,18 @@ class RedisStreamLogs:
         log._check(state, after)
         return log, after
 
-    def prune(self, now: float | None = None) -> list[interfaces.EventLog]:
+    def prune(self, now: float | None = None) -> list[streamlogs.EventLog]:
         """Forget the streams whose window has passed, or whose keys expired; returns them.
 
         Raises:
             StateUnavailable: Redis cannot be reached.
         """
-        gone: list[interfaces.EventLog] = [log for log in self._known() if log.expired(now)]
+        gone: list[streamlogs.EventLog] = [log for log in self._known() if log.expired(now)]
         for log in gone:
             self.forget(log)
         return gone
 
-    def forget(self, log: interfaces.EventLog) -> None:
+    def forget(self, log: streamlogs.EventLog) -> None:
         """Drop one stream from the session (resuming it then gets 404; its keys expire).
 
         Raises:
@@ -474,7 +467,7 @@ class RedisStreamLogs:
             log.run("forget", log.id)
             self._replay.release(log)
 
-    def close(self) -> list[interfaces.EventLog]:
+    def close(self) -> list[streamlogs.EventLog]:
         """The session ended: end its standalone stream and forget every stream; returns them.
 
         A request's stream is ended by its handler, which the session's end wakes: a
@@ -491,7 +484,7 @@ class RedisStreamLogs:
             if log.kind == STANDALONE:
                 log.finish(None)
             self._replay.release(log)
-        closed: list[interfaces.EventLog] = list(logs)
+        closed: list[streamlogs.EventLog] = list(logs)
         return closed
 
     def __len__(self) -> int:

@@ -1,4 +1,4 @@
-"""Change notifications that reach every process (a :class:`zemcp.state.interfaces.FanOut`).
+"""Change notifications that reach every process (a :class:`zemcp.state.fanout.FanOut`).
 
 Two kinds of stream hear ``notify_list_changed`` and ``notify_resource_updated``:
 
@@ -10,9 +10,10 @@ Two kinds of stream hear ``notify_list_changed`` and ``notify_resource_updated``
   a hash (session id -> stream id), and the announcing process appends the notification to
   each log once, so a client that resumes the stream elsewhere gets it too.
 
-A process announces to the others once its node started: at its first session request, or
-tool, prompt or resource request of either era (:attr:`zemcp.state.seams.State.serving`); the
-registrations made as the app is imported, before that, stay in the process.
+A process announces to the others once its node started: as it begins serving (under
+gunicorn once the worker loaded the app, :func:`zemcp.core.server.serve_all`), else at its
+first session, tool, prompt or resource request (:attr:`zemcp.state.seams.State.serving`);
+the registrations made as the app is imported, before that, stay in the process.
 
 An announcement that cannot reach Redis is logged and dropped (this process's own listen
 streams are still told): registering a tool must never fail because Redis is down.
@@ -27,13 +28,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from zemcp.protocol import jsonrpc
-from zemcp.state.interfaces import StateUnavailable
 from zemcp.state.redis.client import Redis, text
 from zemcp.state.redis.node import Node
 from zemcp.state.subscriptions import LIST_CHANGED, SubscriptionHub
+from zemcp.state.unavailable import StateUnavailable
 
 if TYPE_CHECKING:
-    from zemcp.state.interfaces import Channel, EventLog
+    from zemcp.state.fanout import Channel
+    from zemcp.state.streamlogs import EventLog
 
 log = logging.getLogger("zemcp.subscriptions")
 

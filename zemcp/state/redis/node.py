@@ -31,8 +31,8 @@ from typing import Any
 
 import redis
 
-from zemcp.state.interfaces import StateUnavailable
 from zemcp.state.redis.client import Redis
+from zemcp.state.unavailable import StateUnavailable
 
 log = logging.getLogger("zemcp.redis")
 

@@ -46,9 +46,9 @@ from typing import Any, Protocol
 from redis.commands.core import Script
 
 from zemcp.config import StreamLimits
-from zemcp.state.interfaces import StateUnavailable
 from zemcp.state.redis.client import Redis, text
 from zemcp.state.redis.node import Node
+from zemcp.state.unavailable import StateUnavailable
 
 #: [seconds] how much longer than the resume window a stream's keys live after its last write.
 EXPIRY_MARGIN = 10.0
@@ -232,7 +232,7 @@ class Look:
         final: its last event's number once finished, else -1.
         read_ago: [milliseconds] since it was last known to be read (0: now, by a reader of the
             caller's node), -1 when its keys are gone.
-        the others: as the :class:`zemcp.state.interfaces.EventLog` properties of those names.
+        the others: as the :class:`zemcp.state.streamlogs.EventLog` properties of those names.
     """
 
     member: bool
@@ -290,7 +290,7 @@ class Stream(Protocol):
 class RedisReplay:
     """This process's side of the streams kept in Redis: the scripts, the renewal of the
     request streams it writes, and the bytes its finished streams hold (a
-    :class:`zemcp.state.interfaces.ByteBudget`). One per process, shared by every session's
+    :class:`zemcp.state.streamlogs.ByteBudget`). One per process, shared by every session's
     :class:`zemcp.state.redis.eventlogs.RedisStreamLogs`.
 
     Args:

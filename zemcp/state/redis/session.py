@@ -6,8 +6,8 @@ import json
 import time
 from typing import Any, Protocol
 
-from zemcp.state.interfaces import StreamLogs
 from zemcp.state.session import Session
+from zemcp.state.streamlogs import StreamLogs
 
 
 class Record(Protocol):

@@ -1,4 +1,4 @@
-"""Handshake-era sessions as records in Redis (a :class:`zemcp.state.interfaces.SessionStore`).
+"""Handshake-era sessions as records in Redis (a :class:`zemcp.state.sessionstore.SessionStore`).
 
 Any process of any instance that shares the Redis recognises a live session and serves it
 (MCP basic/transports, "Session Management"). A session is a hash holding what
@@ -31,11 +31,13 @@ from typing import Any
 
 from zemcp.config import Settings
 from zemcp.protocol.elicitation import RequestCancelled
-from zemcp.state.interfaces import SessionLimitReached, SessionNotFound, SessionRequired, StreamLogs, WaitingCalls
 from zemcp.state.redis.client import Redis, text
 from zemcp.state.redis.node import Node
 from zemcp.state.redis.session import RedisSession
 from zemcp.state.session import UNKNOWN_SESSION, Session, fingerprint, new_session_id
+from zemcp.state.sessionstore import SessionLimitReached, SessionNotFound, SessionRequired
+from zemcp.state.streamlogs import StreamLogs
+from zemcp.state.waitingcalls import WaitingCalls
 
 log = logging.getLogger("zemcp.session")
 

@@ -25,10 +25,10 @@ from typing import Any
 import redis
 
 from zemcp.protocol.tasks import FAILED
-from zemcp.state.interfaces import StateUnavailable
 from zemcp.state.redis.client import Redis
 from zemcp.state.redis.node import Node
 from zemcp.state.tasks import TaskLimitReached, TaskRecord, Watchers
+from zemcp.state.unavailable import StateUnavailable
 
 #: [seconds] how far ahead a running task's record expires; its process renews it.
 RUNNING_LIFE = 300.0

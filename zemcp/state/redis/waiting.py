@@ -1,5 +1,5 @@
 """Server-to-client requests waiting for answers that may arrive at any process (a
-:class:`zemcp.state.interfaces.WaitingCalls`).
+:class:`zemcp.state.waitingcalls.WaitingCalls`).
 
 A handler waits in its own process, in the process's correlation table
 (:class:`zemcp.state.correlation.CorrelationTable`), as without Redis. What Redis adds is the
@@ -14,7 +14,9 @@ answer's receipt (a list the POST waits on with ``BLPOP``, at most :data:`HANDOV
 A waiting node that says nothing in time died (its heartbeat lives on for up to
 :data:`zemcp.state.redis.node.HEARTBEAT_TTL` seconds) or stalls; the POST then gives up on the
 answer, and one key set only once (the receipt's turn) decides between that and a late
-taking, so the answer is either taken and the POST told so, or not used at all. So the
+taking, so the answer is either taken and the POST told so, or not used at all; in the
+latter case the waiting node, once it reads the answer, ends its call at once
+(:class:`zemcp.protocol.elicitation.AnswerLost`): no answer can reach it any more. So the
 POST's 202 means the waiting call has the answer, and no answer is lost, duplicated or given
 to another call. Only what the waiting call needs travels: the answer, once, through lists
 that the waiting node and the POST empty and that expire.
@@ -27,14 +29,15 @@ import secrets
 from typing import TYPE_CHECKING, Any
 
 from zemcp.protocol import jsonrpc
+from zemcp.protocol.elicitation import AnswerLost
 from zemcp.state.correlation import CorrelationTable, Pending
-from zemcp.state.delivery import Delivery
-from zemcp.state.interfaces import CapacityError, StateUnavailable
 from zemcp.state.redis.client import Redis
-from zemcp.state.redis.node import HEARTBEAT_TTL, Node
+from zemcp.state.redis.node import Node
+from zemcp.state.unavailable import StateUnavailable
+from zemcp.state.waitingcalls import CapacityError, Delivery
 
 if TYPE_CHECKING:
-    from zemcp.state.interfaces import Identified, RunningCall
+    from zemcp.state.waitingcalls import Identified, RunningCall
 
 log = logging.getLogger("zemcp.redis")
 
@@ -112,9 +115,11 @@ class RedisWaitingCalls(CorrelationTable):
         self._list = redis.client.register_script(_LIST)
         self._hand_over = redis.client.register_script(_HAND_OVER)
         self._give_up = redis.client.register_script(_GIVE_UP)
-        self._inbox_ms = round((HANDOVER_TIMEOUT + HEARTBEAT_TTL) * 1000)
         # A receipt and its turn outlive both sides' waits by far: a late node finds the turn taken.
         self._receipt_ms = round((2 * HANDOVER_TIMEOUT + MARGIN) * 1000)
+        # An answer in an inbox lives as long as its turn decides: a node that stalled past the
+        # POST's wait still reads it, and then either takes it or ends its call (_answer_here).
+        self._inbox_ms = self._receipt_ms
         # Ids of waiting requests whose answer was claimed elsewhere (their listing is gone).
         self._handed: set[str] = set()
         node.on_inbox("answer", self._answer_here)
@@ -248,7 +253,9 @@ class RedisWaitingCalls(CorrelationTable):
         return Delivery.UNCONFIRMED
 
     def _hand(self, session_id: str, request_id: str, answer: dict[str, Any], receipt: str, force: str) -> Any:
-        message = self.node.message("answer", HANDOVER_TIMEOUT, session=session_id, answer=answer, receipt=receipt)
+        message = self.node.message(
+            "answer", self._receipt_ms / 1000, session=session_id, answer=answer, receipt=receipt
+        )
         with self.redis.guard():
             return self._hand_over(
                 keys=[self._listing(session_id)],
@@ -272,8 +279,13 @@ class RedisWaitingCalls(CorrelationTable):
         request_id: str = raw["id"]
         try:
             with self.redis.guard():
-                # The turn: the POST gave up on the answer if it took it first.
+                # The turn: the POST gave up on the answer if it took it first, and told its client
+                # that the answer was not used. The claim removed the request's listing, so no
+                # answer can reach it any more: it ends now rather than at its timeout.
                 if not self.redis.client.set(receipt + ":turn", b"taken", nx=True, px=self._receipt_ms):
+                    self._handed.add(request_id)
+                    if not self._abandon(lambda p: p.session_id == session_id and p.id == request_id, AnswerLost()):
+                        self._handed.discard(request_id)
                     return
             # Its listing went with the claim: the waiting thread skips it in discard. Marked
             # before the waiter can wake, unmarked when nothing here waits for it any more.
