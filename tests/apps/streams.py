@@ -8,10 +8,16 @@
 the worker that served them;
 ``touch`` announces that a resource changed (``notifications/resources/updated``);
 ``ze_execute`` runs the built-in commands (``server status``).
+
+A worker sent SIGUSR2 announces ``notifications/tools/list_changed`` from a thread of its own,
+as an application's background job (a configuration watcher, say) would, whatever requests
+it served before.
 """
 
 import itertools
 import os
+import signal
+import threading
 import time
 
 import zemcp
@@ -94,3 +100,18 @@ def other() -> str:
 
 
 app = zemcp.McpApp(server)
+
+
+_announce_now = threading.Event()
+
+
+def _announce_on_signal() -> None:
+    while True:
+        _announce_now.wait()
+        _announce_now.clear()
+        server.notify_list_changed("tools")
+
+
+# gunicorn loads the app in each worker after it set its own signal handlers; SIGUSR2 is not one.
+signal.signal(signal.SIGUSR2, lambda signum, frame: _announce_now.set())
+threading.Thread(target=_announce_on_signal, name="announcer", daemon=True).start()

@@ -82,6 +82,18 @@ def test_a_modern_name_uri_or_task_id_with_a_lone_surrogate_is_400_invalid_param
         assert body["id"] == message["id"], body
 
 
+@pytest.mark.parametrize("field", ["resourceSubscriptions", "taskIds"])
+@pytest.mark.parametrize("value", SURROGATES, ids=ascii)
+def test_a_listen_stream_naming_a_uri_or_task_id_with_a_lone_surrogate_is_400_invalid_params(server, field, value):
+    """2026-07-28 subscriptions/listen: 400, -32602 naming params.notifications.<field>[1], before
+    any stream opens or task record is looked up."""
+    client = ModernClient(server.url, capabilities=MODERN_CAPABILITIES)
+    fit = "test://fine" if field == "resourceSubscriptions" else "a" * 32
+    message = client.message("subscriptions/listen", {"notifications": {field: [fit, value]}})
+    body = _refusal(client.post(message), -32602, f"params.notifications.{field}[1]")
+    assert body["id"] == message["id"], body
+
+
 @pytest.mark.parametrize("method", ["tasks/get", "tasks/result", "tasks/cancel"])
 @pytest.mark.parametrize("value", SURROGATES, ids=ascii)
 def test_a_session_task_id_with_a_lone_surrogate_is_400_invalid_params(server, method, value):

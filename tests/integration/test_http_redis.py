@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import time
+from pathlib import Path
 
 import httpx2
 import mcp
@@ -288,6 +289,51 @@ def test_list_changed_from_a_worker_that_served_only_2026_07_28_calls_reaches_ev
         "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": message["id"]}},
     }
     listen.close()
+    standalone.close()
+
+
+def test_list_changed_from_a_thread_of_a_worker_that_served_nothing_reaches_another_workers_stream(
+    start_server, redis_server
+):
+    """A worker that has served no request at all announces tools/list_changed from a thread of
+    the application's own (SIGUSR2 in tests/apps/streams.py): a standalone stream held by the
+    other worker hears it."""
+    server = start_server("tests.apps.streams:app", **redis_settings(redis_server.url, workers=2))
+    children = Path(f"/proc/{server.proc.pid}/task/{server.proc.pid}/children")
+    deadline = time.monotonic() + 10
+    workers = set()
+    while len(workers) < 2 and time.monotonic() < deadline:  # the second may still be starting
+        workers = {int(pid) for pid in children.read_text().split()}
+        time.sleep(0.05)
+    assert len(workers) == 2, workers
+    # The session's every request, the stream included, on one kept-alive connection: one worker.
+    listener = server.client()
+    holder = requests.Session()
+    listener.http = holder
+    assert listener.initialize().status_code == 200
+    holder_pid = listener.status()["pid"]
+    response = holder.get(
+        listener.url,
+        headers=listener.headers({"Accept": "text/event-stream", "Content-Type": None}),
+        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        stream=True,
+    )
+    assert response.status_code == 200, response.text
+    standalone = SseStream(response, holder)
+    standalone.read_priming()
+    (idle_pid,) = workers - {holder_pid}
+    # Signalled once it has loaded the app: its node's heartbeat (which the fix starts as the
+    # worker begins serving, not at its first request) says so.
+    import redis as redis_py  # installed: redis_server skips the test otherwise
+
+    admin = redis_py.Redis.from_url(redis_server.url)
+    try:
+        while not admin.keys(f"zemcp:node:*.{idle_pid}.*") and time.monotonic() < deadline + 10:
+            time.sleep(0.05)
+    finally:
+        admin.close()
+    os.kill(idle_pid, signal.SIGUSR2)
+    assert next_notice(standalone) == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {}}
     standalone.close()
 
 

@@ -44,6 +44,32 @@ def test_an_answer_for_the_call_of_a_worker_killed_a_moment_ago_is_not_accepted(
     assert client.rpc("ping") == {}
 
 
+def test_a_call_whose_answer_its_stalled_worker_read_too_late_ends_at_once(start_server, redis_server):
+    """The worker running the call stalls (SIGSTOP) while its answer is handed over: the POST
+    gets 503 after the 2-s handover bound, and once the worker runs again its call ends at once
+    with an error saying so (not at the 60-s elicitation timeout); the answer sent again gets
+    400, since no request waits for it any more."""
+    server = start_server(**redis_settings(redis_server.url, workers=2, elicitation_timeout=60))
+    client = server.session()
+    runner, runner_pid = worker_connection(client)
+    call, stream, ask = start_call(client, runner)
+    other, _ = worker_connection(client, {runner_pid})
+    os.kill(runner_pid, signal.SIGSTOP)
+    try:
+        refused = answer_on(client, other, ask["id"], "help")
+    finally:
+        os.kill(runner_pid, signal.SIGCONT)
+    assert refused.status_code == 503, (refused.status_code, refused.text)
+    assert "this answer was not used" in refused.json()["error"]["message"], refused.text
+    started = time.monotonic()
+    final = stream.rest()[-1]
+    assert time.monotonic() - started < 10, "the call did not end within 10 s of its worker's return"
+    assert final["id"] == call["id"] and final["result"]["isError"] is True, final
+    assert "reached the server process running it too late" in final["result"]["content"][0]["text"], final
+    assert answer_on(client, other, ask["id"], "help").status_code == 400
+    assert client.rpc("ping") == {}
+
+
 def test_calls_waiting_when_redis_loses_its_data_end_with_an_error_within_seconds(start_server, redis_server):
     """FLUSHALL while a call of each of two sessions waits on each worker: each stream ends at
     once with the question withdrawn and an isError result saying Redis lost the session, and

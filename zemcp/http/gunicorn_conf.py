@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from zemcp import logsafe
 from zemcp.config import Settings
-from zemcp.core.server import shutdown_all
+from zemcp.core.server import serve_all, shutdown_all
 from zemcp.eras.modern.request_state import new_key
 from zemcp.http import workerloads
 from zemcp.http.gunicorn_log import send_zemcp_records
@@ -156,13 +156,17 @@ def post_fork(server: Arbiter, worker: Worker) -> None:
 
 def post_worker_init(worker: Worker) -> None:
     """Send zemcp's log records to gunicorn's error log (in its format: JSON lines under
-    ``ZEMCP_LOG_FORMAT=json``), and end the sessions on a stop (graceful or quick).
+    ``ZEMCP_LOG_FORMAT=json``), start every server's share of the state (:func:`serve_all`),
+    and end the sessions on a stop (graceful or quick).
 
     gunicorn's graceful stop waits up to ``graceful_timeout`` for open responses, and a
     pending elicitation keeps one open; meanwhile new connections to this instance hang.
     Ending the sessions when the worker is told to stop lets those streams finish at once.
     """
     send_zemcp_records(worker.log.error_log)
+    # The application is loaded: what its servers announce from now on (a tool registered by a
+    # thread of its own, say) reaches every worker's streams, before any request came here.
+    serve_all()
 
     stop = worker.handle_exit
     quit_now = worker.handle_quit

@@ -32,7 +32,10 @@ FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "resources/subscribe": (("uri",),),
     "resources/unsubscribe": (("uri",),),
     "completion/complete": (("ref", "name"), ("ref", "uri")),
-    "subscriptions/listen": (("notifications", "resourceSubscriptions", "*"),),
+    "subscriptions/listen": (
+        ("notifications", "resourceSubscriptions", "*"),
+        ("notifications", "taskIds", "*"),
+    ),
     # The tasks of 2025-11-25 and of the io.modelcontextprotocol/tasks extension (SEP-2663).
     "tasks/get": (("taskId",),),
     "tasks/result": (("taskId",),),
