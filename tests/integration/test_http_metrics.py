@@ -15,6 +15,7 @@ import re
 import signal
 import time
 
+import pytest
 import requests
 
 from tests.conftest import ModernClient
@@ -69,6 +70,7 @@ def worker_pid(url: str, n: int) -> int:
     return int(re.search(r"^pid: (\d+)$", result["content"][0]["text"], re.M).group(1))
 
 
+@pytest.mark.slow
 def test_one_scrape_counts_the_calls_of_both_workers_and_keeps_them_past_a_restart(start_server):
     server = start_server(workers=2, threads=THREADS, metrics_path="/metrics")
     # The workers boot one after the other: call until both have served some calls.

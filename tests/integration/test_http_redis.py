@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx2
 import mcp
+import pytest
 import requests
 from mcp import types
 from mcp.client.streamable_http import streamable_http_client
@@ -162,6 +163,7 @@ def test_a_stream_dropped_on_one_worker_resumes_on_another(start_server, redis_s
     assert result["id"] == call["id"] and "thread budget:" in result["result"]["content"][0]["text"], result
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_reported_to_the_client_that_resumes(start_server, redis_server):
     server = start_server(**redis_settings(redis_server.url))
     client = server.session()

@@ -10,6 +10,7 @@ import os
 import signal
 import time
 
+import pytest
 import requests
 
 from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, SseStream
@@ -19,6 +20,7 @@ from tests.integration.test_http_redis import answer_on, redis_settings, start_c
 LOST = "Redis no longer has it: Redis lost its data"
 
 
+@pytest.mark.slow
 def test_an_answer_for_the_call_of_a_worker_killed_a_moment_ago_is_not_accepted(start_server, redis_server):
     """The answer reaches the other worker while the killed one's heartbeat still lives: the
     waiting worker never says it took the answer, so the POST is not answered 202 (nor 404:

@@ -414,6 +414,7 @@ def test_a_client_that_stops_reading_is_cut_and_its_call_can_be_cancelled(start_
         sock.close()
 
 
+@pytest.mark.slow
 def test_one_session_holds_at_most_its_share_of_resumed_streams(start_server):
     """Resumed streams of one session hold threads up to its pending share; beyond it a resume is a poll."""
     server = start_server(app=STREAMS_APP, threads=8, keepalive_interval=0.3, stream_retry=0.2, client_share=1)

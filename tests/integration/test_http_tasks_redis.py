@@ -17,6 +17,7 @@ import os
 import signal
 import time
 
+import pytest
 import redis
 import requests
 
@@ -176,6 +177,7 @@ def ended(task: dict) -> bool:
     return task["status"] in ("completed", "failed", "cancelled")
 
 
+@pytest.mark.slow
 def test_running_tasks_of_both_eras_ride_out_a_redis_stall(start_redis, start_server, tmp_path):
     redis_server = start_redis()
     cancels = tmp_path / "cancels.log"

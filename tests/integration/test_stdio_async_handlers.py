@@ -33,6 +33,8 @@ def test_sdk_stdio_client_answers_an_awaited_elicitation(mode):
             command=sys.executable,
             cwd=REPO,
             args=["-m", "zemcp", "run", "tests/apps/async_tools.py", "--transport", "stdio", "--log-level", "warning"],
+            # Merged over the client's bare default environment: no bytecode written into the checkout.
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
         )
         async with mcp.Client(
             stdio_client(params), mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=20

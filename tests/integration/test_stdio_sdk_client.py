@@ -28,6 +28,8 @@ def run_stdio(mode: str, target: str = "wsgi.py") -> dict:
             command=sys.executable,
             cwd=REPO,
             args=["-m", "zemcp", "run", target, "--transport", "stdio", "--log-level", "warning"],
+            # Merged over the client's bare default environment: no bytecode written into the checkout.
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
         )
         async with mcp.Client(
             stdio_client(params),
@@ -97,6 +99,8 @@ def test_stray_output_of_the_target_goes_to_stderr_not_into_the_protocol(mode, t
             command=sys.executable,
             cwd=REPO,
             args=["-m", "zemcp", "run", str(tmp_path / "noisy.py"), "--transport", "stdio", "--log-level", "warning"],
+            # Merged over the client's bare default environment: no bytecode written into the checkout.
+            env={"PYTHONDONTWRITEBYTECODE": "1"},
         )
         with errlog.open("w") as err:
             async with mcp.Client(stdio_client(params, errlog=err), mode=mode, read_timeout_seconds=20) as client:

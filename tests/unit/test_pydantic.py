@@ -509,7 +509,8 @@ def test_without_pydantic_tools_register_and_serve_and_pydantic_is_never_importe
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT_PYDANTIC],
         cwd=REPO,
-        env={"PATH": "/usr/bin:/bin"},
+        # A bare environment, and no bytecode written into the checkout it imports zemcp from.
+        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"},
         capture_output=True,
         text=True,
         timeout=60,

@@ -222,6 +222,7 @@ def test_a_finished_stream_stays_resumable_for_its_window_then_is_gone(start):
     assert b.streams.prune() == [found] and len(a.streams) == 0
 
 
+@pytest.mark.slow
 def test_a_request_whose_writer_died_ends_with_an_error_for_it(start):
     a, b = start("a"), start("b")
     followed, unread = a.streams.open(REQUEST, request_id="call-1"), a.streams.open(REQUEST, request_id=9)

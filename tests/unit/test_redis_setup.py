@@ -55,7 +55,8 @@ def _python(code: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", code],
         cwd=REPO,
-        env={"PATH": "/usr/bin:/bin", **env},
+        # A bare environment, and no bytecode written into the checkout it imports zemcp from.
+        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", **env},
         capture_output=True,
         text=True,
         timeout=60,
