@@ -2,6 +2,7 @@
 the thread budget and worker of ``gunicorn -c gunicorn.conf.py``; and its refusals."""
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -227,3 +228,19 @@ def test_the_rooms_example_asks_for_what_the_call_left_out(serve):
         assert post(url, answer, headers).status_code == 202
         final = next(json.loads(line[6:]) for line in lines if line.startswith(b"data: "))
         assert final["result"]["content"][0]["text"] == "2 night(s) in Oslo, size l"
+
+
+@pytest.mark.parametrize("command", ["gunicorn", "zemcp run"])
+def test_a_malformed_variable_stops_the_server_with_one_line_naming_it(command):
+    """gunicorn with the repository's config, and zemcp run, refuse a malformed ZEMCP_* variable
+    with the one line that names it and the form expected, and no traceback."""
+    args = {
+        "gunicorn": [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "wsgi:app"],
+        "zemcp run": [sys.executable, "-m", "zemcp", "run", "wsgi.py"],
+    }[command]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZEMCP_")}
+    env.update(ZEMCP_SESSION_TTL="abc", ZEMCP_BIND=f"{HOST}:{free_port()}", PYTHONDONTWRITEBYTECODE="1")
+    done = subprocess.run(args, cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "Error: ZEMCP_SESSION_TTL='abc' is not a number of seconds" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr

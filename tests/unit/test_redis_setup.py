@@ -112,6 +112,7 @@ def test_an_unreachable_redis_is_a_503_at_once_and_2026_requests_go_on():
         response = client.post("/mcp", data=json.dumps(initialize), headers=headers)
         assert time.monotonic() - started < 2.5
         assert response.status_code == 503 and response.headers["Retry-After"] == "2", response.get_data(as_text=True)
+        assert response.json["id"] == 1, response.json  # the request's id, read before the state was asked
         message = response.json["error"]["message"]
         assert f"redis://127.0.0.1:{port}/0" in message and "ZEMCP_REDIS_URL" in message and "pw" not in message
         meta = {

@@ -293,7 +293,7 @@ def run(
             "started this one exits.",
             err=True,
         )
-    _check_port(Settings.from_env().bind)
+    _check_port(_settings().bind)
     options: dict[str, Any] = {"loglevel": log_level}
     if reload:
         options["reload"] = True

@@ -36,7 +36,11 @@ if TYPE_CHECKING:
 if not os.environ.get("ZEMCP_REQUEST_STATE_KEY", "").strip():
     os.environ["ZEMCP_REQUEST_STATE_KEY"] = new_key()
 
-_settings = Settings.from_env()
+try:
+    _settings = Settings.from_env()
+except ValueError as exc:
+    # What is wrong and what to set instead, without gunicorn's traceback of its config file.
+    raise SystemExit(f"Error: {exc}") from None
 
 # Likewise one instance name for every worker: a proxy routes a session by the name, which
 # stands for this gunicorn, and a worker tells a session of a sibling worker (the tag after

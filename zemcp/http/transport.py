@@ -365,6 +365,9 @@ class McpApp:
         try:
             # Before any era or handler spends anything on the request.
             self.rates.check(message, request.environ[shares.ENVIRON_KEY])
+            # The era is decided here, once; each era's module does the rest.
+            era = self.modern if modern.selects(message, request.headers) else self.handshake
+            return era.post(request, message, principal)
         except RateLimited as exc:
             request.environ[REFUSAL] = "rate"
             return json_response(
@@ -376,9 +379,6 @@ class McpApp:
             return error_response(
                 503, jsonrpc.INTERNAL_ERROR, str(exc), id=request_id, headers={"Retry-After": str(exc.retry_after)}
             )
-        # The era is decided here, once; each era's module does the rest.
-        era = self.modern if modern.selects(message, request.headers) else self.handshake
-        return era.post(request, message, principal)
 
     def _read_body(self, request: Request) -> bytes | None:
         """The whole body, or None when it is over the limit (chunked bodies included).
