@@ -99,7 +99,7 @@ def test_jwt_verifier_refuses_symmetric_and_none_algorithms():
             },
             "needs auth_client_id",
         ),
-        ({"ZEMCP_AUTH_LEEWAY": "-1"}, "auth_leeway must be"),
+        ({"ZEMCP_AUTH_LEEWAY": "-1"}, r"auth_leeway \(ZEMCP_AUTH_LEEWAY\) must be"),
     ],
 )
 def test_auth_settings_are_checked(env, error):

@@ -86,22 +86,31 @@ def test_overrides_win_over_environment():
     [
         ({"ZEMCP_SESSION_TTL": "soon"}, "ZEMCP_SESSION_TTL='soon' is not a number of seconds"),
         ({"ZEMCP_MAX_SESSIONS": "1.5"}, "ZEMCP_MAX_SESSIONS='1.5' is not a whole number"),
-        ({"ZEMCP_THREADS": "2"}, "threads must be at least 3"),
+        ({"ZEMCP_THREADS": "2"}, "threads (ZEMCP_THREADS) must be at least 3"),
         (
             {"ZEMCP_MAX_PENDING": "8", "ZEMCP_THREADS": "8"},
-            "max_pending must be between 1 and threads - listen_budget - standalone_budget - 1",
+            "max_pending (ZEMCP_MAX_PENDING) must be between 1 and threads - listen_budget - standalone_budget - 1",
         ),
-        ({"ZEMCP_ELICITATION_TIMEOUT": "0"}, "elicitation_timeout must be a positive, finite number"),
-        ({"ZEMCP_KEEPALIVE_INTERVAL": "nan"}, "keepalive_interval must be a positive, finite number"),
-        ({"ZEMCP_SESSION_TTL": "inf"}, "session_ttl must be a positive, finite number"),
-        ({"ZEMCP_ENDPOINT": "mcp"}, "endpoint must start with '/'"),
-        ({"ZEMCP_INSTANCE": "a.b"}, "instance must be 1-40 characters"),
+        (
+            {"ZEMCP_ELICITATION_TIMEOUT": "0"},
+            "elicitation_timeout (ZEMCP_ELICITATION_TIMEOUT) must be a positive, finite number",
+        ),
+        (
+            {"ZEMCP_KEEPALIVE_INTERVAL": "nan"},
+            "keepalive_interval (ZEMCP_KEEPALIVE_INTERVAL) must be a positive, finite number",
+        ),
+        ({"ZEMCP_SESSION_TTL": "inf"}, "session_ttl (ZEMCP_SESSION_TTL) must be a positive, finite number"),
+        ({"ZEMCP_ENDPOINT": "mcp"}, "endpoint (ZEMCP_ENDPOINT) must start with '/'"),
+        ({"ZEMCP_INSTANCE": "a.b"}, "instance (ZEMCP_INSTANCE) must be 1-40 characters"),
         (
             {"ZEMCP_RESUME_WINDOW": "1", "ZEMCP_STREAM_RETRY": "2"},
-            "resume_window (1 s) must be longer than stream_retry",
+            "resume_window (ZEMCP_RESUME_WINDOW, 1 s) must be longer than stream_retry (ZEMCP_STREAM_RETRY",
         ),
-        ({"ZEMCP_STREAM_BUFFER_EVENTS": "0"}, "stream_buffer_events must be at least 1"),
-        ({"ZEMCP_STREAM_POLL_INTERVAL": "-1"}, "stream_poll_interval must be a finite number of seconds, 0 or more"),
+        ({"ZEMCP_STREAM_BUFFER_EVENTS": "0"}, "stream_buffer_events (ZEMCP_STREAM_BUFFER_EVENTS) must be at least 1"),
+        (
+            {"ZEMCP_STREAM_POLL_INTERVAL": "-1"},
+            "stream_poll_interval (ZEMCP_STREAM_POLL_INTERVAL) must be a finite number of seconds, 0 or more",
+        ),
         ({"ZEMCP_LOG_FORMAT": "logfmt"}, "log_format (ZEMCP_LOG_FORMAT) must be text or json, got 'logfmt'"),
     ],
 )
@@ -226,3 +235,15 @@ def test_the_reference_command_prints_and_rewrites_only_the_generated_part(tmp_p
     assert target.read_text() == f"# Configuration\n\nProse.\n\n{reference.markdown()}\n## After\n"
     with pytest.raises(ValueError, match="no generated settings reference"):
         reference.replace_generated("# Configuration without markers\n")
+
+
+@pytest.mark.parametrize("origin", ["app.example.com", "https://app.example.com/path", "https://", "*"])
+def test_an_allowed_origin_not_of_the_form_a_browser_sends_is_refused(origin):
+    """ZEMCP_ALLOWED_ORIGINS takes scheme://host[:port]: anything else could never match an Origin."""
+    with pytest.raises(ValueError, match=r"allowed_origins \(ZEMCP_ALLOWED_ORIGINS\) takes origins of the form"):
+        Settings.from_env({"ZEMCP_ALLOWED_ORIGINS": origin})
+
+
+def test_allowed_origins_keep_their_form_lowercased_without_a_trailing_slash():
+    settings = Settings.from_env({"ZEMCP_ALLOWED_ORIGINS": "HTTPS://App.Example.com/, vscode-webview://abc:8080"})
+    assert settings.allowed_origins == ("https://app.example.com", "vscode-webview://abc:8080")

@@ -499,7 +499,7 @@ def test_an_unknown_backend_is_refused_naming_the_known_ones():
 
 def test_the_backend_is_read_from_the_environment():
     assert Settings.from_env({"ZEMCP_STATE_BACKEND": "memory"}).state_backend == "memory"
-    with pytest.raises(ValueError, match="state_backend must name a state backend"):
+    with pytest.raises(ValueError, match=r"state_backend \(ZEMCP_STATE_BACKEND\) must name a state backend"):
         Settings.from_env({"ZEMCP_STATE_BACKEND": "Redis://x"})
 
 

@@ -14,6 +14,7 @@ import re
 import threading
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from zemcp.config.declaration import Check, declarations
 from zemcp.config.rates import Rate, parse_rate, parse_tool_rates
@@ -186,7 +187,16 @@ def _endpoint(name: str, value: Any) -> Any:
 
 
 def _origins(name: str, value: Any) -> Any:
-    return tuple(origin.rstrip("/").lower() for origin in value)
+    origins = tuple(origin.rstrip("/").lower() for origin in value)
+    for origin in origins:
+        # What a browser sends in Origin (RFC 6454): a scheme, "://", a host, perhaps a port.
+        parts = urlsplit(origin)
+        if not (parts.scheme and parts.netloc and origin == f"{parts.scheme}://{parts.netloc}"):
+            raise ValueError(
+                f"{name} (ZEMCP_{name.upper()}) takes origins of the form scheme://host[:port], as browsers send "
+                f"them in Origin (https://app.example.com), got {origin!r}"
+            )
+    return origins
 
 
 def _request_state_keys(name: str, value: Any) -> Any:
@@ -227,7 +237,7 @@ STATE_BACKEND = Check(
 REDIS_URL = Check("empty or starting with `redis://`, `rediss://` or `unix://` (never shown in messages)", _redis_url)
 REDIS_PREFIX = Check("1 to 64 characters of `A-Z`, `a-z`, `0-9`, `_`, `.`, `:` and `-`", _redis_prefix)
 ENDPOINT = Check("starting with `/`", _endpoint)
-ORIGINS = Check("", _origins)
+ORIGINS = Check("origins of the form `scheme://host[:port]` (a trailing slash is dropped)", _origins)
 REQUEST_STATE_KEYS = Check(
     "secrets of at least 32 characters each (the message says how to make one, and never shows the secret)",
     _request_state_keys,
@@ -241,28 +251,34 @@ def check(settings: Any) -> None:
     between settings (:data:`RULES_BETWEEN_SETTINGS`).
 
     Raises:
-        ValueError: a value is out of range or malformed.
+        ValueError: a value is out of range or malformed; the message names the field and its
+            variable (``session_ttl (ZEMCP_SESSION_TTL) must be ...``).
     """
     for name, (_, declaration) in declarations(type(settings)).items():
         if declaration.check is not None:
-            object.__setattr__(settings, name, declaration.check.run(name, getattr(settings, name)))
+            try:
+                value = declaration.check.run(name, getattr(settings, name))
+            except ValueError as exc:
+                raise ValueError(_named(name, str(exc))) from None
+            object.__setattr__(settings, name, value)
     for name in ("max_listen_streams", "max_standalone_streams"):
         value = getattr(settings, name)
         if value is not None and not 0 <= value < settings.threads - 1:
             raise ValueError(
-                f"{name} must be between 0 and threads - 2 ({settings.threads - 2}), so that a "
-                f"pending elicitation and its answer still find threads, got {value!r}"
+                _named(name, f"{name} must be between 0 and threads - 2 ({settings.threads - 2}), so that a ")
+                + f"pending elicitation and its answer still find threads, got {value!r}"
             )
     streams = settings.listen_budget + settings.standalone_budget
     if settings.max_pending is not None and not 1 <= settings.max_pending < settings.threads - streams:
         raise ValueError(
-            f"max_pending must be between 1 and threads - listen_budget - standalone_budget - 1 "
+            "max_pending (ZEMCP_MAX_PENDING) must be between 1 and threads - listen_budget - standalone_budget - 1 "
             f"({settings.threads - streams - 1}) so that an answer POST always finds a free "
             f"thread, got {settings.max_pending!r}"
         )
     if settings.resume_window <= settings.stream_retry:
         raise ValueError(
-            f"resume_window ({settings.resume_window:g} s) must be longer than stream_retry ({settings.stream_retry:g} s): "
+            f"resume_window (ZEMCP_RESUME_WINDOW, {settings.resume_window:g} s) must be longer than stream_retry "
+            f"(ZEMCP_STREAM_RETRY, {settings.stream_retry:g} s): "
             f"a client waits stream_retry before it comes back to resume"
         )
     if settings.metrics_path and settings.metrics_path == settings.endpoint.rstrip("/"):
@@ -290,3 +306,12 @@ def check_auth(settings: Any) -> None:
             raise ValueError(f"auth={settings.auth} needs {name} (ZEMCP_{name.upper()})")
     if settings.auth_resource == "" and settings.bind.startswith("unix:"):
         raise ValueError("auth on a unix socket needs auth_resource (ZEMCP_AUTH_RESOURCE): the URL clients use")
+
+
+def _named(name: str, message: str) -> str:
+    """``message``, which begins with the field ``name``, with its variable after the name
+    (``threads (ZEMCP_THREADS) must be ...``), unless it names the variable already."""
+    variable = f"ZEMCP_{name.upper()}"
+    if variable in message or not message.startswith(name + " "):
+        return message
+    return f"{name} ({variable}){message[len(name) :]}"
