@@ -83,6 +83,21 @@ def answer_on(client: McpClient, http: requests.Session, request_id, command: st
     return http.post(client.url, json=message, headers=client.headers(), timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
 
 
+def open_standalone(client: McpClient, http: requests.Session) -> SseStream:
+    """The session's standalone GET stream, opened on the kept-alive connection ``http`` (its
+    worker), past its priming event."""
+    response = http.get(
+        client.url,
+        headers=client.headers({"Accept": "text/event-stream", "Content-Type": None}),
+        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        stream=True,
+    )
+    assert response.status_code == 200, response.text
+    stream = SseStream(response, http)
+    stream.read_priming()
+    return stream
+
+
 def test_an_answer_posted_to_another_worker_reaches_the_waiting_call(start_server, redis_server):
     server = start_server(**redis_settings(redis_server.url))
     client = server.session()
@@ -187,15 +202,7 @@ def test_list_changed_in_one_worker_reaches_a_stream_held_by_another(start_serve
     listener = server.session()
     assert listener.rpc("resources/subscribe", {"uri": "test://watched"}) == {}
     holder, holder_pid = worker_connection(listener)
-    response = holder.get(
-        listener.url,
-        headers=listener.headers({"Accept": "text/event-stream", "Content-Type": None}),
-        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
-        stream=True,
-    )
-    assert response.status_code == 200, response.text
-    stream = SseStream(response, holder)
-    stream.read_priming()
+    stream = open_standalone(listener, holder)
     # One standalone stream per session, across workers: another worker refuses a second one.
     second, _ = worker_connection(listener, {holder_pid})
     refused = second.get(
@@ -261,15 +268,7 @@ def test_list_changed_from_a_worker_that_served_only_2026_07_28_calls_reaches_ev
     listener.http = holder
     assert listener.initialize().status_code == 200
     assert listener.status()["pid"] == holder_pid
-    response = holder.get(
-        listener.url,
-        headers=listener.headers({"Accept": "text/event-stream", "Content-Type": None}),
-        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
-        stream=True,
-    )
-    assert response.status_code == 200, response.text
-    standalone = SseStream(response, holder)
-    standalone.read_priming()
+    standalone = open_standalone(listener, holder)
     listening, listen_pid = connection_to_a_worker(ask_pid, {holder_pid})
     message = modern.message("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
     response = listening.post(
@@ -314,15 +313,7 @@ def test_list_changed_from_a_thread_of_a_worker_that_served_nothing_reaches_anot
     listener.http = holder
     assert listener.initialize().status_code == 200
     holder_pid = listener.status()["pid"]
-    response = holder.get(
-        listener.url,
-        headers=listener.headers({"Accept": "text/event-stream", "Content-Type": None}),
-        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
-        stream=True,
-    )
-    assert response.status_code == 200, response.text
-    standalone = SseStream(response, holder)
-    standalone.read_priming()
+    standalone = open_standalone(listener, holder)
     (idle_pid,) = workers - {holder_pid}
     # Signalled once it has loaded the app: its node's heartbeat (which the fix starts as the
     # worker begins serving, not at its first request) says so.
