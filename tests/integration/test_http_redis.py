@@ -2,17 +2,14 @@
 
 Each test starts its own ``gunicorn -w 4`` (or ``-w 2``) with ``ZEMCP_REDIS_URL`` naming a
 ``redis-server`` started on a free loopback port (tests/redisserver.py), and places requests
-on chosen workers: a kept-alive connection stays with the worker that accepted it, and a new
-one lands on any worker, so a test opens new connections until ``server status`` (which
-names the worker's pid) says it reached the worker it wants. Skips, saying so, where
-redis-server is not installed.
+on chosen workers with tests/placement.py. Skips, saying so, where redis-server is not
+installed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
 import time
 from pathlib import Path
@@ -27,12 +24,12 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.conftest import (
     CONNECT_TIMEOUT,
     READ_TIMEOUT,
-    McpClient,
     ModernClient,
     SseStream,
     connection_to_a_worker,
     trace_records,
 )
+from tests.placement import answer_on, open_standalone, redis_settings, start_call, worker_connection
 from tests.tsclient1 import run_legacy_calls
 
 #: [seconds] bound on the SDK scenario of 50 calls.
@@ -41,61 +38,6 @@ SDK_TIMEOUT = 120
 ANSWERS = {"session show": "protocol version:", "server status": "thread budget:", "help": "session list"}
 #: [seconds] how soon an announcement must reach a stream held by another worker.
 NOTICE_TIMEOUT = 5.0
-
-
-def redis_settings(url: str, **extra) -> dict:
-    return {"redis_url": url, "workers": 4, "elicitation_timeout": 30, "keepalive_interval": 0.5, **extra}
-
-
-def worker_connection(client: McpClient, avoid: set[int] = frozenset()) -> tuple[requests.Session, int]:
-    """A new kept-alive connection to a worker whose pid is not in ``avoid``: the connection and the pid."""
-
-    def ask_pid(http: requests.Session) -> int:
-        response = http.post(
-            client.url,
-            json=client.call_message({"command": "server status"}),
-            headers=client.headers(),
-            timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
-        )
-        assert response.status_code == 200, (response.status_code, response.text)
-        text = response.json()["result"]["content"][0]["text"]
-        return int(re.search(r"^pid: (\d+)$", text, re.M).group(1))
-
-    return connection_to_a_worker(ask_pid, set(avoid))
-
-
-def start_call(client: McpClient, http: requests.Session) -> tuple[dict, SseStream, dict]:
-    """ze_execute {} on ``http``'s worker: the call, its stream and the elicitation/create request."""
-    call = client.call_message({})
-    response = http.post(
-        client.url, json=call, headers=client.headers(), timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), stream=True
-    )
-    assert response.headers.get("Content-Type", "").startswith("text/event-stream"), response.text
-    stream = SseStream(response, http)
-    stream.read_priming()
-    ask = stream.next_message()
-    assert ask is not None and ask["method"] == "elicitation/create", ask
-    return call, stream, ask
-
-
-def answer_on(client: McpClient, http: requests.Session, request_id, command: str) -> requests.Response:
-    message = {"jsonrpc": "2.0", "id": request_id, "result": {"action": "accept", "content": {"command": command}}}
-    return http.post(client.url, json=message, headers=client.headers(), timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
-
-
-def open_standalone(client: McpClient, http: requests.Session) -> SseStream:
-    """The session's standalone GET stream, opened on the kept-alive connection ``http`` (its
-    worker), past its priming event."""
-    response = http.get(
-        client.url,
-        headers=client.headers({"Accept": "text/event-stream", "Content-Type": None}),
-        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
-        stream=True,
-    )
-    assert response.status_code == 200, response.text
-    stream = SseStream(response, http)
-    stream.read_priming()
-    return stream
 
 
 def test_an_answer_posted_to_another_worker_reaches_the_waiting_call(start_server, redis_server):

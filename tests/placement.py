@@ -1,0 +1,72 @@
+"""Requests placed on chosen gunicorn workers, for the tests of sessions shared through Redis.
+
+A kept-alive connection stays with the worker that accepted it; a new one goes to the least
+loaded worker (zemcp.http.workerloads), which is any of them while they are idle, so a test
+opens new connections until ``server status`` (which names the worker's pid) says it reached a
+worker it wants, and then keeps that connection for the requests it must place there.
+"""
+
+from __future__ import annotations
+
+import re
+
+import requests
+
+from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, McpClient, SseStream, connection_to_a_worker
+
+
+def redis_settings(url: str, **extra) -> dict:
+    """The settings of a gunicorn of 4 workers sharing the Redis at ``url`` (``extra`` on top)."""
+    return {"redis_url": url, "workers": 4, "elicitation_timeout": 30, "keepalive_interval": 0.5, **extra}
+
+
+def worker_connection(client: McpClient, avoid: set[int] = frozenset()) -> tuple[requests.Session, int]:
+    """A new kept-alive connection to a worker whose pid is not in ``avoid``: the connection and the pid."""
+
+    def ask_pid(http: requests.Session) -> int:
+        response = http.post(
+            client.url,
+            json=client.call_message({"command": "server status"}),
+            headers=client.headers(),
+            timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        )
+        assert response.status_code == 200, (response.status_code, response.text)
+        text = response.json()["result"]["content"][0]["text"]
+        return int(re.search(r"^pid: (\d+)$", text, re.M).group(1))
+
+    return connection_to_a_worker(ask_pid, set(avoid))
+
+
+def start_call(client: McpClient, http: requests.Session) -> tuple[dict, SseStream, dict]:
+    """ze_execute {} on ``http``'s worker: the call, its stream and the elicitation/create request."""
+    call = client.call_message({})
+    response = http.post(
+        client.url, json=call, headers=client.headers(), timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), stream=True
+    )
+    assert response.headers.get("Content-Type", "").startswith("text/event-stream"), response.text
+    stream = SseStream(response, http)
+    stream.read_priming()
+    ask = stream.next_message()
+    assert ask is not None and ask["method"] == "elicitation/create", ask
+    return call, stream, ask
+
+
+def answer_on(client: McpClient, http: requests.Session, request_id, command: str) -> requests.Response:
+    """POST on ``http`` the answer to elicitation ``request_id`` of ze_execute: accept, with ``command``."""
+    message = {"jsonrpc": "2.0", "id": request_id, "result": {"action": "accept", "content": {"command": command}}}
+    return http.post(client.url, json=message, headers=client.headers(), timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
+
+
+def open_standalone(client: McpClient, http: requests.Session) -> SseStream:
+    """The session's standalone GET stream, opened on the kept-alive connection ``http`` (its
+    worker), past its priming event."""
+    response = http.get(
+        client.url,
+        headers=client.headers({"Accept": "text/event-stream", "Content-Type": None}),
+        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        stream=True,
+    )
+    assert response.status_code == 200, response.text
+    stream = SseStream(response, http)
+    stream.read_priming()
+    return stream
