@@ -78,10 +78,11 @@ def connection_to_a_worker(ask_pid: Callable[[requests.Session], int], avoid: se
     """A kept-alive connection to a gunicorn worker whose pid is not in ``avoid``, and its pid.
 
     ``ask_pid(http)`` makes one request on the connection ``http`` and returns the pid of the
-    worker that answered. The kernel hands a new connection to whichever worker accepts
-    first: the others may still be starting, and one worker can win every time when
-    connections come one by one. Each try opens a batch of connections at once, so that the
-    others accept some while it is busy; tries go on for :data:`WORKER_PROBE_TIME`.
+    worker that answered. A new connection goes to the least loaded worker (zemcp's worker
+    class; the first to accept under another one), and the others may still be starting:
+    one worker can take every connection when they come one by one. Each try opens a batch of
+    connections at once, so that the others take some while it is busy; tries go on for
+    :data:`WORKER_PROBE_TIME`.
 
     Raises:
         pytest.fail: no connection reached another worker in time.
