@@ -326,11 +326,14 @@ def run(label: str, make: Callable[[], Callable[[], None]], clients: int, second
     return figure
 
 
-def start_server(argv: list[str], port: int, python: str = sys.executable) -> subprocess.Popen:
-    """Run ``python -m <argv>`` from the repository in its own process group; returns once it listens on ``port``."""
-    env = {**os.environ, "ZEMCP_BIND": f"127.0.0.1:{port}"}
+def start_server(
+    argv: list[str], port: int, python: str = sys.executable, tree: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.Popen:
+    """Run ``python -m <argv>`` from the checkout at ``tree`` (the repository by default) in its
+    own process group, with ``env`` over this environment; returns once it listens on ``port``."""
+    env = {**os.environ, **(env or {}), "ZEMCP_BIND": f"127.0.0.1:{port}"}
     server = subprocess.Popen(
-        [python, "-m", *argv], cwd=ROOT, env=env, stderr=subprocess.DEVNULL, start_new_session=True
+        [python, "-m", *argv], cwd=tree, env=env, stderr=subprocess.DEVNULL, start_new_session=True
     )
     try:
         wait_for_port(port, START_TIMEOUT, server)

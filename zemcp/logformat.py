@@ -30,7 +30,7 @@ from zemcp import logsafe
 FORMATS = ("text", "json")
 
 #: The fields a record may carry through ``extra=``, in the order a line gives them.
-FIELDS = ("method", "tool", "duration", "outcome", "session", "trace_id", "span_id")
+FIELDS = ("method", "tool", "duration", "outcome", "session", "subject", "client", "trace_id", "span_id")
 
 #: The event of records of loggers whose last name part says nothing of their kind.
 LOGGER_EVENTS = {"gunicorn.error": "gunicorn", "gunicorn.access": "access"}

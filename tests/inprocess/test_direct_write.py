@@ -17,6 +17,7 @@ import http.client
 import itertools
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -203,6 +204,8 @@ class Seen:
     def __init__(self) -> None:
         self.threads: dict[str, str] = {}
         self.aborted: dict[str, BaseException] = {}
+        #: Of each call of the ``depth`` tool: how many frames below the WSGI entry its handler ran.
+        self.depths: list[int] = []
 
     def ran(self, tool: str) -> None:
         """Called by ``tool``'s handler: note the thread it runs on."""
@@ -231,6 +234,16 @@ def make_app(seen: Seen, **settings: Any) -> zemcp.McpApp:
         """Answers without sending anything first."""
         seen.ran("plain")
         return "plain answer"
+
+    @server.tool
+    def depth(ctx: zemcp.Context) -> str:
+        """Counts the frames from the WSGI entry (McpApp.__call__) down to itself."""
+        entry = zemcp.McpApp.__call__.__code__
+        frame, below = sys._getframe(), 0
+        while frame is not None and frame.f_code is not entry:
+            frame, below = frame.f_back, below + 1
+        seen.depths.append(below if frame is not None else -1)
+        return "deep"
 
     @server.tool
     def greet(ctx: zemcp.Context) -> str:
@@ -394,6 +407,18 @@ def test_a_plain_modern_call_is_answered_json_from_the_request_thread(serve):
     assert body["result"]["content"][0]["text"] == "plain answer"
     assert seen.threads["plain"] == reply.thread
     assert app.server.admission.running == 0
+
+
+def test_a_handler_runs_at_most_six_frames_below_the_wsgi_entry_in_both_eras(serve):
+    """What a reader follows from the WSGI entry to the handler (docs/architecture.md, "One
+    eliciting call, through the files"): on the direct path the handler's own frame is at most
+    the sixth below McpApp.__call__, in either era."""
+    app, wire, seen = serve()
+    request_id, reply = Session(wire).call("depth")
+    assert reply.json()["result"]["content"][0]["text"] == "deep"
+    message, reply = modern_call(wire, "depth")
+    assert reply.json()["result"]["content"][0]["text"] == "deep"
+    assert len(seen.depths) == 2 and all(1 <= depth <= 6 for depth in seen.depths), seen.depths
 
 
 # -- the in-place upgrade -------------------------------------------------------------------

@@ -107,9 +107,9 @@ def test_requests_take_tokens_and_answers_notifications_pings_gets_and_deletes_n
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
     assert wire.post(cancel).status_code == 202
     assert wire.client.get("/mcp", headers={"Accept": "text/event-stream"}).status_code == 405
-    assert wire.client.delete("/mcp", headers={"Mcp-Session-Id": wire.session_id}).status_code == 204
     # Still no token: a refused request gave none back and took none.
     assert wire.call("hello").status_code == 429
+    assert wire.client.delete("/mcp", headers={"Mcp-Session-Id": wire.session_id}).status_code == 204
 
 
 def test_the_2026_era_is_limited_with_the_requests_id():

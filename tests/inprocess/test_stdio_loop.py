@@ -48,11 +48,11 @@ def test_a_line_of_max_body_bytes_is_served_and_one_byte_more_is_refused(ending)
 
 
 def test_an_unexpected_error_answers_the_request_with_32603_and_reading_goes_on(caplog):
-    def broken_handle(*args, **kwargs):
+    def broken_prepare(*args, **kwargs):
         raise RuntimeError("a bug")
 
     def hook(transport):
-        transport.handshake.handle = broken_handle
+        transport.server.prepare = broken_prepare
 
     lines = [
         json.dumps(INIT).encode() + b"\n",

@@ -12,6 +12,7 @@ import zemcp
 from zemcp.core.context import Context
 from zemcp.eras.handshake import call as call_module
 from zemcp.eras.handshake.call import Call
+from zemcp.observe.telemetry import NULL_OPERATION
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import ElicitMalformed, ElicitTimeout, interpret_answer
 from zemcp.replies.sinks import ReplySink
@@ -61,6 +62,7 @@ class Recorder:
     can_wait = True
     progress_token = None
     request_id = 1
+    operation = NULL_OPERATION
 
     def __init__(self, timeout=600.0, outcome=None):
         self.client = Session("2025-06-18", {}, {"elicitation": {}})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -69,29 +70,34 @@ def _admission(**settings) -> Admission:
     return Admission(values, SubscriptionHub(values.listen_budget))
 
 
-def _sink() -> SimpleNamespace:
-    return SimpleNamespace(direct=True, job=None)
-
-
 def test_running_calls_count_against_their_client_and_free_their_place_when_done():
     admission = _admission(threads=8)  # a call budget of 6: a client may hold 4
-    sinks = [_sink() for _ in range(4)]
-    for sink in sinks:
-        admission.start(lambda: None, sink, "address 10.0.0.1")
+    releases = [admission.enter("address 10.0.0.1") for _ in range(4)]
     with pytest.raises(ShareTaken):
-        admission.start(lambda: None, _sink(), "address 10.0.0.1")
-    admission.start(lambda: None, other := _sink(), "address 10.0.0.2")
-    sinks[0].job()
-    admission.start(lambda: None, _sink(), "address 10.0.0.1")
+        admission.enter("address 10.0.0.1")
+    other = admission.enter("address 10.0.0.2")
+    releases[0]()
+    admission.enter("address 10.0.0.1")
     assert admission.running == 5
-    other.job()
+    other()
     assert admission.running == 4
     # The process's budget still holds whoever asks.
-    admission.start(lambda: None, _sink(), "address 10.0.0.3")
-    admission.start(lambda: None, _sink(), "address 10.0.0.3")
+    admission.enter("address 10.0.0.3")
+    admission.enter("address 10.0.0.3")
     with pytest.raises(Busy) as busy:
-        admission.start(lambda: None, _sink(), "address 10.0.0.4")
+        admission.enter("address 10.0.0.4")
     assert type(busy.value) is Busy and busy.value.status == 503
+
+
+def test_an_admitted_job_runs_on_a_direct_sink_or_the_handler_pool():
+    admission = _admission(threads=8)
+    ran = threading.Event()
+    job = ran.set
+    direct = SimpleNamespace(direct=True, job=None)
+    admission.run(job, direct)
+    assert direct.job is job and not ran.is_set(), "a direct sink's job waits for the request's thread"
+    admission.run(job, SimpleNamespace())
+    assert ran.wait(5), "any other sink's job runs on the handler pool"
 
 
 def test_streams_count_in_their_clients_share_of_the_budget_and_of_standalone_streams():

@@ -2,6 +2,7 @@
 each public thing, listed in the docs. The layer contracts themselves are import-linter's
 (pyproject.toml, `tox -e lint`)."""
 
+import ast
 import importlib.util
 import json
 import os
@@ -82,6 +83,38 @@ def public_paths() -> dict[str, set[str]]:
         assert module not in paths, f"{module} has two rows"
         paths[module] = set(re.findall(r"`(\w+)`", names))
     return paths
+
+
+#: The packages below the transports: a message reaches them with its RequestContext, never a
+#: WSGI environ (docs/architecture.md, "The request context").
+BELOW_THE_TRANSPORTS = ("eras", "pipeline", "core")
+
+
+def test_nothing_below_the_transports_reads_a_wsgi_environ():
+    """No name, attribute, parameter or string of the eras, the pipeline or the core says ``environ``
+    (the environment's ``os.environ`` aside), nor a WSGI key (``wsgi.``, ``gunicorn.``, ``HTTP_``)."""
+    found = []
+    for package in BELOW_THE_TRANSPORTS:
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                name = (
+                    node.id
+                    if isinstance(node, ast.Name)
+                    else node.attr
+                    if isinstance(node, ast.Attribute) and not _is_os_environ(node)
+                    else node.arg
+                    if isinstance(node, ast.arg)
+                    else None
+                )
+                text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+                if name == "environ" or text.startswith(("wsgi.", "gunicorn.", "HTTP_")):
+                    found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not found, f"a WSGI environ is read below the transports at {found}"
+
+
+def _is_os_environ(node: ast.Attribute) -> bool:
+    return node.attr == "environ" and isinstance(node.value, ast.Name) and node.value.id == "os"
 
 
 def test_the_docs_list_the_public_paths():
@@ -218,6 +251,8 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
         ("cli/commands.py", "from zemcp.testclient import sse as _sse", "Each layer imports only the layers below it"),
         ("state/sessionstore.py", "from zemcp.state import session as _session", "No import cycles"),
         ("core/server.py", "from zemcp.state import registry as _registry", "only through its interfaces"),
+        ("eras/handshake/era.py", "import werkzeug as _werkzeug", "speak no HTTP"),
+        ("core/tools.py", "from zemcp.replies import responses as _responses", "speak no HTTP"),
     ],
 )
 def test_a_broken_contract_fails_the_lint(tmp_path, module, line, broken):

@@ -61,6 +61,8 @@ def test_the_named_extras_are_carried_with_their_names_and_types():
             duration=2,
             outcome="ok",
             session=fingerprint(session_id),
+            subject="alice",
+            client="address 127.0.0.1",
             trace_id="0AF7651916CD43DD8448EB211C80319C",
             span_id=0xB7AD6B7169203331,
         )
@@ -72,6 +74,8 @@ def test_the_named_extras_are_carried_with_their_names_and_types():
         "duration": 2.0,
         "outcome": "ok",
         "session": fingerprint(session_id),
+        "subject": "alice",
+        "client": "address 127.0.0.1",
         "trace_id": "0af7651916cd43dd8448eb211c80319c",
         "span_id": "b7ad6b7169203331",
     }

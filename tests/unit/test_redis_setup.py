@@ -72,10 +72,12 @@ def test_the_default_install_never_imports_redis():
 def test_rate_limits_without_a_redis_url_never_import_redis():
     code = (
         "import sys, zemcp\n"
+        "from zemcp.eras.requestcontext import RequestContext\n"
+        "from zemcp.pipeline.ratelimits import RateLimits\n"
         "from zemcp.protocol import jsonrpc\n"
         "settings = zemcp.Settings(rate_limit='5/minute', rate_limit_tools='x=1/s')\n"
-        "zemcp.McpApp(zemcp.Server('x', settings=settings)).rates.check(\n"
-        "    jsonrpc.Request(1, 'tools/list', {}), 'address a')\n"
+        "limits = RateLimits(zemcp.Server('x', settings=settings), lambda message, context: None)\n"
+        "limits(jsonrpc.Request(1, 'tools/list', {}), RequestContext('tcp', None, client='address a'))\n"
         "print('redis' in sys.modules)"
     )
     done = _python(code)

@@ -2,11 +2,13 @@
 
 The client starts the server as a subprocess and writes one JSON-RPC message per line to its
 stdin; the server writes one per line to stdout and logs to stderr. The same
-:class:`zemcp.Server`, with the same handlers, serves it as over HTTP: the era modules'
-transport-neutral entry points do the work (:meth:`zemcp.eras.handshake.era.HandshakeEra.handle`,
-:meth:`zemcp.eras.modern.era.ModernEra.handle`), and every running handler's messages are pumped to
+:class:`zemcp.Server`, with the same handlers, serves it as over HTTP: each message goes with
+its :class:`zemcp.eras.requestcontext.RequestContext` through the same pipeline
+(:mod:`zemcp.pipeline`) to the same era (:meth:`zemcp.eras.handshake.era.HandshakeEra.serve`,
+:meth:`zemcp.eras.modern.era.ModernEra.serve`), and every running handler's messages are pumped to
 stdout by a thread of its own, so the reader keeps reading: a handler waiting for the answer
-to its ``elicitation/create`` gets it while other requests are served.
+to its ``elicitation/create`` gets it while other requests are served. The connection is one
+client, which started the server for itself: it has no fair shares to keep and no rate limits.
 
 The era is decided once, by the first request (2026-07-28 basic/transports/stdio): a request
 other than ``initialize`` whose ``params._meta`` names a protocol version opens a 2026-07-28
@@ -37,7 +39,9 @@ from zemcp.cli.lifetime import watch_parent
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server
 from zemcp.eras.handshake.era import HandshakeEra
-from zemcp.eras.modern.era import ModernEra, retire_codes
+from zemcp.eras.modern.era import ModernEra
+from zemcp.eras.requestcontext import PIPE, Outcome, RequestContext, Running
+from zemcp.pipeline import compose
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.envelope import META_VERSION, UNSUPPORTED_VERSION
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, ProtocolError
@@ -47,14 +51,16 @@ from zemcp.state.session import Session
 from zemcp.state.sessionstore import SessionLimitReached, SessionNotFound
 from zemcp.state.streamlogs import KEEPALIVE
 from zemcp.state.tasks import TaskLimitReached
+from zemcp.state.unavailable import StateUnavailable
 
 if TYPE_CHECKING:
-    from zemcp.replies.direct import DirectSink
+    from zemcp.protocol.jsonrpc import RequestId
+    from zemcp.state.streamlogs import StreamLogs
 
 log = logging.getLogger("zemcp.stdio")
 
-#: The environ the era modules get: answers are read on another thread, so handlers may wait.
-ENVIRON = {"wsgi.multithread": True}
+#: What refuses a request before its handler runs; answered with a JSON-RPC error.
+REFUSALS = (SessionNotFound, Busy, ListenLimitReached, TaskLimitReached, StateUnavailable)
 #: [seconds] how often a pump thread looks again at a quiet running request.
 PUMP_TICK = 1.0
 #: [seconds] how long the end of stdin waits for running handlers to send their last messages.
@@ -81,6 +87,8 @@ class StdioTransport:
         self.server = server
         self.handshake = HandshakeEra(server)
         self.modern = ModernEra(server)
+        self._serve_handshake = compose(server, self.handshake.serve)
+        self._serve_modern = compose(server, self.modern.serve)
         self._reader = reader
         self._writer = writer
         self._write_lock = threading.Lock()
@@ -174,20 +182,21 @@ class StdioTransport:
         else:
             self._handshake(message)
 
+    def _context(self) -> RequestContext:
+        """The context of a message of this connection: one client, no headers, answers read on
+        another thread (so handlers may wait), and a sink a pump thread drains."""
+        return RequestContext(PIPE, _pumped_sink, session=self._session)
+
     def _handshake(self, message: jsonrpc.Message) -> None:
         session = self._session
-        if isinstance(message, jsonrpc.Response):
-            if session is not None:
-                self.server.pending.resolve(session.id, message)
-            return
-        if isinstance(message, jsonrpc.Notification):
-            if session is not None:
-                self.handshake.notification(session, message)
-            return
-        if message.method == "initialize":
+        if isinstance(message, jsonrpc.Request) and message.method == "initialize":
             self._initialize(message)
             return
-        if _enveloped(message):
+        if session is None:
+            if isinstance(message, jsonrpc.Request):
+                self.write(jsonrpc.error(message.id, INVALID_REQUEST, "Invalid Request: send initialize first"))
+            return
+        if isinstance(message, jsonrpc.Request) and _enveloped(message):
             self.write(
                 jsonrpc.error(
                     message.id,
@@ -197,15 +206,8 @@ class StdioTransport:
                 )
             )
             return
-        if session is None:
-            self.write(jsonrpc.error(message.id, INVALID_REQUEST, "Invalid Request: send initialize first"))
-            return
-        try:
-            outcome = self.handshake.handle(session, message, ENVIRON)
-        except (SessionNotFound, Busy, TaskLimitReached) as exc:
-            code = INVALID_REQUEST if isinstance(exc, SessionNotFound) else INTERNAL_ERROR
-            outcome = jsonrpc.error(message.id, code, str(exc))
-        self._answer(outcome)
+        # A client's answer is taken by the call waiting for it, or dropped (nothing to tell).
+        self._answer(message, self._serve_handshake, cancellable=False)
 
     def _initialize(self, message: jsonrpc.Request) -> None:
         if self._session is not None:
@@ -217,15 +219,17 @@ class StdioTransport:
                 )
             )
             return
+        context = self._context()
         try:
-            self._session, result = self.handshake.open_session(message)
+            outcome = self._serve_handshake(message, context)
         except ProtocolError as exc:
             self.write(jsonrpc.error(message.id, exc.code, exc.message, exc.data))
             return
-        except SessionLimitReached as exc:
+        except (SessionLimitReached, StateUnavailable) as exc:
             self.write(jsonrpc.error(message.id, INVALID_REQUEST, str(exc)))
             return
-        self.write(jsonrpc.result(message.id, result))
+        self._session = context.session
+        self._write_outcome(outcome, message.id)
 
     def _modern(self, message: jsonrpc.Message) -> None:
         if isinstance(message, jsonrpc.Response):
@@ -250,27 +254,38 @@ class StdioTransport:
                 )
             )
             return
-        try:
-            outcome = self.modern.handle(message, ENVIRON)
-        except ProtocolError as exc:
-            outcome = jsonrpc.error(message.id, exc.code, exc.message, exc.data)
-        except (Busy, ListenLimitReached, TaskLimitReached) as exc:
-            outcome = jsonrpc.error(message.id, INTERNAL_ERROR, str(exc))
-        if isinstance(outcome, dict):
-            outcome = retire_codes(outcome)
-        else:
-            self._running[message.id] = cast(ReplySink, outcome)  # see _answer
-        self._answer(outcome, message.id)
+        self._answer(message, self._serve_modern, cancellable=True)
 
     # -- writing ----------------------------------------------------------------------
 
-    def _answer(self, outcome: dict[str, Any] | ReplySink | DirectSink, request_id: Any = None) -> None:
+    def _answer(self, message: jsonrpc.Message, serve: Any, cancellable: bool) -> None:
+        """Serve ``message`` through its era's pipeline and write (or pump) what it gives.
+
+        Args:
+            cancellable: a running request of this era is cancelled by closing its sink
+                (2026-07-28); a handshake-era request is cancelled by its era, whose waiting
+                call still tells the client of its withdrawn questions.
+        """
+        request_id = message.id if isinstance(message, jsonrpc.Request) else None
+        try:
+            outcome = serve(message, self._context())
+        except REFUSALS as exc:
+            if not isinstance(message, jsonrpc.Request):
+                return
+            code = INVALID_REQUEST if isinstance(exc, SessionNotFound) else INTERNAL_ERROR
+            outcome = jsonrpc.error(request_id, code, str(exc))
+        if isinstance(message, jsonrpc.Request):
+            self._write_outcome(outcome, request_id, cancellable)
+
+    def _write_outcome(self, outcome: Outcome, request_id: Any, cancellable: bool = False) -> None:
         if isinstance(outcome, dict):
             self.write(outcome)
             return
-        # ENVIRON has no gunicorn socket: new_sink gives a ReplySink, never a DirectSink.
-        outcome = cast(ReplySink, outcome)
-        pump = threading.Thread(target=self._pump, args=(outcome, request_id), name="zemcp-stdio-pump", daemon=True)
+        # Every sink of this transport is a ReplySink (_pumped_sink), drained by a pump thread.
+        sink = cast(ReplySink, outcome.sink if isinstance(outcome, Running) else outcome)
+        if cancellable:
+            self._running[request_id] = sink
+        pump = threading.Thread(target=self._pump, args=(sink, request_id), name="zemcp-stdio-pump", daemon=True)
         self._pumps = [p for p in self._pumps if p.is_alive()] + [pump]
         pump.start()
 
@@ -293,6 +308,12 @@ class StdioTransport:
             sink.close()
         for pump in self._pumps:
             pump.join(DRAIN_TIMEOUT)
+
+
+def _pumped_sink(streams: StreamLogs | None, request_id: RequestId | None) -> ReplySink:
+    """The sink of a running request of a stdio connection: a pump thread drains it (a
+    connection that stays open has nothing to resume, so ``streams`` is not used)."""
+    return ReplySink()
 
 
 def _enveloped(message: jsonrpc.Request) -> bool:

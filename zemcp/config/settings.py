@@ -210,6 +210,15 @@ class Settings:
         doc="""Log one `zemcp.request` record per served message: method, tool, duration, outcome, session fingerprint,
         trace id. Off by default, like the access log.""",
     )
+    audit_log: bool = setting(
+        False,
+        kind="bool",
+        doc="""Log one `zemcp.audit` record per `tools/call`, `prompts/get` and `resources/read` once it ends, those
+        refused for a missing scope or the call budget included (a rate-limited one is counted as a refusal instead):
+        `method`, `tool` (the tool or prompt name, or the resource URI), `outcome`, `duration`, `subject` (the access
+        token's subject) and `client` (the user, or the client address without authorization; none over stdio);
+        never arguments or results ([observability.md](observability.md#the-audit-log)). Off by default.""",
+    )
     log_format: str = setting(
         "text",
         kind="str",
@@ -219,7 +228,7 @@ class Settings:
         `ZEMCP_ACCESS_LOG` is on, its access log, under `gunicorn.conf.py` and `zemcp run` (HTTP and stdio). `text`:
         the lines as they always were. `json`: one JSON object a line, with `time`, `level`, `logger`, `event`,
         `message`, `pid` and, when a record has them, `method`, `tool`, `duration`, `outcome`, `session` (a
-        fingerprint), `trace_id`, `span_id`, `exc_type`, `exc_text`
+        fingerprint), `subject`, `client`, `trace_id`, `span_id`, `exc_type`, `exc_text`
         ([observability.md](observability.md#structured-logs)). Either word in any case; any other value stops the
         server at start-up.""",
     )

@@ -168,18 +168,14 @@ class Admission:
 
         return release
 
-    def start(self, job: Callable[[], None], sink: Any, client: str | None = None) -> None:
-        """Run ``job`` for a request whose output goes to ``sink``, counted in the call budget
-        (and in ``client``'s share of it) until it returns. A call whose client went away and
-        that waits for it to resume still counts against that client.
-
-        With a :class:`zemcp.replies.direct.DirectSink` the job is left on the sink, for the
-        request's own thread to run; otherwise it runs on the handler pool. ``job`` must answer
-        its request whatever happens.
+    def enter(self, client: str | None = None) -> Callable[[], None]:
+        """Count a running call in the call budget (and in ``client``'s share of it); returns
+        the function that gives its place back (call it once, as the call ends). A call whose
+        client went away and that waits for it to resume still counts against that client.
 
         Raises:
-            Busy: the call budget is taken (``Settings.call_budget``); ``job`` does not run.
-            ShareTaken: ``client`` holds its share of the call budget; ``job`` does not run.
+            Busy: the call budget is taken (``Settings.call_budget``).
+            ShareTaken: ``client`` holds its share of the call budget.
         """
         with self._lock:
             self._check_room()
@@ -187,18 +183,24 @@ class Admission:
             self._threads.take(client)
             self.running += 1
 
-        def counted() -> None:
-            try:
-                job()
-            finally:
-                with self._lock:
-                    self._threads.give(client)
-                    self.running -= 1
+        def release() -> None:
+            with self._lock:
+                self._threads.give(client)
+                self.running -= 1
 
+        return release
+
+    def run(self, job: Callable[[], None], sink: Any) -> None:
+        """Run ``job``, a call admitted by :meth:`enter`, whose output goes to ``sink``.
+
+        With a :class:`zemcp.replies.direct.DirectSink` the job is left on the sink, for the
+        request's own thread to run; otherwise it runs on the handler pool. ``job`` must
+        answer its request whatever happens.
+        """
         if getattr(sink, "direct", False):
-            sink.job = counted
+            sink.job = job
         else:
-            self._handler_pool().submit(counted)
+            self._handler_pool().submit(job)
 
     def _handler_pool(self) -> ThreadPoolExecutor:
         pool = self._pool

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from zemcp.core.coroutines import waiting
 from zemcp.core.errors import CannotWait, CapabilityMissing, new_elicitation_id
 from zemcp.core.questions import Ask, Elicit, ElicitURL, ListRoots, Sample
-from zemcp.observe.telemetry import NULL_OPERATION, Operation
 from zemcp.protocol import elicitation, jsonrpc, versions
 from zemcp.protocol.capabilities import LOG_LEVELS
 from zemcp.state.waitingcalls import CapacityError, Withdrawal
@@ -70,9 +69,9 @@ class Context:
             else None.
     """
 
-    def __init__(self, exchange: Exchange, auth: Principal | None = None, operation: Operation = NULL_OPERATION):
+    def __init__(self, exchange: Exchange, auth: Principal | None = None):
         self._exchange = exchange
-        self._operation = operation
+        self._operation = exchange.operation
         self.auth = auth
         self._last_progress: float | None = None
         self.client: ClientView = exchange.client

@@ -107,17 +107,7 @@ def call(
         whatever the handler raised.
     """
     if not is_async:
-        value = handler(*args, **kwargs)
-        if type(value) in _PLAIN_VALUES:
-            return value
-        if inspect.isawaitable(value):
-            if inspect.iscoroutine(value):
-                value.close()
-            raise TypeError(
-                f"{what} returned an awaitable ({type(value).__name__}) from a plain def, and zemcp does not "
-                "await what a plain def returns; declare the handler async def, or return the value itself"
-            )
-        return value
+        return plain_value(handler(*args, **kwargs), what)
     # Imported here: a server whose handlers are all plain def never loads asyncio.
     import asyncio
 
@@ -141,6 +131,33 @@ def call(
     if inspect.iscoroutine(value):
         value.close()
         raise TypeError(f"{what} returned a coroutine from an async def: await it")
+    return value
+
+
+def plain_value(value: Any, what: str) -> Any:
+    """What a plain ``def`` handler returned, once it is known to be no awaitable.
+
+    Callers that run a plain handler themselves (one frame less below the request) pass its
+    value here, as :func:`call` does.
+
+    Args:
+        value: the handler's return value.
+        what: how error messages name the handler (``"tool 'search'"``).
+    Returns:
+        ``value``.
+    Raises:
+        TypeError: ``value`` is an awaitable (a coroutine, a task, a future): zemcp does not
+            await what a plain def returns; a coroutine is closed first.
+    """
+    if type(value) in _PLAIN_VALUES:
+        return value
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()
+        raise TypeError(
+            f"{what} returned an awaitable ({type(value).__name__}) from a plain def, and zemcp does not "
+            "await what a plain def returns; declare the handler async def, or return the value itself"
+        )
     return value
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
+from zemcp.observe.telemetry import NULL_OPERATION, Operation
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -42,7 +44,11 @@ class Abortable:
 
     Attributes:
         aborted: why the request can no longer be answered, or None.
+        operation: the telemetry operation of the request the exchange serves (the era sets
+            it from the request's context); a task's runs have none.
     """
+
+    operation: Operation = NULL_OPERATION
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -102,10 +108,13 @@ class Exchange(Protocol):
         timeout: [seconds] (handshake) the longest wait for the answers to one :meth:`ask`.
         can_wait: False when :meth:`ask` would wait for an answer that cannot arrive (a
             handshake-era request under a WSGI server that is not multithreaded).
+        operation: the telemetry operation of the request (its span is current while the
+            handler runs; its questions are CLIENT spans of it).
     """
 
     timeout: float
     can_wait: bool
+    operation: Operation
 
     @property
     def client(self) -> ClientView: ...

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
-from zemcp.auth.principal import InsufficientScope, Principal
+from zemcp.auth.access import Access
 from zemcp.core.completions import CompletionRegistry
 from zemcp.core.prompts import PromptRegistry, make_prompt
 from zemcp.core.resources import ResourceRegistry
@@ -339,23 +339,17 @@ class Registrar:
         """Every scope a registration needs, in registration order (for ``scopes_supported``)."""
         return list(dict.fromkeys(scope for needed in self._scopes.values() for scope in needed))
 
-    def _may_use(self, principal: Principal | None, kind: str, key: str) -> bool:
-        """True when ``principal`` (None: authorization off) has the scopes ``kind`` ``key`` was
-        registered with; the server-wide scopes were checked with the token."""
-        return principal is None or not principal.missing(self._scopes.get((kind, key), ()))
+    @property
+    def scope_table(self) -> dict[tuple[str, str], tuple[str, ...]]:
+        """The scopes each registration needs, by ``(kind, key)`` (:class:`zemcp.auth.access.Access` reads it)."""
+        return self._scopes
 
-    def _allow(self, principal: Principal | None, kind: str, key: str, what: str) -> None:
-        """Raise :class:`InsufficientScope` unless ``principal`` may use ``kind`` ``key``."""
-        if not self._may_use(principal, kind, key):
-            raise InsufficientScope(list(self._scopes[(kind, key)]), what)
-
-    def _visible(
-        self, result: dict[str, Any], field: str, kind: str, key: str, principal: Principal | None
-    ) -> dict[str, Any]:
-        """``result`` with the ``field`` items ``principal`` may not use left out (by their ``key``)."""
-        if principal is None or not self._scopes:
+    @staticmethod
+    def _visible(result: dict[str, Any], field: str, kind: str, key: str, access: Access) -> dict[str, Any]:
+        """``result`` with the ``field`` items ``access`` may not use left out (by their ``key``)."""
+        if not access.filters:
             return result
-        return {**result, field: [item for item in result[field] if self._may_use(principal, kind, item[key])]}
+        return {**result, field: [item for item in result[field] if access.visible(kind, item[key])]}
 
 
 def _scopes(scopes: Any) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ streaming" (see :mod:`zemcp.replies.sinks`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -26,6 +27,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from zemcp import logsafe
+from zemcp.auth.access import OPEN, Access
 from zemcp.auth.authorization import Authorization
 from zemcp.auth.principal import Principal
 from zemcp.config import Settings
@@ -39,7 +41,7 @@ from zemcp.core.resources import Resource, Subscriber
 from zemcp.core.results import error_result
 from zemcp.core.tasks import TaskRunner
 from zemcp.core.tools import Tool
-from zemcp.observe.telemetry import NULL_OPERATION, Operation, Telemetry
+from zemcp.observe.telemetry import Telemetry
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import ClientView
@@ -148,7 +150,7 @@ class Server(Registrar):
         this = weakref.ref(self)
         self.telemetry = Telemetry(self.settings, lambda: observed.figures(this()), self.sessions.shared)
         _SERVERS.add(self)
-        self._methods: dict[str, Callable[[ClientView, jsonrpc.Request, Principal | None], dict[str, Any] | Work]] = {
+        self._methods: dict[str, Callable[[ClientView, jsonrpc.Request, Access], dict[str, Any] | Work]] = {
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
             "resources/list": self._resources_list,
@@ -252,25 +254,24 @@ class Server(Registrar):
         """The methods :meth:`prepare` serves."""
         return self._method_names
 
-    def prepare(
-        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None = None
-    ) -> dict[str, Any] | Work:
+    def prepare(self, client: ClientView, request: jsonrpc.Request, access: Access = OPEN) -> dict[str, Any] | Work:
         """Serve one of :meth:`methods` for ``client``, or set up its handler's work.
 
         Args:
             client, request: who asks and what.
-            principal: who the request's access token names, with authorization on (lists
-                then show only what it may use); None without authorization.
+            access: what the request's principal may see and use (lists show only that);
+                :data:`zemcp.auth.access.OPEN` without authorization.
         Returns:
             the result dict of a request answered at once, or a :class:`Work` for a handler
             that may talk to the client (tools, and prompts and resources taking a Context).
         Raises:
             ProtocolError: the request is invalid (the error to answer with).
-            InsufficientScope: the tool, prompt or resource needs scopes ``principal`` lacks.
+            InsufficientScope: the tool, prompt or resource needs scopes the principal lacks.
             KeyError: ``request.method`` is not one of :meth:`methods`.
         """
         self.state.serving()  # either era: from now on, what this process announces reaches every process
-        outcome = self._methods[request.method](client, request, principal)
+        outcome = self._methods[request.method](client, request, access)
+        principal = access.principal
         return outcome._replace(auth=principal) if isinstance(outcome, Work) and principal is not None else outcome
 
     def cache_hint(self, request: jsonrpc.Request) -> CacheHint:
@@ -293,10 +294,11 @@ class Server(Registrar):
                 return NO_CACHE
         return NO_CACHE
 
-    def execute(self, work: Work, exchange: Exchange, operation: Operation = NULL_OPERATION) -> dict[str, Any] | None:
+    def execute(self, work: Work, exchange: Exchange) -> dict[str, Any] | None:
         """Run ``work``'s handler with a Context on ``exchange``; never raises what the handler raised.
 
-        The handler runs with ``operation`` (:func:`zemcp.core.observed.begin`)'s span current, so that its own spans are children
+        The handler runs with the span of the exchange's operation (:attr:`Exchange.operation
+        <zemcp.core.exchange.Exchange.operation>`) current, so that its own spans are children
         of the request's, and its questions to the client are spans of their own.
 
         Returns:
@@ -306,11 +308,12 @@ class Server(Registrar):
             RoundEnded: (2026-07-28) the round ends to ask the client, or the replay broke.
         """
         request_id = exchange.request_id
+        operation = exchange.operation
         try:
             if work.is_tool:
                 operation.capture_arguments(work.arguments)
             with operation.activate():
-                return jsonrpc.result(request_id, work.run(Context(exchange, work.auth, operation)))
+                return jsonrpc.result(request_id, work.run(Context(exchange, work.auth)))
         except RoundEnded:
             raise
         except URLElicitationRequired as exc:
@@ -340,93 +343,75 @@ class Server(Registrar):
             return jsonrpc.result(request_id, error_result(text))
         return jsonrpc.error(request_id, INTERNAL_ERROR, f"{work.method} {work.target}: {text}")
 
-    def _tools_list(self, client: ClientView, request: jsonrpc.Request, principal: Principal | None) -> dict[str, Any]:
+    def _tools_list(self, client: ClientView, request: jsonrpc.Request, access: Access) -> dict[str, Any]:
         definitions = self.tools.definitions()
-        if principal is not None and self._scopes:
+        if access.filters:
             # Filtered before paging, so that every page is full.
-            definitions = [d for d in definitions if self._may_use(principal, "tool", d["name"])]
+            definitions = [d for d in definitions if access.visible("tool", d["name"])]
         return _for_version(
             list_result(request.params, "tools", definitions, PAGE_SIZE), "tools", client, self.tools.tasks
         )
 
-    def _resources_list(
-        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
-    ) -> dict[str, Any]:
+    def _resources_list(self, client: ClientView, request: jsonrpc.Request, access: Access) -> dict[str, Any]:
         result = self._visible(
-            self.resources.list_result(request.params, PAGE_SIZE), "resources", "resource", "uri", principal
+            self.resources.list_result(request.params, PAGE_SIZE), "resources", "resource", "uri", access
         )
         return _for_version(result, "resources", client)
 
-    def _resources_templates_list(
-        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
-    ) -> dict[str, Any]:
+    def _resources_templates_list(self, client: ClientView, request: jsonrpc.Request, access: Access) -> dict[str, Any]:
         result = self._visible(
             self.resources.templates_result(request.params, PAGE_SIZE),
             "resourceTemplates",
             "resource",
             "uriTemplate",
-            principal,
+            access,
         )
         return _for_version(result, "resourceTemplates", client)
 
-    def _resources_read(
-        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
-    ) -> dict[str, Any] | Work:
+    def _resources_read(self, client: ClientView, request: jsonrpc.Request, access: Access) -> dict[str, Any] | Work:
         target, uri, _ = self.resources.find(request.params)
         registered = target.uri if isinstance(target, Resource) else target.uri_template
-        self._allow(principal, "resource", registered, f"resources/read {uri!r}")
+        access.check("resource", registered, f"resources/read {uri!r}")
         if target.context_param is None:
             return self.resources.read(request.params)
         params = request.params
         return Work("resources/read", uri, {}, lambda ctx: self.resources.read(params, ctx))
 
-    def subscribe(
-        self, session: Subscriber, params: dict[str, Any], principal: Principal | None = None
-    ) -> dict[str, Any]:
+    def subscribe(self, session: Subscriber, params: dict[str, Any], access: Access = OPEN) -> dict[str, Any]:
         """``resources/subscribe`` for a session (its updates then reach the session's standalone stream).
 
         Raises:
             ProtocolError: as :meth:`zemcp.core.resources.ResourceRegistry.subscribe`.
-            InsufficientScope: the resource needs scopes ``principal`` lacks (its updates would
+            InsufficientScope: the resource needs scopes the principal lacks (its updates would
                 tell of a resource it may not read).
         """
         target, uri, _ = self.resources.find(params)
         registered = target.uri if isinstance(target, Resource) else target.uri_template
-        self._allow(principal, "resource", registered, f"resources/subscribe {uri!r}")
+        access.check("resource", registered, f"resources/subscribe {uri!r}")
         return self.resources.subscribe(session, params)
 
-    def _prompts_list(
-        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
-    ) -> dict[str, Any]:
-        result = self._visible(
-            self.prompts.list_result(request.params, PAGE_SIZE), "prompts", "prompt", "name", principal
-        )
+    def _prompts_list(self, client: ClientView, request: jsonrpc.Request, access: Access) -> dict[str, Any]:
+        result = self._visible(self.prompts.list_result(request.params, PAGE_SIZE), "prompts", "prompt", "name", access)
         return _for_version(result, "prompts", client)
 
-    def _prompts_get(
-        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
-    ) -> dict[str, Any] | Work:
+    def _prompts_get(self, client: ClientView, request: jsonrpc.Request, access: Access) -> dict[str, Any] | Work:
         prompt = self.prompts.require(request.params.get("name"), "prompts/get", "params.name")
-        self._allow(principal, "prompt", prompt.name, f"prompts/get {prompt.name!r}")
+        access.check("prompt", prompt.name, f"prompts/get {prompt.name!r}")
         arguments = prompt.check(request.params.get("arguments"))
         if prompt.context_param is None:
             return prompt.render(arguments)
         return Work("prompts/get", prompt.name, arguments, lambda ctx: prompt.render(arguments, ctx))
 
-    def _completion_complete(
-        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
-    ) -> dict[str, Any]:
+    def _completion_complete(self, client: ClientView, request: jsonrpc.Request, access: Access) -> dict[str, Any]:
         ref = request.params.get("ref")
-        if principal is not None and isinstance(ref, dict):
+        if access.principal is not None and isinstance(ref, dict):
             if ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str):
-                self._allow(principal, "prompt", ref["name"], f"completion/complete for prompt {ref['name']!r}")
+                access.check("prompt", ref["name"], f"completion/complete for prompt {ref['name']!r}")
             elif ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
-                self._allow(principal, "resource", ref["uri"], f"completion/complete for {ref['uri']!r}")
+                access.check("resource", ref["uri"], f"completion/complete for {ref['uri']!r}")
         return self.completions.complete(request.params)
 
-    def _tools_call(
-        self, client: ClientView, request: jsonrpc.Request, principal: Principal | None
-    ) -> dict[str, Any] | Work:
+    def _tools_call(self, client: ClientView, request: jsonrpc.Request, access: Access) -> dict[str, Any] | Work:
         name = request.params.get("name")
         arguments = request.params.get("arguments", {})
         if arguments is None:
@@ -436,8 +421,7 @@ class Server(Registrar):
         tool = self.tools.get(name)
         if tool is None:
             raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name!r}; tools/list names the available tools")
-        if principal is not None:
-            self._allow(principal, "tool", tool.name, f"tools/call {tool.name!r}")
+        access.check("tool", tool.name, f"tools/call {tool.name!r}")
         if not isinstance(arguments, dict):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: params.arguments must be an object")
         # Arguments the tool asks the user for (elicit_missing): the rest must be valid already.
@@ -485,7 +469,8 @@ def tool_runner(
 ) -> Callable[[Context], dict[str, Any]]:
     """``run(ctx) -> CallToolResult`` of a ``tools/call`` for a client of protocol ``version``."""
     if versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT):
-        return lambda ctx: tool.run(arguments, ctx, missing)
+        # A partial, not a lambda: one frame less between the request and the handler.
+        return functools.partial(tool.run, arguments, missing=missing)
 
     def run(ctx: Context) -> dict[str, Any]:
         result = tool.run(arguments, ctx, missing)

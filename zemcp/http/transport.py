@@ -5,11 +5,13 @@ handshake-era session's SSE stream (resuming one with ``Last-Event-ID``), DELETE
 session, everything else gets 405. This layer checks what every request must
 pass (Origin, Host, path, method, Content-Type, Accept, body size and pace, JSON-RPC
 syntax), then decides the protocol era once, by MCP 2026-07-28 basic/versioning's dual-era
-rule (:func:`zemcp.eras.modern.era.selects`), and hands the message to that era's module:
-:mod:`zemcp.eras.modern.era` (stateless 2026-07-28) or :mod:`zemcp.eras.handshake.era` (``initialize`` and
-sessions). The ``docs/transport.md`` table lists every status code. Between the two, the
-request's rate limits are checked (:mod:`zemcp.http.rategate`): a client over its limit gets
-429 before any handler runs.
+rule (:func:`zemcp.eras.modern.era.selects`), builds the message's
+:class:`zemcp.eras.requestcontext.RequestContext` (for a session's message, with the session its
+``Mcp-Session-Id`` names) and hands both to that era's pipeline (:mod:`zemcp.pipeline`: rate
+limits, telemetry, audit, authorization, admission), around :mod:`zemcp.eras.modern.era`
+(stateless 2026-07-28) or :mod:`zemcp.eras.handshake.era` (``initialize`` and sessions). The
+outcome becomes the HTTP response in :mod:`zemcp.http.outcomes`; the ``docs/transport.md``
+table lists every status code.
 
 The in-place upgrade (:func:`zemcp.replies.responses.reply`): a request is answered
 ``application/json`` when its handler returns without sending anything first; when the
@@ -35,23 +37,36 @@ from zemcp import logsafe
 from zemcp.auth.principal import Challenge, Principal, VerifierUnavailable
 from zemcp.config import Settings, is_loopback_host
 from zemcp.core.server import Server
-from zemcp.eras.handshake.era import SESSION_HEADER, HandshakeEra
+from zemcp.eras.handshake.era import HandshakeEra
 from zemcp.eras.modern import era as modern
 from zemcp.eras.modern.era import ModernEra
-from zemcp.http import cors
+from zemcp.eras.requestcontext import TCP, RequestContext
+from zemcp.http import cors, outcomes
 from zemcp.http.forwarded import ClientAddresses, trusted_networks
-from zemcp.http.rategate import RateGate
+from zemcp.http.outcomes import refused
+from zemcp.http.sessions import SESSION_HEADER, VERSION_KEY, SessionEndpoints, check_protocol_header, session_header
 from zemcp.http.wsgirequest import WsgiRequest, endpoint_path
-from zemcp.observe.telemetry import REFUSAL, SERVED
+from zemcp.pipeline import compose
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
-from zemcp.replies.responses import WSGIResponse, challenge_response, empty_response, error_response, json_response
+from zemcp.replies.responses import (
+    WSGIResponse,
+    challenge_response,
+    empty_response,
+    error_response,
+    json_response,
+    new_sink,
+)
 from zemcp.state import shares
-from zemcp.state.ratelimits import RateLimited
 from zemcp.state.unavailable import StateUnavailable
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse
+
+    from zemcp.protocol.jsonrpc import RequestId
+    from zemcp.replies.direct import DirectSink
+    from zemcp.replies.sinks import ReplySink
+    from zemcp.state.streamlogs import StreamLogs
 
 log = logging.getLogger("zemcp.transport")
 
@@ -68,6 +83,8 @@ HOST_FIX = (
 )
 #: The environ key :meth:`McpApp._read_body` sets once it has read the whole body.
 _BODY_READ = "zemcp.body_read"
+#: The trace-context headers (W3C) a message's span takes as its transport's context, by environ key.
+_TRACE_KEYS = {"HTTP_TRACEPARENT": "traceparent", "HTTP_TRACESTATE": "tracestate", "HTTP_BAGGAGE": "baggage"}
 
 
 class McpApp:
@@ -89,6 +106,10 @@ class McpApp:
         self._check_host = self.settings.bind_is_loopback
         self.handshake = HandshakeEra(server)
         self.modern = ModernEra(server)
+        # Each era inside the layers every message meets (zemcp.pipeline), built once.
+        self._serve_handshake = compose(server, self.handshake.serve)
+        self._serve_modern = compose(server, self.modern.serve)
+        self.sessions = SessionEndpoints(server, self.handshake)
         self._threading_checked = False
         # Clients send the same Host and Accept on every request: each distinct value is judged once.
         self._accept_cache: dict[str, bool] = {}
@@ -100,7 +121,6 @@ class McpApp:
         self._addresses = ClientAddresses(trusted_networks(self.settings.forwarded_allow_ips))
         self._metrics_path = self.settings.metrics_path
         self._metrics_readers = [ipaddress.ip_network(n, strict=False) for n in self.settings.metrics_allow]
-        self.rates = RateGate(server)
         self._warn_if_exposed()
 
     def _warn_if_exposed(self) -> None:
@@ -140,13 +160,7 @@ class McpApp:
         try:
             response = self.dispatch(WsgiRequest(environ))
         except HTTPException as exc:  # werkzeug's own refusals (bad headers and the like)
-            response = error_response(exc.code or 400, INVALID_REQUEST, f"{exc.name}: {exc.description}")
-        # A handler's direct reply decides its status later: it is an operation, never a refusal.
-        if isinstance(response, Response) and response.status_code >= 400:
-            status = response.status_code
-            reason = environ.get(REFUSAL)
-            if reason != SERVED:
-                self.server.telemetry.refused(reason or _refusal_reason(status), status)
+            response = self._refuse(exc.code or 400, INVALID_REQUEST, f"{exc.name}: {exc.description}")
         if _body_left_unread(environ):
             # A body over the limit, or one refused before it was read: gunicorn would skip a
             # little of it, then close the connection it announced as kept alive, losing the
@@ -155,7 +169,10 @@ class McpApp:
         return response(environ, start_response)
 
     def dispatch(self, request: Request) -> WSGIResponse:
-        """Answer one HTTP request; the checks run in the order of ``docs/transport.md``."""
+        """Answer one HTTP request; the checks run in the order of ``docs/transport.md``.
+
+        Every refusal is counted where it is made (:func:`zemcp.http.outcomes.refused`).
+        """
         refusal = self._check_origin_and_host(request)
         if refusal is not None:
             return refusal
@@ -169,7 +186,7 @@ class McpApp:
         ):
             return self._metadata(request)
         if path != self.endpoint:
-            return error_response(
+            return self._refuse(
                 404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {request.script_root + self.endpoint or '/'}"
             )
         if request.method == "OPTIONS":
@@ -179,36 +196,36 @@ class McpApp:
             try:
                 principal = self.auth.authenticate(request.headers.get("Authorization"))
             except Challenge as exc:
-                return challenge_response(exc)
+                return refused(self.server, challenge_response(exc))
             except VerifierUnavailable as exc:
-                return error_response(
+                return self._refuse(
                     503,
                     jsonrpc.INTERNAL_ERROR,
                     f"Service Unavailable: {exc}; try again later",
                     headers={"Retry-After": str(exc.retry_after)},
                 )
-        # Whose fair shares of the threads this request counts in (zemcp.state.shares).
-        request.environ[shares.ENVIRON_KEY] = shares.client_key(
+        # Whose fair shares of the threads and rate limits this request counts in (zemcp.state.shares).
+        client = shares.client_key(
             principal.user if principal is not None else None, self._addresses.of(request.environ)
         )
         try:
-            return self._route(request, principal)
+            return self._route(request, principal, client)
         except StateUnavailable as exc:
-            return error_response(503, jsonrpc.INTERNAL_ERROR, str(exc), headers={"Retry-After": str(exc.retry_after)})
+            return outcomes.refusal(self.server, exc, None)
 
-    def _route(self, request: Request, principal: Principal | None) -> WSGIResponse:
-        """Hand an authenticated request of the endpoint to its era by method.
+    def _route(self, request: Request, principal: Principal | None, client: str) -> WSGIResponse:
+        """Hand an authenticated request of the endpoint on by method.
 
         Raises:
             StateUnavailable: the shared state (Redis) cannot be reached.
         """
         if request.method == "POST":
-            return self._post(request, principal)
+            return self._post(request, principal, client)
         has_session = request.headers.get(SESSION_HEADER) is not None
         if request.method == "DELETE" and has_session:
-            return self.handshake.delete(request, principal)
+            return self.sessions.delete(request, principal)
         if request.method == "GET" and has_session:
-            return self.handshake.get(request, principal)
+            return self.sessions.get(request, principal, client)
         if request.method == "GET":
             why = (
                 "GET reads a session's SSE stream and needs its Mcp-Session-Id header (2026-07-28 clients "
@@ -218,12 +235,18 @@ class McpApp:
             why = "DELETE ends a session and needs its Mcp-Session-Id header (2026-07-28 requests have no sessions)"
         else:
             why = f"{request.method} is not supported"
-        return error_response(
+        return self._refuse(
             405,
             INVALID_REQUEST,
             f"Method Not Allowed: {why}; use POST (and GET or DELETE with a session)",
             headers={"Allow": ALLOW},
         )
+
+    def _refuse(
+        self, status: int, code: int, text: str, headers: dict[str, Any] | None = None, id: RequestId | None = None
+    ) -> Response:
+        """A JSON-RPC error response of ``status``, counted as a refusal (its reason by its status)."""
+        return refused(self.server, error_response(status, code, text, headers, id))
 
     def _metrics(self, request: Request) -> Response:
         """GET of ``metrics_path``: the Prometheus text, for an allowed address or a valid token.
@@ -235,8 +258,11 @@ class McpApp:
         prometheus = self.server.telemetry.prometheus
         assert prometheus is not None  # metrics_path set means the Prometheus exporter is on
         if request.method not in ("GET", "HEAD"):
-            return Response(
-                f"Method Not Allowed: {self._metrics_path} serves metrics to GET\n", 405, {"Allow": "GET, HEAD"}
+            return refused(
+                self.server,
+                Response(
+                    f"Method Not Allowed: {self._metrics_path} serves metrics to GET\n", 405, {"Allow": "GET, HEAD"}
+                ),
             )
         address = self._addresses.of(request.environ)
         # No address: a unix socket's peer, which only this host's processes can be.
@@ -248,15 +274,21 @@ class McpApp:
             try:
                 self.auth.authenticate(request.headers.get("Authorization"))
             except Challenge as exc:
-                return challenge_response(exc)
+                return refused(self.server, challenge_response(exc))
             except VerifierUnavailable as exc:
-                return Response(f"Service Unavailable: {exc}\n", 503, {"Retry-After": str(exc.retry_after)})
+                return refused(
+                    self.server, Response(f"Service Unavailable: {exc}\n", 503, {"Retry-After": str(exc.retry_after)})
+                )
             allowed = True
         if not allowed:
-            return Response(
-                f"Forbidden: {address} may not read the metrics; list its address or network in ZEMCP_METRICS_ALLOW\n",
-                403,
-                mimetype="text/plain",
+            return refused(
+                self.server,
+                Response(
+                    f"Forbidden: {address} may not read the metrics; list its address or network in "
+                    "ZEMCP_METRICS_ALLOW\n",
+                    403,
+                    mimetype="text/plain",
+                ),
             )
         return Response(prometheus.exposition(), 200, {"Content-Type": prometheus.content_type})
 
@@ -274,7 +306,7 @@ class McpApp:
         if request.method == "OPTIONS":
             return self._preflight(request)
         if request.method not in ("GET", "HEAD"):
-            return error_response(
+            return self._refuse(
                 405,
                 INVALID_REQUEST,
                 "Method Not Allowed: the resource metadata is read with GET",
@@ -291,13 +323,13 @@ class McpApp:
         origin = request.environ.get("HTTP_ORIGIN")
         if origin is not None and not _remembered(self._origin_cache, origin, self._origin_allowed):
             log.warning("refused Origin %s", logsafe.clip(origin))
-            return error_response(
+            return self._refuse(
                 403, INVALID_REQUEST, f"Forbidden: Origin {origin!r} is not allowed; add it to ZEMCP_ALLOWED_ORIGINS"
             )
         host = request.environ.get("HTTP_HOST")
         if host is not None and self._check_host and not _remembered(self._host_cache, host, _is_loopback_name):
             log.warning("refused Host %s on a loopback bind. %s", logsafe.clip(host), HOST_FIX)
-            return error_response(
+            return self._refuse(
                 403,
                 INVALID_REQUEST,
                 f"Forbidden: Host {host!r} is not a loopback name, and this server is bound to loopback "
@@ -325,14 +357,14 @@ class McpApp:
         parts = urlsplit(normalized)
         return parts.scheme in ("http", "https") and parts.hostname is not None and is_loopback_host(parts.hostname)
 
-    def _post(self, request: Request, principal: Principal | None) -> WSGIResponse:
+    def _post(self, request: Request, principal: Principal | None, client: str) -> WSGIResponse:
         if not _remembered(self._content_type_cache, request.environ.get("CONTENT_TYPE", ""), _is_json):
             got = repr(request.mimetype) if request.mimetype else "none"
-            return error_response(
+            return self._refuse(
                 415, INVALID_REQUEST, f"Unsupported Media Type: Content-Type must be application/json, got {got}"
             )
         if not self._accepts_both(request):
-            return error_response(
+            return self._refuse(
                 406,
                 INVALID_REQUEST,
                 "Not Acceptable: the Accept header must list both application/json and text/event-stream",
@@ -340,19 +372,19 @@ class McpApp:
         try:
             body = self._read_body(request)
         except TimeoutError:
-            client = request.environ.get("gunicorn.socket")
-            if client is not None:
+            sock = request.environ.get("gunicorn.socket")
+            if sock is not None:
                 # Stop reading from the stalled client, so gunicorn does not wait to drain
                 # the rest of its body before freeing this thread.
                 with contextlib.suppress(OSError):
-                    client.shutdown(socket.SHUT_RD)
-            return error_response(
+                    sock.shutdown(socket.SHUT_RD)
+            return self._refuse(
                 408,
                 INVALID_REQUEST,
                 f"Request Timeout: the body stalled for over {self.settings.body_timeout:g} s (ZEMCP_BODY_TIMEOUT)",
             )
         if body is None:
-            return error_response(
+            return self._refuse(
                 413,
                 INVALID_REQUEST,
                 f"Payload Too Large: the body exceeds {self.settings.max_body_bytes} bytes (ZEMCP_MAX_BODY_BYTES)",
@@ -360,25 +392,69 @@ class McpApp:
         try:
             message = jsonrpc.parse(body)
         except ProtocolError as exc:
-            return json_response(400, exc.to_message())
-        request_id = getattr(message, "id", None)
+            return refused(self.server, json_response(400, exc.to_message()))
+        context = self._context(request, principal, client)
         try:
-            # Before any era or handler spends anything on the request.
-            self.rates.check(message, request.environ[shares.ENVIRON_KEY])
-            # The era is decided here, once; each era's module does the rest.
-            era = self.modern if modern.selects(message, request.headers) else self.handshake
-            return era.post(request, message, principal)
-        except RateLimited as exc:
-            request.environ[REFUSAL] = "rate"
-            return json_response(
-                exc.status,
-                jsonrpc.error(request_id, jsonrpc.INTERNAL_ERROR, str(exc), exc.data),
-                headers={"Retry-After": str(exc.retry_after)},
-            )
-        except StateUnavailable as exc:
-            return error_response(
-                503, jsonrpc.INTERNAL_ERROR, str(exc), id=request_id, headers={"Retry-After": str(exc.retry_after)}
-            )
+            # The era is decided here, once; its pipeline does the rest.
+            if modern.selects(message, request.headers):
+                outcome = self._serve_modern(message, context)
+                status_of = outcomes.modern_status
+            else:
+                self._find_session(message, request, context)
+                outcome = self._serve_handshake(message, context)
+                status_of = outcomes.handshake_status
+        except outcomes.REFUSALS as exc:
+            return outcomes.refusal(self.server, exc, message)
+        session = context.session
+        headers = (
+            {SESSION_HEADER: session.id}
+            if isinstance(message, jsonrpc.Request) and message.method == "initialize" and session is not None
+            else None
+        )
+        return outcomes.answer(outcome, message, request.environ, self.settings.keepalive_interval, status_of, headers)
+
+    def _find_session(self, message: jsonrpc.Message, request: Request, context: RequestContext) -> None:
+        """Give a handshake-era message's context the session its ``Mcp-Session-Id`` names.
+
+        Raises:
+            ProtocolError: the header came twice, or ``MCP-Protocol-Version`` names no version
+                of a session; ``initialize`` named a live session of the same principal.
+            SessionRequired, SessionNotFound: no header, or no live session of the principal has the id.
+        """
+        session_id = session_header(request.environ)
+        if isinstance(message, jsonrpc.Request) and message.method == "initialize":
+            if session_id is not None and self.handshake.initialized(session_id, context.principal):
+                raise ProtocolError(
+                    INVALID_REQUEST,
+                    "Bad Request: this session is already initialized; to start a "
+                    "new session, send initialize without the Mcp-Session-Id header",
+                )
+            return
+        check_protocol_header(request.environ.get(VERSION_KEY))
+        context.session = self.handshake.session_of(session_id, context.principal)
+
+    def _context(self, request: Request, principal: Principal | None, client: str) -> RequestContext:
+        """The context of a POSTed message: who acts, whose shares, its headers and trace, how to reply."""
+        environ = request.environ
+        trace = (
+            {name: environ[key] for key, name in _TRACE_KEYS.items() if key in environ}
+            if "HTTP_TRACEPARENT" in environ
+            else None
+        )
+        keepalive, send_timeout = self.settings.keepalive_interval, self.settings.body_timeout
+
+        def open_sink(streams: StreamLogs | None, request_id: RequestId | None) -> ReplySink | DirectSink:
+            return new_sink(environ, keepalive, streams, send_timeout, request_id)
+
+        return RequestContext(
+            TCP,
+            open_sink,
+            principal=principal,
+            client=client,
+            headers=request.headers,
+            trace=trace,
+            can_wait=bool(environ.get("wsgi.multithread")),
+        )
 
     def _read_body(self, request: Request) -> bytes | None:
         """The whole body, or None when it is over the limit (chunked bodies included).
@@ -437,15 +513,6 @@ def _close_connection(start_response: StartResponse) -> None:
     force_close = getattr(getattr(start_response, "__self__", None), "force_close", None)
     if callable(force_close):
         force_close()
-
-
-def _refusal_reason(status: int) -> str:
-    """The refusal reason of a status whose refuser named none (:data:`zemcp.observe.instruments.REFUSALS`)."""
-    if status in (401, 403):
-        return "auth"
-    if status == 503:
-        return "unavailable"
-    return "protocol"
 
 
 def _is_json(content_type: str) -> bool:

@@ -1,8 +1,8 @@
 """What a server tells of its work: a span, a duration and a log record per served message.
 
-One :class:`Telemetry` per server. The eras and the stdio transport open an
-:class:`Operation` for each request or notification a client sends
-(:meth:`Telemetry.begin`) and finish it with the JSON-RPC response it got; a handler's
+One :class:`Telemetry` per server. The telemetry layer of the request pipeline
+(:mod:`zemcp.pipeline.telemetry`) opens an :class:`Operation` for each request or notification
+a client sends (:meth:`Telemetry.begin`) and finishes it with the JSON-RPC response it got; a handler's
 questions to the client (elicitation, sampling, roots) are :meth:`Operation.asking`
 blocks. Each operation becomes what the deployment turned on: a SERVER span with CLIENT
 children (:mod:`zemcp.observe.tracing`, with ``opentelemetry-api`` installed), the
@@ -20,9 +20,9 @@ import importlib.util
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from zemcp import logsafe
 from zemcp.config import Settings
@@ -35,15 +35,6 @@ if TYPE_CHECKING:
     from zemcp.observe.tracing import Tracing
 
 request_log = logging.getLogger("zemcp.request")
-
-_Outcome = TypeVar("_Outcome")
-
-#: The WSGI environ key where the code that refuses a request names the reason it is counted
-#: under (:data:`zemcp.observe.instruments.REFUSALS`); the transport counts the refusal.
-REFUSAL = "zemcp.refusal"
-#: The reason that says a response of 400 or more was no refusal: an era served the message
-#: and its operation counted it (a 2026-07-28 JSON-RPC error answered with an HTTP error).
-SERVED = ""
 
 #: A 2026-07-28 round's ``resultType`` when it ended asking the client (MCP basic/patterns/mrtr):
 #: its span's ``zemcp.result_type``, its request record's ``outcome``, its questions' outcome.
@@ -120,7 +111,7 @@ class Telemetry:
         self,
         method: str,
         request_id: Any,
-        environ: dict[str, Any],
+        transport: str,
         *,
         target: str | None = None,
         known_method: bool = True,
@@ -128,13 +119,14 @@ class Telemetry:
         version: str | None = None,
         session: str | None = None,
         meta: Any = None,
+        trace: Mapping[str, str] | None = None,
     ) -> Operation:
         """Open the operation of one message a client sent.
 
         Args:
             method: the JSON-RPC method.
             request_id: its id; None for a notification.
-            environ: the WSGI environ, or a transport's stand-in without ``REQUEST_METHOD`` (stdio).
+            transport: ``tcp`` (HTTP) or ``pipe`` (stdio), the ``network.transport``.
             target: the tool or prompt name, or the resource URI, when the method has one.
             known_method, known_target: whether ``method`` and ``target`` name what this
                 server has: client-chosen names never become metric labels (a flood of made-up
@@ -144,12 +136,16 @@ class Telemetry:
                 span's ``mcp.session.id`` and the log record's ``session``; never the id
                 itself, which grants the use of the session. None outside a session.
             meta: the message's ``params._meta`` (trace context).
+            trace: the trace context the transport carried (HTTP's ``traceparent`` header),
+                the parent when ``meta`` has none.
         Returns:
             the operation; :data:`NULL_OPERATION` when nothing is recorded.
         """
         if not self.active:
             return NULL_OPERATION
-        return Operation(self, method, request_id, environ, target, known_method, known_target, version, session, meta)
+        return Operation(
+            self, method, request_id, transport, target, known_method, known_target, version, session, meta, trace
+        )
 
     def refused(self, reason: str, status: int) -> None:
         """Count a request refused before any handler ran (reasons: :data:`zemcp.observe.instruments.REFUSALS`)."""
@@ -193,13 +189,14 @@ class Operation:
         telemetry: Telemetry | None,
         method: str,
         request_id: Any,
-        environ: dict[str, Any],
+        transport: str,
         target: str | None,
         known_method: bool,
         known_target: bool,
         version: str | None,
         session: str | None,
         meta: Any,
+        trace: Mapping[str, str] | None = None,
     ):
         self._telemetry = telemetry
         self._started = time.perf_counter()
@@ -210,7 +207,6 @@ class Operation:
         self._span: Any = None
         if telemetry is None:
             return
-        transport = "tcp" if "REQUEST_METHOD" in environ else "pipe"
         tool = target if known_target and method == "tools/call" else ""
         prompt = target if known_target and method == "prompts/get" else ""
         self._labels = [method if known_method else "_OTHER", tool or "", prompt or "", "", version or "", transport]
@@ -233,7 +229,7 @@ class Operation:
             attributes["mcp.session.id"] = session
         # Span names stay few: a method the client made up is named _OTHER (its attribute tells it).
         name = f"{method} {clipped}" if (tool or prompt) and clipped else method if known_method else "_OTHER"
-        self._span = telemetry.tracing.server_span(name, attributes, meta, environ)
+        self._span = telemetry.tracing.server_span(name, attributes, meta, trace)
 
     def annotate(self, attributes: dict[str, Any]) -> None:
         """Add attributes to the operation's span (zemcp's own, such as a round's call id)."""
@@ -268,23 +264,6 @@ class Operation:
         """A ``with`` block around a handler's questions (one per method in ``methods``), each
         a CLIENT span child of this operation; :meth:`Asking.answered` records the answers."""
         return Asking(self, methods)
-
-    def serve(self, answer: Callable[[], _Outcome]) -> _Outcome:
-        """Run ``answer()`` for the operation's message and end the operation by its outcome.
-
-        A dict (the JSON-RPC response) ends it at once; anything else (the sink of a running
-        handler, which ends it later) is returned as is. An exception ends it, named by its
-        JSON-RPC code or its class, and propagates.
-        """
-        try:
-            outcome = answer()
-        except BaseException as exc:
-            self.finish(None, failure_type(exc))
-            raise
-        response: Any = outcome
-        if isinstance(response, dict):
-            self.finish(response)
-        return outcome
 
     def finish(self, response: dict[str, Any] | None, error_type: str | None = None) -> None:
         """End the operation with the response the client got.
@@ -461,4 +440,4 @@ class Asking:
 
 
 #: The operation of a server that records nothing: every method does nothing.
-NULL_OPERATION = Operation(None, "", None, {}, None, True, True, None, None, None)
+NULL_OPERATION = Operation(None, "", None, "", None, True, True, None, None, None)

@@ -24,8 +24,6 @@ CONTEXT_KEYS = ("traceparent", "tracestate", "baggage")
 #: [characters] the longest context value taken from a client; W3C bounds are far below.
 MAX_CONTEXT_CHARS = 8192
 _META_KEYS = {key: key for key in CONTEXT_KEYS}
-#: The WSGI environ keys of the same headers on the HTTP request.
-_HEADER_KEYS = {key: "HTTP_" + key.upper() for key in CONTEXT_KEYS}
 
 
 def _carrier(source: Mapping[str, Any], keys: Mapping[str, str]) -> dict[str, str]:
@@ -48,22 +46,25 @@ class Tracing:
     def __init__(self) -> None:
         self.tracer = trace.get_tracer("zemcp", __version__)
 
-    def server_span(self, name: str, attributes: dict[str, Any], meta: Any, environ: Mapping[str, Any]) -> Span:
+    def server_span(
+        self, name: str, attributes: dict[str, Any], meta: Any, transport: Mapping[str, str] | None = None
+    ) -> Span:
         """Start the SERVER span of one client message.
 
         Args:
             name: ``{mcp.method.name} {target}``.
             attributes: the span's attributes at its start.
             meta: the message's ``params._meta`` (any JSON value; only string context keys count).
-            environ: the WSGI environ of the HTTP request (its ``traceparent`` header is the
-                transport's context when no HTTP instrumentation made a span), or ``{}``.
+            transport: the trace context the transport carried (the HTTP request's
+                ``traceparent``, ``tracestate`` and ``baggage`` headers), the transport's
+                context when no HTTP instrumentation made a span; None without one.
         Returns:
             the started span (end it with :meth:`end`).
         """
         ambient = trace.get_current_span().get_span_context()
         transport_context = None
-        if not ambient.is_valid and "HTTP_TRACEPARENT" in environ:
-            transport_context = propagate.extract(_carrier(environ, _HEADER_KEYS))
+        if not ambient.is_valid and transport and "traceparent" in transport:
+            transport_context = propagate.extract(_carrier(transport, _META_KEYS))
             ambient = trace.get_current_span(transport_context).get_span_context()
         carried = _carrier(meta, _META_KEYS) if isinstance(meta, dict) else {}
         if "traceparent" in carried:

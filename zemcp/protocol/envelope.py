@@ -32,8 +32,8 @@ MISSING_CAPABILITY = -32021
 UNSUPPORTED_VERSION = -32022
 
 
-def version_of(message: jsonrpc.Request) -> str | None:
-    """The protocol version a 2026-07-28 request names in ``_meta``, when it is one zemcp knows."""
+def version_of(message: jsonrpc.Request | jsonrpc.Notification) -> str | None:
+    """The protocol version a 2026-07-28 message names in ``_meta``, when it is one zemcp knows."""
     meta = message.params.get("_meta")
     version = meta.get(META_VERSION) if isinstance(meta, dict) else None
     return version if isinstance(version, str) and version in versions.ALL else None

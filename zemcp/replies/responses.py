@@ -4,7 +4,8 @@ A request is answered either with one ``application/json`` body or with a
 ``text/event-stream`` whose events carry the messages related to the request and then its
 response. :func:`reply` makes that choice late, from a :class:`zemcp.replies.sinks.ReplySink`: plain
 JSON when the handler finished without sending anything first, else a stream (the in-place
-upgrade). :func:`new_sink` picks the sink of a request. Used by both eras; no protocol decisions here.
+upgrade). :func:`new_sink` picks the sink of a request (the HTTP transport's, for either era); no
+protocol decisions here.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ in-process limiter (:mod:`zemcp.state.buckets`) keeps a process's buckets, so ea
 worker allows the whole limit; the Redis one (:mod:`zemcp.state.redis.buckets`) keeps one
 set of buckets for every process that shares the Redis.
 
-The HTTP transport decides which limits a request takes (:mod:`zemcp.http.rategate`), and
+The rate-limit layer decides which limits a request takes (:mod:`zemcp.pipeline.ratelimits`), and
 refuses it with :class:`RateLimited` (HTTP 429) when a bucket is empty.
 """
 
@@ -86,8 +86,8 @@ def client_digest(client: str) -> str:
 class RateLimited(Exception):
     """A request found a bucket of its client empty (HTTP 429 with ``Retry-After``).
 
-    Raised only by :meth:`zemcp.http.rategate.RateGate.check` and answered only by the HTTP
-    transport (``McpApp._post``), with a JSON-RPC error -32603 carrying :attr:`data`.
+    Raised only by :class:`zemcp.pipeline.ratelimits.RateLimits`, and answered with a
+    JSON-RPC error -32603 carrying :attr:`data` (over HTTP with 429, :mod:`zemcp.http.outcomes`).
 
     Args:
         shortfall: the limit whose bucket was empty and how long until it has a token.

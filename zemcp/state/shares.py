@@ -14,8 +14,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-#: The WSGI environ key where the HTTP transport leaves the request's :func:`client_key`.
-ENVIRON_KEY = "zemcp.client"
 #: [seconds] ``Retry-After`` of a request refused because its client holds its share.
 SHARE_RETRY_AFTER = 2
 

@@ -26,18 +26,13 @@ from typing import TYPE_CHECKING, Any
 from zemcp import logsafe
 from zemcp.core.server import Server, Work
 from zemcp.core.tasks import task_object
-from zemcp.observe.telemetry import NULL_OPERATION, Operation
+from zemcp.eras.requestcontext import RequestContext, Running
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from zemcp.protocol.pagination import PAGE_SIZE, list_result
 from zemcp.protocol.tasks import CANCELLED, FORBIDDEN, REQUIRED, TASKS_VERSION, related
-from zemcp.replies.responses import new_sink
-from zemcp.state import shares
 
 if TYPE_CHECKING:
-    from zemcp.auth.principal import Principal
-    from zemcp.replies.direct import DirectSink
-    from zemcp.replies.sinks import ReplySink
     from zemcp.state.session import Session
     from zemcp.state.tasks import TaskRecord
 
@@ -115,7 +110,7 @@ def create(
     request: jsonrpc.Request,
     work: Work,
     task: dict[str, Any],
-    environ: dict[str, Any],
+    client_key: str | None,
 ) -> dict[str, Any]:
     """Start ``work`` as a task of ``session``; returns the response: the ``CreateTaskResult``
     (``{"task": Task}``).
@@ -123,9 +118,7 @@ def create(
     Raises:
         zemcp.state.tasks.TaskLimitReached: ``max_tasks`` or the client's share of it is held.
     """
-    record = server.tasks.create(
-        work, session, request, session=session, client_key=environ.get(shares.ENVIRON_KEY), ttl_ms=task.get("ttl")
-    )
+    record = server.tasks.create(work, session, request, session=session, client_key=client_key, ttl_ms=task.get("ttl"))
     return jsonrpc.result(request.id, {"task": task_object(record)})
 
 
@@ -133,21 +126,15 @@ def serve(
     server: Server,
     session: Session,
     request: jsonrpc.Request,
-    environ: dict[str, Any],
-    principal: Principal | None,
-    operation: Operation = NULL_OPERATION,
-) -> dict[str, Any] | ReplySink | DirectSink:
+    context: RequestContext,
+) -> dict[str, Any] | Running:
     """Serve one of :data:`METHODS`: a JSON-RPC response, or (``tasks/result`` of a task that
-    has not ended) the sink of the stream that waits for it, which ends ``operation``.
-
-    Raises:
-        Busy, ShareTaken: (``tasks/result``) the call budget, or the client's share of it, is taken.
-    """
+    has not ended) the call whose stream waits for it."""
     method = request.method
     try:
         if not has_tasks(server, session):
             raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method}")
-        owner = principal.key if principal is not None else None
+        owner = context.principal.key if context.principal is not None else None
         if method == "tasks/list":
             records = sorted(server.tasks.store.owned(owner, session.id), key=lambda r: r.created)
             tasks = [task_object(r) for r in records if not r.modern]
@@ -172,7 +159,7 @@ def serve(
             return jsonrpc.result(request.id, task_object(cancelled))
         if record.terminal:
             return payload(request.id, record)
-        return _wait_for(server, request, record, environ, operation)
+        return _wait_for(server, request, record, context)
     except ProtocolError as exc:
         return jsonrpc.error(request.id, exc.code, exc.message, exc.data)
 
@@ -216,13 +203,10 @@ def payload(request_id: jsonrpc.RequestId, record: TaskRecord) -> dict[str, Any]
     )
 
 
-def _wait_for(
-    server: Server, request: jsonrpc.Request, record: TaskRecord, environ: dict[str, Any], operation: Operation
-) -> ReplySink | DirectSink:
+def _wait_for(server: Server, request: jsonrpc.Request, record: TaskRecord, context: RequestContext) -> Running:
     """``tasks/result`` of a running task: a stream that carries its status changes and
     questions, and ends with its outcome."""
-    settings = server.settings
-    sink = new_sink(environ, settings.keepalive_interval, None, settings.body_timeout, request.id)
+    sink = context.open_sink(None, request.id)
     gone = threading.Event()
     sink.on_close(gone.set)
     store = server.tasks.store
@@ -258,8 +242,7 @@ def _wait_for(
                 current = store.wait(record.id, current.version, sink.tick_interval)
         finally:
             detach()
-            operation.finish(response, None if response is not None else "cancelled")
+            context.finish(response)
             sink.finish(response)
 
-    server.admission.start(job, sink, environ.get(shares.ENVIRON_KEY))
-    return sink
+    return Running(job, sink)

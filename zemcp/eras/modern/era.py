@@ -1,4 +1,4 @@
-"""The stateless 2026-07-28 era over Streamable HTTP: the per-request envelope, no sessions.
+"""The stateless 2026-07-28 era: the per-request envelope, no sessions, whatever the transport.
 
 MCP 2026-07-28 (basic/versioning, basic/transports/streamable-http, basic/patterns/mrtr):
 every request carries its protocol version, client capabilities and client info in
@@ -20,6 +20,11 @@ and ``cacheScope`` (SEP-2549). A handler that asks the client something ends the
 an ``InputRequiredResult`` and is replayed on the retry (:mod:`zemcp.eras.modern.mrtr`); its
 ``requestState`` is sealed and bound to the request (:mod:`zemcp.eras.modern.request_state`), so any
 worker or instance with the same key can serve any round.
+
+:meth:`ModernEra.serve` takes one message and its :class:`zemcp.eras.requestcontext.RequestContext`
+and gives its outcome, whatever the transport: the header checks (steps 2 and 4) apply where the
+transport has headers (HTTP), and the transport says what the outcome means on its wire (HTTP:
+:mod:`zemcp.http.outcomes`, where each error code's status is).
 """
 
 from __future__ import annotations
@@ -29,20 +34,14 @@ import threading
 import weakref
 from typing import Any
 
-from werkzeug.wrappers import Request
-
 from zemcp import logsafe
-from zemcp.auth.principal import InsufficientScope, Principal
-from zemcp.core import observed
-from zemcp.core.admission import Busy
 from zemcp.core.exchange import RoundEnded
 from zemcp.core.resources import RESOURCE_NOT_FOUND
 from zemcp.core.results import error_result
 from zemcp.core.server import Server, Work
 from zemcp.eras.modern import listen, mrtr, tasks
-from zemcp.eras.modern.refusals import refusal
 from zemcp.eras.modern.request_state import RequestStateError, RequestStateSealer, StateTooLarge, new_key
-from zemcp.observe.telemetry import NULL_OPERATION, REFUSAL, SERVED, Operation
+from zemcp.eras.requestcontext import Outcome, RequestContext, Running
 from zemcp.protocol import header_values, headers as mcp_headers, jsonrpc, param_headers, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import ClientView
@@ -51,39 +50,13 @@ from zemcp.protocol.envelope import (
     META_SERVER_INFO,
     META_VERSION,
     MISSING_CAPABILITY,
-    UNSUPPORTED_VERSION,
     check_version,
     client_view,
-    version_of,
 )
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, ProtocolError
-from zemcp.replies.direct import DirectSink
-from zemcp.replies.responses import (
-    WSGIResponse,
-    empty_response,
-    error_response,
-    json_response,
-    new_sink,
-    reply,
-)
-from zemcp.replies.sinks import ReplySink
-from zemcp.state import shares
-from zemcp.state.fanout import ListenLimitReached
-from zemcp.state.shares import ShareTaken
-from zemcp.state.tasks import TaskLimitReached
 
 log = logging.getLogger("zemcp.modern")
 
-#: HTTP status of each JSON-RPC error code (others: 200 with the error in the body).
-STATUS: dict[object, int] = {
-    -32700: 400,
-    INVALID_REQUEST: 400,
-    INVALID_PARAMS: 400,
-    header_values.HEADER_MISMATCH: 400,
-    MISSING_CAPABILITY: 400,
-    UNSUPPORTED_VERSION: 400,
-    METHOD_NOT_FOUND: 404,
-}
 #: Methods whose results carry ``ttlMs`` and ``cacheScope``.
 CACHEABLE = frozenset(
     {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover"}
@@ -138,12 +111,6 @@ def retire_codes(message: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def status_of(message: dict[str, Any]) -> int:
-    """The HTTP status of a JSON-RPC response in this era (200 unless an error code maps)."""
-    error = message.get("error")
-    return STATUS.get(error.get("code"), 200) if isinstance(error, dict) else 200
-
-
 class ModernEra:
     """Serves 2026-07-28 requests of one :class:`Server` statelessly.
 
@@ -157,117 +124,85 @@ class ModernEra:
         #: Seals and opens the ``requestState`` of multi-round-trip requests.
         self.request_states = sealer_of(server)
 
-    def post(self, request: Request, message: jsonrpc.Message, principal: Principal | None = None) -> WSGIResponse:
-        """Answer one POSTed message (already parsed) of the stateless era.
+    def serve(self, message: jsonrpc.Message, context: RequestContext) -> Outcome:
+        """Serve one message of the stateless era, checked in the order above.
 
-        With authorization on, ``principal`` is who the request's token names; a
-        ``requestState`` sealed for one principal opens only for the same one.
+        Args:
+            message: the message.
+            context: its context (``headers`` None: a transport without a header layer,
+                stdio, where all request metadata travels in ``params._meta``). A
+                ``requestState`` sealed for one principal opens only for the same one.
+        Returns:
+            a JSON-RPC response (an invalid request's error included, its retired codes
+            replaced: :func:`retire_codes`); a :class:`zemcp.eras.requestcontext.Running` call;
+            the sink of a ``subscriptions/listen`` stream; None for a notification (the
+            revision defines none from the client: closing a stream cancels).
+        Raises:
+            ProtocolError: a JSON-RPC response, which a 2026-07-28 client never sends.
+            InsufficientScope: the principal lacks a scope of the tool, prompt or resource.
+            ListenLimitReached, Busy, ShareTaken: no room for a listen stream.
+            TaskLimitReached: a task cannot be created (``max_tasks``, the client's share, a stop).
         """
         if isinstance(message, jsonrpc.Notification):
-            # The revision defines no client notifications over HTTP: closing a stream cancels.
-            return empty_response(202)
+            return None
         if isinstance(message, jsonrpc.Response):
-            return error_response(
-                400,
+            raise ProtocolError(
                 INVALID_REQUEST,
                 "Invalid Request: a 2026-07-28 client sends no JSON-RPC "
                 "responses; answers to input requests travel in the retried request's inputResponses",
             )
-        operation = observed.begin(self.server, message, request.environ, version_of(message))
         try:
-            outcome = self._handle(request, message, principal, operation)
+            client = client_view(message)
+            headers = context.headers
+            if headers is not None:
+                try:
+                    mcp_headers.check_standard(headers, message.method, message.params, client.protocol_version)
+                except header_values.HeaderError as exc:
+                    raise ProtocolError(header_values.HEADER_MISMATCH, exc.message) from None
+            check_version(client)
+            if headers is not None and message.method == "tools/call":
+                self._check_param_headers(headers, message)
+            outcome = self._dispatch(client, message, context)
         except ProtocolError as exc:
             outcome = jsonrpc.error(message.id, exc.code, exc.message, exc.data)
-        except (InsufficientScope, ListenLimitReached, Busy, ShareTaken, TaskLimitReached) as exc:
-            operation.finish(None, type(exc).__name__)
-            return refusal(self.server, request, message, exc)
-        except BaseException as exc:
-            operation.finish(None, type(exc).__name__)
-            raise
-        if isinstance(outcome, dict):
-            outcome = retire_codes(outcome)
-            operation.finish(outcome)
-            # An error status here answers a served message: its operation counted it.
-            request.environ[REFUSAL] = SERVED
-            return json_response(status_of(outcome), outcome)
-        return reply(outcome, request.environ, self.settings.keepalive_interval, status_of)
+        return retire_codes(outcome) if isinstance(outcome, dict) else outcome
 
-    def _handle(
-        self, request: Request, message: jsonrpc.Request, principal: Principal | None, operation: Operation
-    ) -> dict[str, Any] | ReplySink | DirectSink:
-        client = client_view(message)
-        try:
-            mcp_headers.check_standard(request.headers, message.method, message.params, client.protocol_version)
-        except header_values.HeaderError as exc:
-            raise ProtocolError(header_values.HEADER_MISMATCH, exc.message) from None
-        check_version(client)
-        if message.method == "tools/call":
-            self._check_param_headers(request, message)
-        return self.dispatch(client, message, request.environ, principal, operation)
-
-    def handle(self, message: jsonrpc.Request, environ: dict[str, Any]) -> dict[str, Any] | ReplySink | DirectSink:
-        """Serve one request of a transport without a header layer (stdio, where all request
-        metadata travels in ``params._meta``): a JSON-RPC response, or the sink of a running
-        handler (``environ`` as for :meth:`zemcp.eras.handshake.era.HandshakeEra.handle`).
-
-        Raises:
-            ProtocolError: the envelope, the version or the request is invalid.
-            Busy, ShareTaken, ListenLimitReached, TaskLimitReached: no room for the request.
-        """
-        operation = observed.begin(self.server, message, environ, version_of(message))
-
-        def answer() -> dict[str, Any] | ReplySink | DirectSink:
-            client = client_view(message)
-            check_version(client)
-            return self.dispatch(client, message, environ, None, operation)
-
-        return operation.serve(answer)
-
-    def dispatch(
-        self,
-        client: ClientView,
-        message: jsonrpc.Request,
-        environ: dict[str, Any],
-        principal: Principal | None = None,
-        operation: Operation = NULL_OPERATION,
-    ) -> dict[str, Any] | ReplySink | DirectSink:
-        """Serve a request whose envelope, headers and version were checked; a running
-        handler's sink finishes ``operation`` when it ends (a JSON-RPC response is the caller's to finish)."""
+    def _dispatch(self, client: ClientView, message: jsonrpc.Request, context: RequestContext) -> Outcome:
+        """Serve a request whose envelope, headers and version were checked."""
         method = message.method
         if method == "server/discover":
             return self.result(message.id, method, self.discover(), NO_CACHE)
         if method == "subscriptions/listen":
-            # The operation is the opening of the stream: it ends with the acknowledgement.
-            sink = listen.open_listen(self.server, message, environ, client, principal)
-            operation.finish(None)
-            return sink
+            return listen.open_listen(self.server, message, context, client)
         if method in tasks.METHODS:
-            return self.result(message.id, method, tasks.serve(self.server, client, message, principal))
+            return self.result(message.id, method, tasks.serve(self.server, client, message, context.principal))
         if method in tasks.REMOVED:
             raise tasks.removed(method)
         if method not in self.server.methods():
             raise ProtocolError(
                 METHOD_NOT_FOUND, f"Method not found: {method} is not a method of MCP {client.protocol_version}"
             )
-        outcome = self.server.prepare(client, message, principal)
+        outcome = self.server.prepare(client, message, context.access)
         if isinstance(outcome, Work):
             if outcome.tool is not None and tasks.wants_task(self.server, client, outcome):
                 if outcome.missing:
                     # The missing arguments are asked by multi-round-trip before the task exists.
-                    work = tasks.asking_first(self.server, client, message, outcome, environ)
-                    return self._start(client, message, work, environ, operation)
-                return self.result(message.id, method, tasks.create(self.server, client, message, outcome, environ))
-            return self._start(client, message, outcome, environ, operation)
+                    work = tasks.asking_first(self.server, client, message, outcome, context.client)
+                    return self._start(client, message, work, context)
+                return self.result(
+                    message.id, method, tasks.create(self.server, client, message, outcome, context.client)
+                )
+            return self._start(client, message, outcome, context)
         return self.result(message.id, method, outcome, self.server.cache_hint(message))
 
-    def _check_param_headers(self, request: Request, message: jsonrpc.Request) -> None:
+    def _check_param_headers(self, headers: Any, message: jsonrpc.Request) -> None:
         name = message.params.get("name")
         # A name that is no string (an object, a list) names no tool: tools/call refuses it with -32602.
         tool = self.server.tools.get(name) if isinstance(name, str) else None
         if tool is None or not tool.header_annotations:
             return
         try:
-            param_headers.check_params(request.headers, tool.header_annotations, message.params.get("arguments") or {})
+            param_headers.check_params(headers, tool.header_annotations, message.params.get("arguments") or {})
         except header_values.HeaderError as exc:
             raise ProtocolError(header_values.HEADER_MISMATCH, exc.message) from None
 
@@ -299,10 +234,8 @@ class ModernEra:
 
     # -- multi-round-trip requests -----------------------------------------------------
 
-    def _start(
-        self, client: ClientView, request: jsonrpc.Request, work: Work, environ: dict[str, Any], operation: Operation
-    ) -> ReplySink | DirectSink:
-        """Start one round of ``work``; its sink tells JSON from stream.
+    def _start(self, client: ClientView, request: jsonrpc.Request, work: Work, context: RequestContext) -> Running:
+        """Set up one round of ``work``; its sink tells JSON from stream.
 
         The rounds of one call share a call id, carried in the sealed ``requestState``: each
         round's span has it (``zemcp.mrtr.call``) with its number (``zemcp.mrtr.round``).
@@ -332,10 +265,10 @@ class ModernEra:
                 ) from None
         answers, asked, held = mrtr.parse_state(state)
         lineage = mrtr.Lineage.of(state)
-        operation.annotate({"zemcp.mrtr.call": lineage.call, "zemcp.mrtr.round": lineage.round})
+        context.operation.annotate({"zemcp.mrtr.call": lineage.call, "zemcp.mrtr.round": lineage.round})
         responses = mrtr.check_responses(params.get("inputResponses"), asked)
         progress = params["_meta"].get("progressToken")
-        sink = new_sink(environ, self.settings.keepalive_interval, send_timeout=self.settings.body_timeout)
+        sink = context.open_sink(None, None)
         round_ = mrtr.Round(
             client,
             request.id,
@@ -347,6 +280,7 @@ class ModernEra:
             responses,
             self.settings.elicitation_timeout,
         )
+        round_.operation = context.operation
         # Closing the response stream is this era's cancellation (basic/patterns/cancellation).
         sink.on_close(lambda: None if sink.finished else round_.abort(ClientDisconnected()))
 
@@ -354,7 +288,7 @@ class ModernEra:
             response = None
             try:
                 try:
-                    response = self.server.execute(work, round_, operation)
+                    response = self.server.execute(work, round_)
                 except RoundEnded:
                     pass
                 response = self._finish(work, request, round_, response, lineage)
@@ -364,12 +298,11 @@ class ModernEra:
                     request.id, jsonrpc.INTERNAL_ERROR, f"Internal error while serving {work.method}"
                 )
             finally:
-                # Ended before the response is handed over: whoever reads it then sees the span ended.
-                operation.finish(response, None if response is not None else "cancelled")
+                # The layers hear of the end before the response is handed over.
+                context.finish(response)
                 sink.finish(response)
 
-        self.server.admission.start(job, sink, environ.get(shares.ENVIRON_KEY))
-        return sink
+        return Running(job, sink)
 
     def _finish(
         self,

@@ -13,26 +13,27 @@ from zemcp.eras.modern import tasks
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, ProtocolError
 from zemcp.replies.sinks import ReplySink
-from zemcp.state import shares
 
 if TYPE_CHECKING:
-    from zemcp.auth.principal import Principal
+    from zemcp.eras.requestcontext import RequestContext
     from zemcp.protocol.capabilities import ClientView
 
 
 def open_listen(
     server: Any,
     request: jsonrpc.Request,
-    environ: dict[str, Any],
+    context: RequestContext,
     client: ClientView | None = None,
-    principal: Principal | None = None,
 ) -> ReplySink:
     """Open a listen stream for ``request`` of ``server`` (a :class:`zemcp.core.server.Server`):
-    a stream that starts with the acknowledgement.
+    a stream that starts with the acknowledgement. It holds a thread for as long as it is open:
+    it is admitted to the call budget, and to its client's shares of it and of the listen
+    streams, here.
 
     Args:
+        context: the request's context (its client's shares; its principal, whose own tasks
+            alone are accepted).
         client: what the request declared (``taskIds`` need the tasks extension).
-        principal: who the request's token names (only its own tasks are accepted).
     Raises:
         ProtocolError: -32601 when listen streams are off, -32602 for bad ``notifications``,
             -32021 for ``taskIds`` without the tasks extension.
@@ -55,7 +56,7 @@ def open_listen(
     task_ids: list[str] = []
     if isinstance(requested, dict) and "taskIds" in requested:
         requested = dict(requested)
-        task_ids = tasks.listened(server, client, requested.pop("taskIds"), principal)
+        task_ids = tasks.listened(server, client, requested.pop("taskIds"), context.principal)
     try:
         acknowledged, kinds, uris = server.subscriptions.honoured(requested, supported)
     except ValueError as exc:
@@ -66,7 +67,7 @@ def open_listen(
     sink = ReplySink()
     server.admission.open_stream(
         lambda: server.subscriptions.open(request.id, acknowledged, kinds, uris, sink),
-        environ.get(shares.ENVIRON_KEY),
+        context.client,
     )
     for task_id in task_ids:
         # The task as it is first (it may have changed, or ended, since it was accepted), then its changes.

@@ -1,39 +1,52 @@
-"""Which POSTed messages take tokens of the rate limits, from which buckets, and the refusal.
+"""The rate-limit layer: which messages take tokens of the rate limits, from which buckets, and the refusal.
 
-Every JSON-RPC request POSTed to the endpoint takes a token from its client's bucket
-(``ZEMCP_RATE_LIMIT``), in both eras, except ``ping``; a ``tools/call`` of a tool with a limit
-of its own (``@server.tool(rate_limit=...)``, else ``ZEMCP_RATE_LIMIT_TOOLS``) takes one from
-that tool's bucket too, or from neither. Never limited: responses (the answers to the
+Every JSON-RPC request of a client with a key (:attr:`RequestContext.client
+<zemcp.eras.requestcontext.RequestContext.client>`: HTTP's) takes a token from its client's
+bucket (``ZEMCP_RATE_LIMIT``), in both eras, except ``ping``; a ``tools/call`` of a tool with a
+limit of its own (``@server.tool(rate_limit=...)``, else ``ZEMCP_RATE_LIMIT_TOOLS``) takes one
+from that tool's bucket too, or from neither. Never limited: responses (the answers to the
 server's questions, which a waiting call needs), notifications (a cancellation must reach
-its call), GETs, DELETEs, and the stdio transport, which never comes here. The buckets are
-the server's :class:`zemcp.state.ratelimits.RateLimiter` (per process, or in Redis).
+its call), the session GETs and DELETEs, which are no messages, and stdio, whose one client
+started the server for itself and shares it with no one. The buckets are the server's
+:class:`zemcp.state.ratelimits.RateLimiter` (per process, or in Redis). The layer is the
+outermost (:mod:`zemcp.pipeline`): a refused message never becomes a telemetry operation, only
+a refusal.
 """
 
 from __future__ import annotations
 
 import logging
+import weakref
+from typing import TYPE_CHECKING
 
 from zemcp import logsafe
 from zemcp.core.server import Server
 from zemcp.protocol import jsonrpc
 from zemcp.state.ratelimits import CLIENT_SCOPE, Limit, RateLimited
 
+if TYPE_CHECKING:
+    from zemcp.eras.requestcontext import Outcome, RequestContext, Serve
+
 log = logging.getLogger("zemcp.rates")
 
 #: Methods no bucket limits: a ping tells whether the server is there, and must.
 UNLIMITED_METHODS = frozenset({"ping"})
+#: The servers whose unknown ``ZEMCP_RATE_LIMIT_TOOLS`` names were warned of (each era's pipeline has this layer).
+_WARNED: weakref.WeakSet[Server] = weakref.WeakSet()
 
 
-class RateGate:
-    """The rate limits of one server's HTTP endpoint.
+class RateLimits:
+    """The rate limits of one server, around the serving of each message.
 
     Args:
         server: its settings (``rate_limit``, ``rate_limit_tools``), its tools (their own
             ``rate_limit``; tools registered later count too) and its buckets
             (``server.state.limiter``).
+        next: serves the message once its tokens are taken.
     """
 
-    def __init__(self, server: Server):
+    def __init__(self, server: Server, next: Serve):
+        self._next = next
         settings = server.settings
         rate = settings.client_rate
         self._client = None if rate is None else Limit(CLIENT_SCOPE, rate, "ZEMCP_RATE_LIMIT")
@@ -43,7 +56,8 @@ class RateGate:
         self._tools = server.tools
         self._limiter = server.state.limiter
         unknown = sorted(name for name in self._by_setting if self._tools.get(name) is None)
-        if unknown:
+        if unknown and server not in _WARNED:
+            _WARNED.add(server)
             # Most likely a typo, which would leave the tool unlimited without a word.
             log.warning(
                 "ZEMCP_RATE_LIMIT_TOOLS names %s, which this server has no tool of (yet): no limit applies "
@@ -67,20 +81,18 @@ class RateGate:
                 limits.append(self._by_setting[tool.name])
         return limits
 
-    def check(self, message: jsonrpc.Message, client: str) -> None:
-        """Take ``message``'s tokens for ``client``, or refuse it: the one place where a request
-        is refused for its rate (a counter of refusals belongs here).
+    def __call__(self, message: jsonrpc.Message, context: RequestContext) -> Outcome:
+        """Take ``message``'s tokens for its client (a client without a key, stdio's, takes
+        none), then serve it: the one place where a request is refused for its rate.
 
-        Args:
-            message: the parsed POST body.
-            client: its client key (:func:`zemcp.state.shares.client_key`).
         Raises:
-            RateLimited: a bucket of its limits is empty; no token was taken.
+            RateLimited: a bucket of its limits is empty; no token was taken, nothing was served.
             StateUnavailable: the buckets' Redis cannot be reached.
         """
-        limits = self.limits(message)
-        if not limits:
-            return
-        shortfall = self._limiter.take(client, limits)
-        if shortfall is not None:
-            raise RateLimited(shortfall)
+        client = context.client
+        limits = self.limits(message) if client is not None else None
+        if limits and client is not None:
+            shortfall = self._limiter.take(client, limits)
+            if shortfall is not None:
+                raise RateLimited(shortfall)
+        return self._next(message, context)
