@@ -78,7 +78,8 @@ def connection_to_a_worker(ask_pid: Callable[[requests.Session], int], avoid: se
     """A kept-alive connection to a gunicorn worker whose pid is not in ``avoid``, and its pid.
 
     ``ask_pid(http)`` makes one request on the connection ``http`` and returns the pid of the
-    worker that answered. A new connection goes to the least loaded worker (zemcp's worker
+    worker that answered, or 0 when the worker refused it (the batch's probes took its call
+    budget): such a connection is closed and the batch tried again. A new connection goes to the least loaded worker (zemcp's worker
     class; the first to accept under another one), and the others may still be starting:
     one worker can take every connection when they come one by one. Each try opens a batch of
     connections at once, so that the others take some while it is busy; tries go on for
@@ -99,7 +100,7 @@ def connection_to_a_worker(ask_pid: Callable[[requests.Session], int], avoid: se
             tries += 1
             found = None
             for http, pid in pool.map(probe, range(WORKER_PROBE_BATCH)):
-                if found is None and pid not in avoid:
+                if found is None and pid and pid not in avoid:
                     found = http, pid
                 else:
                     http.close()

@@ -30,6 +30,8 @@ def worker_connection(client: McpClient, avoid: set[int] = frozenset()) -> tuple
             headers=client.headers(),
             timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
         )
+        if response.status_code == 503:
+            return 0  # the probes of one batch took a worker's whole call budget: no worker named
         assert response.status_code == 200, (response.status_code, response.text)
         text = response.json()["result"]["content"][0]["text"]
         return int(re.search(r"^pid: (\d+)$", text, re.M).group(1))
