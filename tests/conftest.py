@@ -15,11 +15,11 @@ Fixtures:
         :data:`TRACE_FORMAT` line per request (worker pid, client port, MCP headers, session
         ids), read back with :func:`trace_records`.
     traced_server: one such traced server with the default settings for the whole run.
-    redis_server: one real ``redis-server`` (:class:`tests.redisserver.RedisServer`) for
+    redis_server: one real ``redis-server`` (:class:`tests.support.redisserver.RedisServer`) for
         the whole run, its keys flushed before each test; skips, saying why, where it is
         missing. ``start_redis()`` starts one of the test's own (for tests that stop it).
     ts_sdk1_modules: the install of the official TypeScript SDK 1.x client, once per run
-        (:func:`tests.tsclient1.install_sdk1`), for :func:`tests.tsclient1.run_legacy_calls`;
+        (:func:`tests.support.tsclient1.install_sdk1`), for :func:`tests.support.tsclient1.run_legacy_calls`;
         skips, saying why, without npm.
 
 Helpers: :class:`ModernClient` speaks the stateless MCP 2026-07-28 era (the per-request
@@ -51,9 +51,9 @@ import pytest
 import requests
 import requests.adapters
 
-from tests.processes import stop_group
-from tests.redisserver import RedisServer, require_redis
-from tests.tsclient1 import install_sdk1
+from tests.support.processes import stop_group
+from tests.support.redisserver import RedisServer, require_redis
+from tests.support.tsclient1 import install_sdk1
 
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"

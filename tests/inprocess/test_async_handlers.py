@@ -17,7 +17,7 @@ import zemcp
 from tests.inprocess.test_context import Peer1125, messages
 from tests.inprocess.test_modern import Modern, result_of, retry
 from tests.inprocess.test_transport import HEADERS, events
-from tests.inprocess.threaded import Client
+from tests.support.threaded import Client
 from zemcp import Settings
 from zemcp.core.questions import Elicit
 

@@ -11,7 +11,7 @@ from werkzeug import test as werkzeug_test
 
 import zemcp
 from tests.inprocess.test_transport import HEADERS, Peer, events
-from tests.inprocess.threaded import Client
+from tests.support.threaded import Client
 from zemcp import Settings
 
 PIN = {"type": "object", "properties": {"pin": {"type": "string", "maxLength": 4}}, "required": ["pin"]}

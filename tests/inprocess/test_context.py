@@ -11,7 +11,7 @@ import pytest
 
 import zemcp
 from tests.inprocess.test_transport import HEADERS, Peer, events
-from tests.inprocess.threaded import Client
+from tests.support.threaded import Client
 from zemcp import Settings
 
 LATEST = "2025-11-25"

@@ -14,7 +14,7 @@ import pytest
 import zemcp
 from tests.inprocess.test_modern import Modern, result_of
 from tests.inprocess.test_transport import HEADERS, events
-from tests.inprocess.threaded import Client
+from tests.support.threaded import Client
 from zemcp import Settings
 from zemcp.eras.handshake import call as call_module
 

@@ -10,7 +10,7 @@ client's name, a request id, a tool's argument, an elicitation's answer) comes b
 server read it. Nothing gets a 5xx. The same bodies spelled in raw bytes (a surrogate as the
 three bytes UTF-8 would give it, as CESU-8 writes it) are not UTF-8: 400, -32700. The memory
 backend keeps the state in this process, the Redis one in a real ``redis-server``
-(tests/redisserver.py), where names become key names and script arguments. The named entries
+(tests/support/redisserver.py), where names become key names and script arguments. The named entries
 over real HTTP under gunicorn are in tests/integration/test_http_invalid_unicode.py.
 """
 
@@ -28,7 +28,7 @@ import pytest
 
 import zemcp
 from tests.apps.tasks_app import make_server
-from tests.inprocess.threaded import Client
+from tests.support.threaded import Client
 from zemcp.protocol.header_values import encode_value
 
 ACCEPT = "application/json, text/event-stream"

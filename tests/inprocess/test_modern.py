@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import zemcp
-from tests.inprocess.threaded import Client
+from tests.support.threaded import Client
 from zemcp import Settings
 
 VERSION = "2026-07-28"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import zemcp
-from tests.inprocess.threaded import Client
+from tests.support.threaded import Client
 from zemcp import Settings
 
 ACCEPT = "application/json, text/event-stream"

@@ -13,7 +13,7 @@ import pytest
 import zemcp
 from tests.apps import rated
 from tests.conftest import free_port
-from tests.inprocess.threaded import Client
+from tests.support.threaded import Client
 from zemcp import Settings
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

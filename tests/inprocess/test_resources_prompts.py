@@ -11,7 +11,7 @@ from typing import Annotated
 import pytest
 
 import zemcp
-from tests.inprocess.threaded import Client
+from tests.support.threaded import Client
 from zemcp import Settings
 
 HEADERS = {

@@ -26,7 +26,7 @@ import zemcp
 from tests.inprocess.test_modern import Modern, result_of
 from tests.inprocess.test_stdio_loop import INIT as STDIO_INIT
 from tests.inprocess.test_transport import HEADERS, Peer, events
-from tests.inprocess.threaded import Client
+from tests.support.threaded import Client
 from zemcp import Settings
 from zemcp.cli.stdio import StdioTransport
 from zemcp.http.transport import McpApp

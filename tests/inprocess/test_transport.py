@@ -15,7 +15,7 @@ from werkzeug.wrappers import Response
 
 import wsgi
 import zemcp
-from tests.inprocess.threaded import Client
+from tests.support.threaded import Client
 from zemcp import Settings
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

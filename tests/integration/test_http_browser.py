@@ -33,7 +33,7 @@ import pytest
 import requests
 
 from tests.conftest import ACCEPT, CLIENT_VERSION, CONNECT_TIMEOUT, HOST, READ_TIMEOUT, STOP_TIMEOUT, GunicornServer
-from tests.processes import stop_group
+from tests.support.processes import stop_group
 
 #: [seconds] bound of one chromium run (start, page load, three fetches, DOM dump).
 BROWSER_TIMEOUT = 60

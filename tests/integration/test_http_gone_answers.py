@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
 from tests.conftest import McpClient, wait_trace
-from tests.tsclient1 import run_late_answer
+from tests.support.tsclient1 import run_late_answer
 
 #: [seconds] the elicitation timeout of the servers whose waits must run out.
 SHORT_WAIT = 1

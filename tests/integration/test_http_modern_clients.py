@@ -2,7 +2,7 @@
 
 The TypeScript test runs tests/node/modern_client.cjs with Node 22 and
 ``@modelcontextprotocol/client`` 2.x, which a session fixture installs with npm into a cache
-folder (``$ZEMCP_TEST_NODE_DIR``, else ``~/.cache/zemcp-tests/node``; see tests/nodeinstall.py)
+folder (``$ZEMCP_TEST_NODE_DIR``, else ``~/.cache/zemcp-tests/node``; see tests/support/nodeinstall.py)
 and reuses while it holds the right versions. Without npm the test is skipped; a failed
 install fails it.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MODERN_VERSION, REPO, ModernClient, wait_trace
-from tests.nodeinstall import NODE_PACKAGE, NODE_VERSION, cache_folder, node_binary, npm_install, run_bounded
+from tests.support.nodeinstall import NODE_PACKAGE, NODE_VERSION, cache_folder, node_binary, npm_install, run_bounded
 
 TS_CLIENT = "@modelcontextprotocol/client"
 TS_CLIENT_MAJOR = "2"

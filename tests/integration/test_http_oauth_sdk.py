@@ -1,7 +1,7 @@
 """OAuth 2.1 end to end: the MCP Python SDK's OAuth client against zemcp with ``auth=jwt``.
 
 zemcp runs under real gunicorn as an OAuth resource server whose authorization server is
-:class:`~tests.integration.oauth_server.OAuthServer` (authlib, in a thread of the test). The
+:class:`~tests.support.oauth_server.OAuthServer` (authlib, in a thread of the test). The
 SDK client (``mcp.client.auth.OAuthClientProvider`` as the ``httpx2`` auth of the transport)
 starts without a token, so its first request is answered 401; it then discovers the
 protected resource metadata (RFC 9728) and the authorization server metadata (RFC 8414),
@@ -37,7 +37,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from tests.conftest import ACCEPT, CLIENT_VERSION, CONNECT_TIMEOUT, READ_TIMEOUT
-from tests.integration.oauth_server import OAuthServer, oauth_server  # noqa: F401 (a fixture)
+from tests.support.oauth_server import OAuthServer, oauth_server  # noqa: F401 (a fixture)
 
 #: Where the test client says it receives the authorization response; nothing listens
 #: there, as the redirect handler reads the redirect instead of following it.

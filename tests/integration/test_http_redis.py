@@ -1,8 +1,8 @@
 """Handshake-era sessions shared by every gunicorn worker through a real Redis (ZEMCP_REDIS_URL).
 
 Each test starts its own ``gunicorn -w 4`` (or ``-w 2``) with ``ZEMCP_REDIS_URL`` naming a
-``redis-server`` started on a free loopback port (tests/redisserver.py), and places requests
-on chosen workers with tests/placement.py. Skips, saying so, where redis-server is not
+``redis-server`` started on a free loopback port (tests/support/redisserver.py), and places requests
+on chosen workers with tests/support/placement.py. Skips, saying so, where redis-server is not
 installed.
 """
 
@@ -29,8 +29,8 @@ from tests.conftest import (
     connection_to_a_worker,
     trace_records,
 )
-from tests.placement import answer_on, open_standalone, redis_settings, start_call, worker_connection
-from tests.tsclient1 import run_legacy_calls
+from tests.support.placement import answer_on, open_standalone, redis_settings, start_call, worker_connection
+from tests.support.tsclient1 import run_legacy_calls
 
 #: [seconds] bound on the SDK scenario of 50 calls.
 SDK_TIMEOUT = 120

@@ -1,7 +1,7 @@
 """What a call waiting for an answer gets when what it relies on is lost, with sessions shared
 through a real Redis (ZEMCP_REDIS_URL) by two gunicorn workers: the worker that runs it is
 killed, or Redis loses its data. The helpers that place requests on chosen workers are
-tests/placement.py's.
+tests/support/placement.py's.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, SseStream
-from tests.placement import answer_on, redis_settings, start_call, worker_connection
+from tests.support.placement import answer_on, redis_settings, start_call, worker_connection
 
 #: What the result of a call whose session Redis lost says (zemcp.state.redis.sessions.LOST).
 LOST = "Redis no longer has it: Redis lost its data"

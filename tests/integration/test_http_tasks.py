@@ -24,7 +24,7 @@ import pytest
 import requests
 
 from tests.conftest import GunicornServer, McpClient, ModernClient, SseStream, _lend
-from tests.integration.oauth_server import oauth_server  # noqa: F401 (a fixture)
+from tests.support.oauth_server import oauth_server  # noqa: F401 (a fixture)
 
 APP = "tests.apps.tasks_app:app"
 TASKS_VERSION = "2025-11-25"

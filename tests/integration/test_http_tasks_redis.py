@@ -1,7 +1,7 @@
 """Tasks shared by every gunicorn worker through a real Redis (ZEMCP_REDIS_URL).
 
 Each test starts its own gunicorn with several workers and ``ZEMCP_REDIS_URL`` naming a
-``redis-server`` on a free loopback port (tests/redisserver.py), and places requests on
+``redis-server`` on a free loopback port (tests/support/redisserver.py), and places requests on
 chosen workers: a kept-alive connection stays with the worker that accepted it, and the app's
 ``whoami`` tool (a plain call without the tasks extension) names that worker's pid. The task
 runs in the worker that created it; another worker reads it, answers its question, cancels

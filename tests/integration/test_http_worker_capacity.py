@@ -23,7 +23,7 @@ from mcp import types
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import SUPPORTED_VERSIONS, ModernClient, TraceRecord, trace_records, wait_trace
-from tests.placement import answer_on, redis_settings, start_call, worker_connection
+from tests.support.placement import answer_on, redis_settings, start_call, worker_connection
 
 WORKERS = 4
 #: gunicorn threads per worker: a pending budget of 4 (docs/configuration.md, "Derived values").

@@ -13,7 +13,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from tests.conftest import McpClient, ModernClient
-from tests.proxy.harness import Stack, parse_pid
+from tests.support.proxies import Stack, parse_pid
 
 #: Eliciting 2026-07-28 calls, and how many run at once.
 MODERN_CALLS = 30

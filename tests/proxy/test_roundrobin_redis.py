@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from tests.conftest import McpClient
-from tests.proxy.harness import parse_pid
+from tests.support.proxies import parse_pid
 
 #: Eliciting calls of the session, each answered through the proxy.
 CALLS = 12

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import requests
 
 from tests.conftest import McpClient
-from tests.proxy.harness import parse_pid
+from tests.support.proxies import parse_pid
 
 #: Sessions of the routing test, and how many run at once.
 SESSIONS = 100

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.unit.test_state_contracts import Ended, RunningCall
+from tests.support.state_contract import Ended, RunningCall
 from zemcp.config import Settings
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import AnswerLost, RequestCancelled, SessionEnded

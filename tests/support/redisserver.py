@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import stop_group
+from tests.support.processes import stop_group
 
 HOST = "127.0.0.1"
 #: [seconds] how long redis-server may take to accept connections.
