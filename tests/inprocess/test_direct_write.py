@@ -29,7 +29,7 @@ from gunicorn.http.errors import NoMoreData
 from gunicorn.http.parser import RequestParser
 
 import zemcp
-from tests.conftest import ACCEPT, LATEST_VERSION, ModernClient
+from tests.support.clients import ACCEPT, LATEST_VERSION, ModernClient
 from zemcp import Settings
 from zemcp.testclient.sse import SseParser
 

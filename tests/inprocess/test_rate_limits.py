@@ -12,7 +12,7 @@ import pytest
 
 import zemcp
 from tests.apps import rated
-from tests.conftest import free_port
+from tests.support.net import free_port
 from tests.support.threaded import Client
 from zemcp import Settings
 

@@ -22,7 +22,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
-from tests.conftest import ACCEPT, HOST, READ_TIMEOUT, ModernClient, free_port
+from tests.support.clients import ACCEPT, ModernClient
+from tests.support.net import HOST, READ_TIMEOUT, free_port
 
 SCOPED_APP = "tests.apps.scoped:app"
 

@@ -10,7 +10,9 @@ import shutil
 import subprocess
 import sys
 
-from tests.conftest import DEFAULT_SERVER_SETTINGS, HOST, REPO, GunicornServer, free_port
+from tests.support import REPO
+from tests.support.gunicorn import DEFAULT_SERVER_SETTINGS, GunicornServer
+from tests.support.net import HOST, free_port
 from tests.support.processes import stop_group
 
 

@@ -14,7 +14,8 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import SUPPORTED_VERSIONS, wait_trace
+from tests.support.clients import SUPPORTED_VERSIONS
+from tests.support.gunicorn import wait_trace
 from tests.support.nodeinstall import NODE_VERSION
 from tests.support.tsclient1 import SDK_MAJOR, run_legacy_calls
 

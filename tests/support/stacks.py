@@ -1,4 +1,4 @@
-"""Fixtures of the proxy tests: three zemcp instances (a, b, c) behind HAProxy or nginx.
+"""Fixtures of the proxy tests (tests/proxy): three zemcp instances (a, b, c) behind HAProxy or nginx.
 
 Fixtures:
     stack: parametrized over ``haproxy`` and ``nginx``; a :class:`tests.support.proxies.Stack`
