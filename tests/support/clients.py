@@ -40,6 +40,8 @@ META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 #: Request header naming a request in the access log of a traced gunicorn (ignored by the server).
 TAG_HEADER = "X-Zemcp-Test-Tag"
+#: Every client capability a handler may ask with: elicitation, sampling and roots.
+ALL_CAPABILITIES = {"elicitation": {}, "sampling": {}, "roots": {}}
 
 
 def _wire(target: Wire | str, source: str | None = None) -> Wire:
@@ -232,9 +234,9 @@ class HandshakeClient:
         return response
 
     def notify_initialized(self) -> None:
-        """Send ``notifications/initialized``, which must be accepted with 202."""
+        """Send ``notifications/initialized``, which must be accepted with 202 and no body."""
         note = self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        assert status_code(note) == 202, (status_code(note), self.wire.text(note))
+        assert status_code(note) == 202 and self.wire.text(note) == "", (status_code(note), self.wire.text(note))
 
     def request(self, method: str, params: dict | None = None, **kwargs: Any) -> Any:
         """POST a request with a fresh id (read in full); ``kwargs`` as for :meth:`post`."""
@@ -243,14 +245,42 @@ class HandshakeClient:
             message["params"] = params
         return self.post(message, **kwargs)
 
-    def rpc(self, method: str, params: dict | None = None) -> dict:
-        """A request that must succeed with a JSON answer; returns its ``result``."""
-        response = self.request(method, params)
+    def _answer_to(self, method: str, params: dict | None) -> dict:
+        """The JSON-RPC response to a request, which must come as HTTP 200 application/json."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.new_id(), "method": method}
+        if params is not None:
+            message["params"] = params
+        response = self.post(message)
         assert status_code(response) == 200, (status_code(response), self.wire.text(response))
         assert response.headers["Content-Type"].startswith("application/json"), response.headers
         body = self.wire.json(response)
+        assert body.get("id") == message["id"], (message["id"], body)
+        return body
+
+    def rpc(self, method: str, params: dict | None = None) -> dict:
+        """A request that must succeed with a JSON answer to its id; returns its ``result``."""
+        body = self._answer_to(method, params)
         assert "result" in body, body
         return body["result"]
+
+    def rpc_error(self, method: str, params: dict | None = None) -> dict:
+        """A request that must fail with a JSON-RPC error to its id in an HTTP 200 JSON answer;
+        returns the ``error``."""
+        body = self._answer_to(method, params)
+        assert "error" in body, body
+        return body["error"]
+
+    def result(self, response: Any) -> dict:
+        """The ``result`` of a JSON response (of this client's wire); fails on anything else."""
+        body = self.wire.json(response)
+        assert "result" in body, body
+        return body["result"]
+
+    def error(self, response: Any, status: int, code: int) -> dict:
+        """The JSON-RPC ``error`` of a JSON response, which must have HTTP ``status`` and error ``code``."""
+        body = self.wire.json(response)
+        assert status_code(response) == status and body["error"]["code"] == code, (status_code(response), body)
+        return body["error"]
 
     def delete(self, session_id: str | None = None) -> Any:
         """DELETE the session (this client's unless ``session_id`` is given)."""
@@ -410,7 +440,6 @@ def handshake_session(
     return client
 
 
-
 def inprocess_session(
     app: Any, *, path: str = "/mcp", remote_addr: str | None = None, **options: Any
 ) -> HandshakeClient:
@@ -419,7 +448,18 @@ def inprocess_session(
     ``options`` as for :func:`handshake_session`."""
     return handshake_session(InProcessWire(app, path, remote_addr), **options)
 
+
 # -- the 2026-07-28 era ---------------------------------------------------------------------
+
+
+def envelope(capabilities: dict, name: str = "zemcp-modern-tests", version: str = "1.0") -> dict:
+    """The 2026-07-28 per-request envelope (``params._meta``): this version, ``capabilities``
+    and the ``clientInfo`` of ``name`` and ``version``."""
+    return {
+        META_VERSION: MODERN_VERSION,
+        META_CAPABILITIES: capabilities,
+        META_CLIENT_INFO: {"name": name, "version": version},
+    }
 
 
 class ModernClient:
@@ -466,11 +506,7 @@ class ModernClient:
 
     def meta(self, capabilities: dict | None = None) -> dict:
         """The per-request envelope for ``params._meta`` (``capabilities`` instead of the client's)."""
-        return {
-            META_VERSION: MODERN_VERSION,
-            META_CAPABILITIES: self.capabilities if capabilities is None else capabilities,
-            META_CLIENT_INFO: {"name": self.name, "version": self.version},
-        }
+        return envelope(self.capabilities if capabilities is None else capabilities, self.name, self.version)
 
     def message(
         self,
@@ -495,8 +531,9 @@ class ModernClient:
         return {"jsonrpc": "2.0", "id": self.new_id(), "method": method, "params": params}
 
     def headers(self, message: dict, extra: Headers | None = None) -> dict:
-        """The headers of a POST of ``message`` (standard MCP headers from its body), plus
-        ``extra`` (a value of None removes a header)."""
+        """The headers of a POST of ``message`` (standard MCP headers from its body: ``Mcp-Name``
+        mirrors a tool's or prompt's name, a URI or a task id when it is a string), plus ``extra``
+        (a value of None removes a header)."""
         headers: dict[str, str | None] = {
             "Content-Type": "application/json",
             "Accept": ACCEPT,
@@ -506,11 +543,16 @@ class ModernClient:
         }
         params = message.get("params") or {}
         if message["method"] in ("tools/call", "prompts/get"):
-            headers["Mcp-Name"] = params["name"]
+            name = params.get("name")
         elif message["method"] == "resources/read":
-            headers["Mcp-Name"] = params["uri"]
-        elif message["method"].startswith("tasks/") and isinstance(params.get("taskId"), str):
-            headers["Mcp-Name"] = params["taskId"]
+            name = params.get("uri")
+        elif message["method"].startswith("tasks/"):
+            name = params.get("taskId")
+        else:
+            name = None
+        # Only a string has a header form; without Mcp-Name the method's own check answers.
+        if isinstance(name, str):
+            headers["Mcp-Name"] = name
         return _merge(headers, extra)
 
     def post(self, message: dict, *, headers: Headers | None = None, timeout: float = READ_TIMEOUT) -> Any:
@@ -551,6 +593,18 @@ class ModernClient:
         replies = [m for m in messages if "method" not in m and m.get("id") == request_id]
         assert len(replies) == 1, f"expected one response to id {request_id!r}, got {messages}"
         return replies[0]
+
+    def result(self, response: Any) -> dict:
+        """The ``result`` of a JSON response (of this client's wire); fails on anything else."""
+        body = self.wire.json(response)
+        assert "result" in body, body
+        return body["result"]
+
+    def error(self, response: Any, status: int, code: int) -> dict:
+        """The JSON-RPC ``error`` of a JSON response, which must have HTTP ``status`` and error ``code``."""
+        body = self.wire.json(response)
+        assert status_code(response) == status and body["error"]["code"] == code, (status_code(response), body)
+        return body["error"]
 
     def rpc(self, method: str, params: dict | None = None) -> dict:
         """A request that must answer HTTP 200 with a result; returns the result."""
@@ -676,3 +730,11 @@ class ModernClient:
     def close(self) -> None:
         """Close the wire's kept connection (the client's own requests keep none)."""
         self.wire.close()
+
+
+def inprocess_modern(app: Any, *, remote_addr: str | None = None, **options: Any) -> ModernClient:
+    """A :class:`ModernClient` of ``app`` in this process, over an
+    :class:`~tests.support.wires.InProcessWire` (``remote_addr`` is its own), declaring
+    :data:`ALL_CAPABILITIES` unless ``options`` (those of :class:`ModernClient`) say otherwise."""
+    options.setdefault("capabilities", ALL_CAPABILITIES)
+    return ModernClient(InProcessWire(app, remote_addr=remote_addr), **options)
