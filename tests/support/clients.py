@@ -80,20 +80,29 @@ class HandshakeClient:
         target: the wire, or the URL of a server to reach over HTTP.
         name, version: the ``clientInfo`` sent with initialize.
         source: with a URL, the loopback address to connect from (another client to the server).
+        headers: headers sent with every request (an ``Authorization`` header, say).
 
     Attributes:
         wire: the wire the requests travel on.
+        fixed_headers: the ``headers`` given.
         session_id: the ``Mcp-Session-Id`` from initialize, or None.
         protocol_version: the negotiated version, sent as ``MCP-Protocol-Version``.
         init_response: the response to initialize.
     """
 
     def __init__(
-        self, target: Wire | str, name: str = "zemcp-tests", version: str = "1.0", *, source: str | None = None
+        self,
+        target: Wire | str,
+        name: str = "zemcp-tests",
+        version: str = "1.0",
+        *,
+        source: str | None = None,
+        headers: Headers | None = None,
     ):
         self.wire = _wire(target, source)
         self.name = name
         self.version = version
+        self.fixed_headers = dict(headers or {})
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.init_response: Any = None
@@ -127,8 +136,9 @@ class HandshakeClient:
         return self._next_id
 
     def headers(self, extra: Headers | None = None, *, session: bool = True, version: bool = True) -> dict:
-        """The headers of an MCP POST, plus ``extra`` (a value of None removes a header, the wire's defaults too)."""
-        headers: dict[str, str | None] = {"Content-Type": "application/json", "Accept": ACCEPT}
+        """The headers of an MCP POST (with the client's fixed headers), plus ``extra`` (a value of
+        None removes a header, the wire's defaults too)."""
+        headers = _merge({"Content-Type": "application/json", "Accept": ACCEPT}, self.fixed_headers)
         if session and self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
         if version and self.protocol_version is not None:
@@ -284,7 +294,7 @@ class HandshakeClient:
 
     def delete(self, session_id: str | None = None) -> Any:
         """DELETE the session (this client's unless ``session_id`` is given)."""
-        return self.wire.send("DELETE", {"Mcp-Session-Id": session_id or self.session_id})
+        return self.wire.send("DELETE", {**self.fixed_headers, "Mcp-Session-Id": session_id or self.session_id})
 
     # -- tools ----------------------------------------------------------------------------
 
