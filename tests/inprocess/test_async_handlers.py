@@ -275,7 +275,7 @@ def rpc(peer, method, params):
 
 def test_async_tool_schema_is_the_sync_twins(app):
     """The inputSchema and description of an async def come from its signature as for a plain def."""
-    tools = {t["name"]: t for t in rpc(session(app, {}), "tools/list", {})["result"]["tools"]}
+    tools = {t["name"]: t for t in session(app, {}).list_tools()}
     assert tools["add"]["inputSchema"] == tools["add_sync"]["inputSchema"]
     assert tools["add"]["inputSchema"]["properties"]["a"] == {"type": "integer", "description": "the first"}
     assert tools["add"]["description"] == "Add two numbers."
@@ -710,7 +710,7 @@ def test_partials_and_callable_objects_are_tools(handler, description):
     server.tool(name="scale")(handler)
     server.prompt(name="titled")(functools.partial(titled))
     peer = session(zemcp.McpApp(server), {})
-    (tool,) = rpc(peer, "tools/list", {})["result"]["tools"]
+    (tool,) = peer.list_tools()
     assert tool["description"] == description
     properties = tool["inputSchema"]["properties"]
     assert list(properties) == ["value"] and properties["value"]["type"] == "integer"

@@ -340,7 +340,7 @@ def test_param_headers_are_checked_against_the_body(client):
 def test_discover_describes_the_server(fixture):
     """server/discover: versions, capabilities, instructions, serverInfo in _meta, caching hints."""
     client, server = fixture
-    result = client.result(client.request("server/discover"))
+    result = client.initialize()
     assert result["supportedVersions"][0] == VERSION and "2025-11-25" in result["supportedVersions"]
     assert result["capabilities"]["tools"] == {"listChanged": True}
     assert result["capabilities"]["resources"] == {"listChanged": True, "subscribe": True}

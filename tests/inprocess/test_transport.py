@@ -209,7 +209,7 @@ def make_server():
 def test_tool_api_shapes_results_and_errors():
     """Descriptions come from docstrings; exceptions become isError results; ctx is injected."""
     peer = session(zemcp.McpApp(make_server()))
-    tools = peer.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).get_json()["result"]["tools"]
+    tools = peer.list_tools()
     assert [t["name"] for t in tools] == ["double", "fails", "refuses", "who"]
     assert tools[0]["description"] == "Double a number."
     assert peer.call_tool("double", {"n": 4})[1].get_json()["result"]["content"][0]["text"] == "8"

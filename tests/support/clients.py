@@ -280,18 +280,6 @@ class HandshakeClient:
         assert "error" in body, body
         return body["error"]
 
-    def result(self, response: Any) -> dict:
-        """The ``result`` of a JSON response (of this client's wire); fails on anything else."""
-        body = self.wire.json(response)
-        assert "result" in body, body
-        return body["result"]
-
-    def error(self, response: Any, status: int, code: int) -> dict:
-        """The JSON-RPC ``error`` of a JSON response, which must have HTTP ``status`` and error ``code``."""
-        body = self.wire.json(response)
-        assert status_code(response) == status and body["error"]["code"] == code, (status_code(response), body)
-        return body["error"]
-
     def delete(self, session_id: str | None = None) -> Any:
         """DELETE the session (this client's unless ``session_id`` is given)."""
         return self.wire.send("DELETE", {**self.fixed_headers, "Mcp-Session-Id": session_id or self.session_id})

@@ -68,11 +68,12 @@ class Outlet:
         self.sent = []
 
     def send(self, message):
+        """Record ``message`` (a JSON-RPC message); always delivered (True)."""
         self.sent.append(message)
         return True
 
     def tick(self):
-        pass
+        """Nothing to keep alive: the waits call it every ``tick_interval`` seconds."""
 
 
 class Channel(Outlet):
@@ -84,12 +85,15 @@ class Channel(Outlet):
         self._on_close = []
 
     def finish(self, response):
+        """Record the final response (``final``)."""
         self.final = response
 
     def on_close(self, callback):
+        """Call ``callback`` (no arguments) when the stream closes."""
         self._on_close.append(callback)
 
     def close(self):
+        """Close the stream: every ``on_close`` callback runs."""
         for callback in self._on_close:
             callback()
 
@@ -105,12 +109,14 @@ class RunningCall:
         self.aborted = None
 
     def abort(self, reason):
+        """Abort the call with ``reason`` (an exception); False when it was aborted already."""
         if self.aborted is None:
             self.aborted = reason
             return True
         return False
 
     def raise_if_aborted(self):
+        """Raise the reason the call was aborted with, if it was."""
         if self.aborted is not None:
             raise self.aborted
 

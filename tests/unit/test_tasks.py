@@ -161,9 +161,9 @@ def test_capabilities_and_tool_lists_show_tasks_only_where_the_version_has_them(
     older = Http()
     assert "tasks" not in older.initialize("2025-06-18")["capabilities"]
     assert all("execution" not in t for t in older.legacy("tools/list")["result"]["tools"])
-    discover = Http().modern("server/discover")["result"]["capabilities"]
+    discover = Http().stateless.initialize()["capabilities"]
     assert discover["extensions"] == {EXTENSION: {}} and "tasks" not in discover
-    assert all("execution" not in t for t in Http().modern("tools/list")["result"]["tools"])
+    assert all("execution" not in t for t in Http().stateless.list_tools())
     plain = zemcp.Server("plain")
     plain.tool(name="x")(lambda: "x")
     assert "tasks" not in plain.capabilities("2025-11-25") and "extensions" not in plain.capabilities(MODERN)
