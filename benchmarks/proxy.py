@@ -33,7 +33,7 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.proxy.harness import HAProxy, Instance, find_binary  # noqa: E402 (needs ROOT on sys.path)
+from tests.support.proxies import HAProxy, Instance, find_binary  # noqa: E402 (needs ROOT on sys.path)
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 PROTOCOL_VERSION = "2025-06-18"

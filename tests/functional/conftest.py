@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import signal_group, stop_group
+from tests.support.processes import signal_group, stop_group
 from zemcp.testclient.directives import parse_duration
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,6 @@ plain context methods work inside them; what cannot work is refused at registrat
 
 import asyncio
 import functools
-import json
 import logging
 import threading
 import time
@@ -14,10 +13,7 @@ import time
 import pytest
 
 import zemcp
-from tests.inprocess.test_context import Peer1125, messages
-from tests.inprocess.test_modern import Modern, result_of, retry
-from tests.inprocess.test_transport import HEADERS, events
-from tests.inprocess.threaded import Client
+from tests.support.clients import LATEST_VERSION, inprocess_modern, inprocess_session
 from zemcp import Settings
 from zemcp.core.questions import Elicit
 
@@ -267,13 +263,11 @@ def app(server):
 
 def session(app, capabilities):
     """An initialized 2025-11-25 session (notifications/initialized sent, so asks go out at once)."""
-    peer = Peer1125(app, capabilities)
-    assert peer.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
-    return peer
+    return inprocess_session(app, protocol_version=LATEST_VERSION, capabilities=capabilities)
 
 
 def rpc(peer, method, params):
-    return peer.post({"jsonrpc": "2.0", "id": next(peer.ids), "method": method, "params": params}).get_json()
+    return peer.request(method, params).get_json()
 
 
 # -- plain calls ------------------------------------------------------------------------------
@@ -281,7 +275,7 @@ def rpc(peer, method, params):
 
 def test_async_tool_schema_is_the_sync_twins(app):
     """The inputSchema and description of an async def come from its signature as for a plain def."""
-    tools = {t["name"]: t for t in rpc(session(app, {}), "tools/list", {})["result"]["tools"]}
+    tools = {t["name"]: t for t in session(app, {}).list_tools()}
     assert tools["add"]["inputSchema"] == tools["add_sync"]["inputSchema"]
     assert tools["add"]["inputSchema"]["properties"]["a"] == {"type": "integer", "description": "the first"}
     assert tools["add"]["description"] == "Add two numbers."
@@ -297,10 +291,10 @@ def test_async_tool_resource_template_prompt_and_completion(app, era):
         def ask(method, params):
             return rpc(peer, method, params)["result"]
     else:
-        modern = Modern(app)
+        modern = inprocess_modern(app)
 
         def ask(method, params):
-            return result_of(modern.post(method, params))
+            return modern.result(modern.request(method, params))
 
     assert ask("tools/call", {"name": "add", "arguments": {"a": 40}})["content"][0]["text"] == "42"
     assert ask("resources/read", {"uri": "notes://index"})["contents"][0]["text"] == "a\nb"
@@ -325,8 +319,8 @@ def test_async_tool_resource_template_prompt_and_completion(app, era):
 def test_plain_context_methods_work_in_an_async_handler(app):
     """ctx.log and ctx.report_progress from an async def ride the call's stream."""
     peer = session(app, {})
-    rid, r = peer.call_with("logs", {}, meta={"progressToken": "p"})
-    got = messages(events(r))
+    rid, r, stream = peer.open_call("logs", {}, meta={"progressToken": "p"})
+    got = stream.rest()
     assert [m["method"] for m in got[:-1]] == ["notifications/message", "notifications/progress"]
     assert got[-1]["id"] == rid and got[-1]["result"]["content"][0]["text"] == "logged"
 
@@ -354,9 +348,8 @@ def test_a_cancelled_coroutine_and_system_exit_are_tool_errors(app):
 
 
 def start_ask(peer, tool, meta=None):
-    rid, r = peer.call_with(tool, {}, meta)
-    stream = events(r)
-    question = next(e for e in stream if e != "keep-alive")
+    rid, r, stream = peer.open_call(tool, {}, meta=meta)
+    question = stream.next_message()
     return rid, stream, question
 
 
@@ -375,8 +368,8 @@ def test_aelicit_in_a_session(app, answer, text, is_error):
     rid, stream, question = start_ask(peer, "ask_name")
     assert question["method"] == "elicitation/create" and question["params"]["requestedSchema"] == NAME
     time.sleep(0.1)
-    assert peer.respond(question["id"], answer).status_code == 202
-    final = messages(stream)[-1]
+    assert peer.answer(question["id"], answer).status_code == 202
+    final = stream.rest()[-1]
     assert final["id"] == rid and final["result"]["isError"] is is_error
     assert text in final["result"]["content"][0]["text"]
     if not is_error:
@@ -388,38 +381,36 @@ def test_sync_elicit_and_async_methods_in_a_session(app, tool, greeting):
     """The plain ctx.elicit works inside an async def; a bound async method is run as one."""
     peer = session(app, ELICIT)
     rid, stream, question = start_ask(peer, tool)
-    peer.respond(question["id"], {"action": "accept", "content": {"name": "Ada"}})
-    assert messages(stream)[-1]["result"]["content"][0]["text"] == greeting
+    peer.answer(question["id"], {"action": "accept", "content": {"name": "Ada"}})
+    assert stream.rest()[-1]["result"]["content"][0]["text"] == greeting
 
 
 def test_gathered_asks_wait_together_in_a_session(app):
     """asample and alist_roots under asyncio.gather: both questions are out before either is answered."""
     peer = session(app, {"sampling": {}, "roots": {}})
-    rid, r = peer.call_with("model_and_roots", {})
-    stream = events(r)
-    first = next(e for e in stream if e != "keep-alive")
-    second = next(e for e in stream if e != "keep-alive")
+    rid, r, stream = peer.open_call("model_and_roots", {})
+    first = stream.next_message()
+    second = stream.next_message()
     by_method = {m["method"]: m for m in (first, second)}
     assert set(by_method) == {"sampling/createMessage", "roots/list"}
-    peer.respond(by_method["roots/list"]["id"], {"roots": [{"uri": "file:///srv"}]})
-    peer.respond(
+    peer.answer(by_method["roots/list"]["id"], {"roots": [{"uri": "file:///srv"}]})
+    peer.answer(
         by_method["sampling/createMessage"]["id"],
         {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"},
     )
-    assert messages(stream)[-1]["result"]["content"][0]["text"] == "hi from file:///srv"
+    assert stream.rest()[-1]["result"]["content"][0]["text"] == "hi from file:///srv"
 
 
 def test_a_failed_gather_does_not_hold_the_call_for_its_sibling(app, server):
     """Declining one of two gathered asks ends the call at once; the unanswered one is withdrawn, its slot freed."""
     peer = session(app, ELICIT)
-    rid, r = peer.call_with("ask_twice", {})
-    stream = events(r)
-    questions = [next(e for e in stream if e != "keep-alive") for _ in range(2)]
+    rid, r, stream = peer.open_call("ask_twice", {})
+    questions = [stream.next_message() for _ in range(2)]
     assert server.pending.count() == 2
     started = time.monotonic()
     name = next(q for q in questions if q["params"]["message"] == "Name?")
-    peer.respond(name["id"], {"action": "decline"})
-    rest = messages(stream)
+    peer.answer(name["id"], {"action": "decline"})
+    rest = stream.rest()
     final = rest[-1]
     assert time.monotonic() - started < 2, "the call waited for the sibling's answer"
     colour = next(q for q in questions if q["params"]["message"] == "Colour?")
@@ -440,8 +431,8 @@ def test_aelicit_url_in_a_session(app):
     peer = session(app, {"elicitation": {"url": {}}})
     rid, stream, question = start_ask(peer, "login")
     assert question["params"]["mode"] == "url" and question["params"]["elicitationId"] == "login-1"
-    peer.respond(question["id"], {"action": "accept"})
-    rest = messages(stream)
+    peer.answer(question["id"], {"action": "accept"})
+    rest = stream.rest()
     assert rest[0]["method"] == "notifications/elicitation/complete"
     assert rest[-1]["result"]["content"][0]["text"] == "consented login-1"
 
@@ -451,12 +442,8 @@ def test_cancellation_reaches_an_awaiting_async_handler(app, server):
     the question is withdrawn with notifications/cancelled; no response is sent."""
     peer = session(app, ELICIT)
     rid, stream, question = start_ask(peer, "wait_cancelled")
-    Client(app).post(
-        "/mcp",
-        headers={**HEADERS, "Mcp-Session-Id": peer.sid},
-        data=json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}),
-    )
-    rest = messages(stream)
+    peer.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
+    rest = stream.rest()
     assert all(m.get("id") != rid for m in rest)
     assert rest[0]["method"] == "notifications/cancelled" and rest[0]["params"]["requestId"] == question["id"]
     assert SEEN == ["cancelled"] and server.pending.count() == 0
@@ -470,12 +457,12 @@ def test_two_awaiting_calls_have_loops_of_their_own_and_do_not_wait_for_each_oth
     rid2, stream2, q2 = start_ask(peer, "ask_name")
     assert server.pending.count() == 2
     time.sleep(0.1)
-    peer.respond(q2["id"], {"action": "accept", "content": {"name": "Bo"}})
-    assert messages(stream2)[-1]["result"]["content"][0]["text"] == "Hello, Bo"
+    peer.answer(q2["id"], {"action": "accept", "content": {"name": "Bo"}})
+    assert stream2.rest()[-1]["result"]["content"][0]["text"] == "Hello, Bo"
     assert server.pending.count() == 1
     time.sleep(0.1)
-    peer.respond(q1["id"], {"action": "accept", "content": {"name": "Ada"}})
-    assert messages(stream1)[-1]["result"]["content"][0]["text"] == "Hello, Ada"
+    peer.answer(q1["id"], {"action": "accept", "content": {"name": "Ada"}})
+    assert stream1.rest()[-1]["result"]["content"][0]["text"] == "Hello, Ada"
     (_, loop2, thread2, ticks2), (_, loop1, thread1, ticks1) = RUNS
     assert loop1 != loop2 and thread1 != thread2
     assert ticks1 > ticks2 > 0
@@ -495,53 +482,53 @@ def test_two_awaiting_calls_have_loops_of_their_own_and_do_not_wait_for_each_oth
 )
 def test_aelicit_by_multi_round_trip(app, answer, text, is_error):
     """The first round ends input_required from inside the coroutine; the replay gets the recorded answer."""
-    client = Modern(app)
-    first = result_of(client.call("ask_name"))
+    client = inprocess_modern(app)
+    first = client.result(client.call_tool("ask_name")[1])
     assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["name"]
     assert RUNS == []
-    done = result_of(retry(client, "ask_name", first, {"name": answer}))
+    done = client.result(client.answer("ask_name", first, {"name": answer})[1])
     assert done["resultType"] == "complete" and done["isError"] is is_error
     assert text in done["content"][0]["text"]
 
 
 def test_aask_all_is_one_round_and_gather_one_round_a_question(app):
     """aask_all asks both questions in one round; asyncio.gather of two aelicit asks them one round each."""
-    client = Modern(app)
+    client = inprocess_modern(app)
     answers = {
         "name": {"action": "accept", "content": {"name": "Ada"}},
         "colour": {"action": "accept", "content": {"colour": "red"}},
         "elicitation-2": {"action": "accept", "content": {"colour": "red"}},
     }
-    first = result_of(client.call("ask_both"))
+    first = client.result(client.call_tool("ask_both")[1])
     assert sorted(first["inputRequests"]) == ["colour", "name"]
-    done = result_of(retry(client, "ask_both", first, {k: answers[k] for k in ("name", "colour")}))
+    done = client.result(client.answer("ask_both", first, {k: answers[k] for k in ("name", "colour")})[1])
     assert done["content"][0]["text"] == "Ada likes red"
 
-    first = result_of(client.call("ask_twice"))
+    first = client.result(client.call_tool("ask_twice")[1])
     assert list(first["inputRequests"]) == ["name"]
-    second = result_of(retry(client, "ask_twice", first, {"name": answers["name"]}))
+    second = client.result(client.answer("ask_twice", first, {"name": answers["name"]})[1])
     assert list(second["inputRequests"]) == ["elicitation-2"]
-    done = result_of(retry(client, "ask_twice", second, {"elicitation-2": answers["elicitation-2"]}))
+    done = client.result(client.answer("ask_twice", second, {"elicitation-2": answers["elicitation-2"]})[1])
     assert done["content"][0]["text"] == "Ada likes red"
 
 
 def test_async_prompt_and_template_ask_by_multi_round_trip(app):
     """prompts/get and resources/read of async functions that take ctx end their round and complete on replay."""
-    client = Modern(app)
+    client = inprocess_modern(app)
     params = {"name": "brief_for", "arguments": {"topic": "tax"}}
-    first = result_of(client.post("prompts/get", params))
+    first = client.result(client.request("prompts/get", params))
     assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["audience"]
     answer = {"audience": {"action": "accept", "content": {"name": "managers"}}}
-    done = result_of(
-        client.post("prompts/get", {**params, "requestState": first["requestState"], "inputResponses": answer})
+    done = client.result(
+        client.request("prompts/get", {**params, "requestState": first["requestState"], "inputResponses": answer})
     )
     assert done["messages"][0]["content"]["text"] == "Brief managers on tax."
 
-    first = result_of(client.post("resources/read", {"uri": "secret://q3"}))
+    first = client.result(client.request("resources/read", {"uri": "secret://q3"}))
     (key,) = first["inputRequests"]
     answer = {key: {"action": "accept", "content": {"show": True}}}
-    done = result_of(
-        client.post(
+    done = client.result(
+        client.request(
             "resources/read", {"uri": "secret://q3", "requestState": first["requestState"], "inputResponses": answer}
         )
     )
@@ -584,7 +571,7 @@ def test_an_ask_abandoned_by_wait_for_is_withdrawn_at_once(app, server):
     question before the result, and its slot is free."""
     peer = session(app, ELICIT)
     rid, stream, question = start_ask(peer, "ask_briefly")
-    rest = messages(stream)
+    rest = stream.rest()
     assert rest[0] == {
         "jsonrpc": "2.0",
         "method": "notifications/cancelled",
@@ -592,23 +579,18 @@ def test_an_ask_abandoned_by_wait_for_is_withdrawn_at_once(app, server):
     }
     assert rest[-1]["id"] == rid and rest[-1]["result"]["content"][0]["text"] == "gave up"
     assert server.pending.count() == 0
-    assert peer.respond(question["id"], {"action": "accept", "content": {"name": "late"}}).status_code == 400
+    assert peer.answer(question["id"], {"action": "accept", "content": {"name": "late"}}).status_code == 400
 
 
 def test_notifications_cancelled_cancels_an_async_handlers_task(app):
     """The client cancels a handler in await asyncio.sleep: it gets CancelledError there at
     once, does not go on, and no response follows."""
     peer = session(app, ELICIT)
-    rid, r = peer.call_with("sleeps", {}, meta={"progressToken": "p"})
-    stream = events(r)
-    assert next(e for e in stream if e != "keep-alive")["method"] == "notifications/progress"
+    rid, r, stream = peer.open_call("sleeps", {}, meta={"progressToken": "p"})
+    assert stream.next_message()["method"] == "notifications/progress"
     started = time.monotonic()
-    Client(app).post(
-        "/mcp",
-        headers={**HEADERS, "Mcp-Session-Id": peer.sid},
-        data=json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}),
-    )
-    assert all(m.get("id") != rid for m in messages(stream))
+    peer.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
+    assert all(m.get("id") != rid for m in stream.rest())
     assert time.monotonic() - started < 2, "the handler slept on"
     assert SEEN == ["cancelled"]
 
@@ -616,11 +598,10 @@ def test_notifications_cancelled_cancels_an_async_handlers_task(app):
 def test_closing_a_rounds_stream_cancels_an_async_handlers_task(app):
     """2026-07-28: the client closing the round's stream is its cancellation; the handler's
     task is cancelled at its await."""
-    response = Modern(app).call("sleeps", buffered=False, meta_extra={"progressToken": "p"})
-    stream = events(response)
-    assert next(e for e in stream if e != "keep-alive")["method"] == "notifications/progress"
+    _, _, stream = inprocess_modern(app).open_call("sleeps", meta={"progressToken": "p"})
+    assert stream.next_message()["method"] == "notifications/progress"
     started = time.monotonic()
-    response.close()
+    stream.close()
     deadline = time.monotonic() + 3
     while not SEEN and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -631,12 +612,12 @@ def test_aelicit_in_a_task_group_ends_the_round_quietly(app, caplog):
     """2026-07-28: the end of the round inside an asyncio.TaskGroup is no failure: input_required,
     then the replay completes; nothing logged as an error, the group's other exceptions at info."""
     caplog.set_level(logging.INFO, "zemcp")
-    client = Modern(app)
-    first = result_of(client.call("ask_in_task_group"))
+    client = inprocess_modern(app)
+    first = client.result(client.call_tool("ask_in_task_group")[1])
     assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["name"]
     answer = {"name": {"action": "accept", "content": {"name": "Ada"}}}
-    assert result_of(retry(client, "ask_in_task_group", first, answer))["content"][0]["text"] == "Hi, Ada"
-    first = result_of(client.call("ask_beside_a_failure"))
+    assert client.result(client.answer("ask_in_task_group", first, answer)[1])["content"][0]["text"] == "Hi, Ada"
+    first = client.result(client.call_tool("ask_beside_a_failure")[1])
     assert first["resultType"] == "input_required"
     assert not [r for r in caplog.records if r.levelname == "ERROR"]
     assert "broken sibling" in caplog.text
@@ -729,7 +710,7 @@ def test_partials_and_callable_objects_are_tools(handler, description):
     server.tool(name="scale")(handler)
     server.prompt(name="titled")(functools.partial(titled))
     peer = session(zemcp.McpApp(server), {})
-    (tool,) = rpc(peer, "tools/list", {})["result"]["tools"]
+    (tool,) = peer.list_tools()
     assert tool["description"] == description
     properties = tool["inputSchema"]["properties"]
     assert list(properties) == ["value"] and properties["value"]["type"] == "integer"
@@ -751,21 +732,15 @@ def test_resuming_the_stream_of_a_cancelled_call_is_told_to_stop(app):
     """After its request was cancelled, a GET with Last-Event-ID gets what followed that id, once;
     from the stream's last event on, 404 saying nothing follows, so the client stops resuming."""
     peer = session(app, ELICIT)
-    rid, r = peer.call_with("wait_cancelled", {})
-    chunks = iter(r.response)
-    first = next(c for c in chunks if b"elicitation/create" in c).decode()
-    question_event = next(line[4:] for line in first.splitlines() if line.startswith("id: "))
-    Client(app).post(
-        "/mcp",
-        headers={**HEADERS, "Mcp-Session-Id": peer.sid},
-        data=json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}),
-    )
-    rest = b"".join(chunks).decode()
-    get = {"Accept": "text/event-stream", "Mcp-Session-Id": peer.sid}
-    replay = Client(app).get("/mcp", headers={**get, "Last-Event-ID": question_event})
-    assert replay.status_code == 200 and "notifications/cancelled" in replay.get_data(as_text=True)
-    last = [line[4:] for line in rest.splitlines() if line.startswith("id: ")][-1]
+    rid, _, stream = peer.open_call("wait_cancelled", {})
+    assert stream.next_message()["method"] == "elicitation/create"
+    question_event = stream.last_event_id
+    peer.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
+    stream.rest()
+    replay, replayed = peer.get_stream(question_event)
+    assert replay.status_code == 200 and "notifications/cancelled" in [m.get("method") for m in replayed.rest()]
+    last = stream.ids[-1]
     for _ in range(2):
-        gone = Client(app).get("/mcp", headers={**get, "Last-Event-ID": last})
+        gone, _ = peer.get_stream(last)
         assert gone.status_code == 404
         assert "stream has ended and nothing follows that event" in gone.get_json()["error"]["message"]

@@ -3,15 +3,12 @@ both eras, random elicitation ids, no elicited content in the log, and a single-
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 
-from werkzeug import test as werkzeug_test
-
 import zemcp
-from tests.inprocess.test_transport import HEADERS, Peer, events
-from tests.inprocess.threaded import Client
+from tests.support.clients import HandshakeClient, ModernClient, inprocess_session
+from tests.support.wires import InProcessWire
 from zemcp import Settings
 
 PIN = {"type": "object", "properties": {"pin": {"type": "string", "maxLength": 4}}, "required": ["pin"]}
@@ -35,20 +32,19 @@ def make_app(**settings):
     return zemcp.McpApp(server), server
 
 
-def start(peer: Peer, name: str = "ask_pin"):
-    _, response = peer.call(name, {}, buffered=False)
-    frames = events(response)
-    return response, frames, next(frames)
+def start(peer: HandshakeClient, name: str = "ask_pin"):
+    _, response, frames = peer.open_call(name, {})
+    return response, frames, frames.next_message()
 
 
 def test_a_malformed_answer_is_not_written_to_the_log(caplog):
     """An answer that fails the schema reaches the handler as ElicitMalformed; the log names the outcome, not the answer."""
     app, _ = make_app(threads=8)
-    peer = Peer(app)
+    peer = inprocess_session(app)
     response, frames, ask = start(peer)
     with caplog.at_level(logging.INFO, logger="zemcp"):
         assert peer.answer(ask["id"], {"action": "accept", "content": {"pin": "SECRET-PIN-9876"}}).status_code == 202
-        final = [f for f in frames if f != "keep-alive"][-1]
+        final = frames.rest()[-1]
     assert final["result"]["isError"] is True
     assert "SECRET-PIN-9876" not in caplog.text
     assert "ElicitMalformed" in caplog.text
@@ -60,7 +56,7 @@ def test_elicitation_ids_are_random():
     app, _ = make_app(threads=8)
     ids = []
     for _ in range(2):
-        peer = Peer(app)
+        peer = inprocess_session(app)
         response, _, ask = start(peer)
         ids.append(ask["id"])
         response.close()
@@ -72,11 +68,11 @@ def test_one_session_gets_at_most_half_the_pending_budget():
     """With 8 threads (pending budget 4) one session may hold 2 pending elicitations; another still gets one."""
     app, server = make_app(threads=8)
     assert (server.settings.pending_budget, server.settings.session_pending_budget) == (4, 2)
-    greedy = Peer(app)
+    greedy = inprocess_session(app)
     held = [start(greedy) for _ in range(2)]
-    _, third = greedy.call("ask_pin", {})
+    _, third = greedy.call_tool("ask_pin", {})
     assert "per-session cap" in third.get_json()["result"]["content"][0]["text"]
-    other_response, _, _ = start(Peer(app))
+    other_response, _, _ = start(inprocess_session(app))
     for response, _, _ in [*held, (other_response, None, None)]:
         response.close()
 
@@ -85,29 +81,12 @@ def test_the_call_budget_refuses_with_503_in_both_eras():
     """Running calls that hold the call budget make the next call of either era 503 with Retry-After; ping still works."""
     app, server = make_app(threads=4)
     assert server.settings.call_budget == 2
-    held = [start(Peer(app)) for _ in range(2)]
-    peer = Peer(app)
-    _, busy = peer.call("hello", {})
+    held = [start(inprocess_session(app)) for _ in range(2)]
+    peer = inprocess_session(app)
+    _, busy = peer.call_tool("hello", {})
     assert busy.status_code == 503 and busy.headers["Retry-After"] == "2"
     assert "Service Unavailable" in busy.get_json()["error"]["message"]
-    modern = {
-        "jsonrpc": "2.0",
-        "id": 9,
-        "method": "tools/call",
-        "params": {
-            "name": "hello",
-            "arguments": {},
-            "_meta": {
-                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                "io.modelcontextprotocol/clientCapabilities": {},
-            },
-        },
-    }
-    r = Client(app).post(
-        "/mcp",
-        data=json.dumps(modern),
-        headers={**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "hello"},
-    )
+    _, r = ModernClient(InProcessWire(app), capabilities={}).call_tool("hello", {})
     assert r.status_code == 503 and r.get_json()["error"]["code"] == -32603
     assert peer.post({"jsonrpc": "2.0", "id": 5, "method": "ping"}).status_code == 200
     for response, _, _ in held:
@@ -117,33 +96,11 @@ def test_the_call_budget_refuses_with_503_in_both_eras():
 def test_a_single_threaded_server_refuses_to_wait(caplog):
     """Under a server that is not multithreaded a session's elicitation fails at once with CannotWait; a warning names the fix."""
     app, _ = make_app(threads=8)
-    plain = werkzeug_test.Client(app)
+    client = HandshakeClient(InProcessWire(app, multithread=False), "single", "1")
     with caplog.at_level(logging.WARNING, logger="zemcp"):
-        init = plain.post(
-            "/mcp",
-            headers=HEADERS,
-            data=json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 0,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {"elicitation": {}},
-                        "clientInfo": {"name": "single", "version": "1"},
-                    },
-                }
-            ),
-        )
+        client.initialize(initialized=False)
     assert "wsgi.multithread is false" in caplog.text
-    sid = init.headers["Mcp-Session-Id"]
-    r = plain.post(
-        "/mcp",
-        headers={**HEADERS, "Mcp-Session-Id": sid},
-        data=json.dumps(
-            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask_pin", "arguments": {}}}
-        ),
-    )
+    _, r = client.call_tool("ask_pin", {})
     result = r.get_json()["result"]
     assert r.mimetype == "application/json" and result["isError"] is True
     assert "serves one request at a time" in result["content"][0]["text"]

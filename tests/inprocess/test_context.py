@@ -10,53 +10,9 @@ import time
 import pytest
 
 import zemcp
-from tests.inprocess.test_transport import HEADERS, Peer, events
-from tests.inprocess.threaded import Client
+from tests.support.clients import LATEST_VERSION, HandshakeClient, inprocess_session
+from tests.support.wires import InProcessWire
 from zemcp import Settings
-
-LATEST = "2025-11-25"
-
-
-class Peer1125(Peer):
-    """A 2025-11-25 client declaring the given capabilities."""
-
-    def __init__(self, app, capabilities):
-        self.client = Client(app)
-        self.path = "/mcp"
-        self.ids = iter(range(1, 10_000))
-        r = self.post(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": LATEST,
-                    "capabilities": capabilities,
-                    "clientInfo": {"name": "ctx", "version": "1"},
-                },
-            }
-        )
-        assert r.status_code == 200, r.get_data()
-        assert r.get_json()["result"]["protocolVersion"] == LATEST
-        self.sid = r.headers["Mcp-Session-Id"]
-
-    def call_with(self, name, arguments, meta=None):
-        rid = next(self.ids)
-        params = {"name": name, "arguments": arguments}
-        if meta is not None:
-            params["_meta"] = meta
-        return rid, self.post({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}, buffered=False)
-
-    def respond(self, id_, result=None, error=None):
-        body = {"jsonrpc": "2.0", "id": id_}
-        body.update({"error": error} if error is not None else {"result": result})
-        return Client(self.client.application).post(
-            self.path, data=json.dumps(body), headers={**HEADERS, "Mcp-Session-Id": self.sid}
-        )
-
-
-def messages(stream):
-    return [e for e in stream if e != "keep-alive"]
 
 
 @pytest.fixture
@@ -133,35 +89,25 @@ def app():
 
 def test_initialize_advertises_logging_and_2025_11_25(app):
     """2025-11-25 is negotiated and the logging capability is advertised with tools."""
-    r = Client(app).post(
-        "/mcp",
-        headers=HEADERS,
-        data=json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {"protocolVersion": LATEST, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
-            }
-        ),
-    )
+    client = HandshakeClient(InProcessWire(app), "x", "1")
+    r = client.initialize(protocol_version=LATEST_VERSION, capabilities={}, initialized=False)
     result = r.get_json()["result"]
-    assert result["protocolVersion"] == LATEST
+    assert result["protocolVersion"] == LATEST_VERSION
     assert result["capabilities"]["logging"] == {} and "tools" in result["capabilities"]
 
 
 def test_log_messages_follow_the_level_and_ride_the_stream(app):
     """ctx.log sends notifications/message at or above the level set by logging/setLevel."""
-    peer = Peer1125(app, {})
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={})
     assert (
         peer.post({"jsonrpc": "2.0", "id": 90, "method": "logging/setLevel", "params": {"level": "info"}}).get_json()[
             "result"
         ]
         == {}
     )
-    rid, r = peer.call_with("logs", {})
+    rid, r, stream = peer.open_call("logs", {})
     assert r.headers["Content-Type"] == "text/event-stream"
-    got = messages(events(r))
+    got = stream.rest()
     notes = [m["params"] for m in got if m.get("method") == "notifications/message"]
     assert notes == [
         {"level": "info", "data": {"step": "info"}, "logger": "demo"},
@@ -169,43 +115,42 @@ def test_log_messages_follow_the_level_and_ride_the_stream(app):
     ]
     assert got[-1]["id"] == rid and got[-1]["result"]["content"][0]["text"] == "logged"
     peer.post({"jsonrpc": "2.0", "id": 91, "method": "logging/setLevel", "params": {"level": "debug"}})
-    _, r = peer.call_with("logs", {})
-    assert len([m for m in messages(events(r)) if m.get("method") == "notifications/message"]) == 3
+    _, r, stream = peer.open_call("logs", {})
+    assert len([m for m in stream.rest() if m.get("method") == "notifications/message"]) == 3
 
 
 def test_set_level_refuses_unknown_levels(app):
     """logging/setLevel with a level outside RFC 5424 is -32602."""
-    peer = Peer1125(app, {})
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={})
     body = peer.post({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "loud"}}).get_json()
     assert body["error"]["code"] == -32602 and "debug, info" in body["error"]["message"]
 
 
 def test_progress_needs_a_token_and_echoes_it(app):
     """Progress goes out only with a progressToken, echoing it, with increasing values."""
-    peer = Peer1125(app, {})
-    rid, r = peer.call_with("progress", {}, meta={"progressToken": "tok-1"})
-    got = messages(events(r))
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={})
+    rid, r, stream = peer.open_call("progress", {}, meta={"progressToken": "tok-1"})
+    got = stream.rest()
     assert [m["params"] for m in got[:-1]] == [
         {"progressToken": "tok-1", "progress": v, "total": 100, "message": f"at {v}"} for v in (0, 50, 100)
     ]
-    _, plain = peer.call_with("progress", {})
+    _, plain, stream = peer.open_call("progress", {})
     assert plain.headers["Content-Type"] == "application/json"
 
 
 def test_progress_that_goes_back_is_a_tool_error(app):
     """A handler reporting decreasing progress gets an isError result saying why."""
-    peer = Peer1125(app, {})
-    _, r = peer.call_with("backwards", {}, meta={"progressToken": 7})
-    final = messages(events(r))[-1]["result"]
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={})
+    _, r, stream = peer.open_call("backwards", {}, meta={"progressToken": 7})
+    final = stream.rest()[-1]["result"]
     assert final["isError"] and "progress must increase" in final["content"][0]["text"]
 
 
 def test_sampling_round_trip(app):
     """ctx.sample sends sampling/createMessage and returns the client's result."""
-    peer = Peer1125(app, {"sampling": {}})
-    rid, r = peer.call_with("sample", {})
-    stream = events(r)
-    ask = next(stream)
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={"sampling": {}})
+    rid, r, stream = peer.open_call("sample", {})
+    ask = stream.next_message()
     assert ask["method"] == "sampling/createMessage"
     assert ask["params"] == {
         "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
@@ -213,18 +158,18 @@ def test_sampling_round_trip(app):
         "systemPrompt": "be brief",
     }
     assert (
-        peer.respond(
+        peer.answer(
             ask["id"], {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
         ).status_code
         == 202
     )
-    assert messages(stream)[-1]["result"]["content"][0]["text"] == "hi"
+    assert stream.rest()[-1]["result"]["content"][0]["text"] == "hi"
 
 
 def test_sampling_without_capability_sends_nothing(app):
     """Without the sampling capability ctx.sample fails at once and the answer stays JSON."""
-    peer = Peer1125(app, {})
-    _, r = peer.call_with("sample", {})
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={})
+    _, r, _ = peer.open_call("sample", {})
     assert r.headers["Content-Type"] == "application/json"
     text = r.get_json()["result"]["content"][0]["text"]
     assert "did not declare the sampling capability" in text
@@ -232,36 +177,35 @@ def test_sampling_without_capability_sends_nothing(app):
 
 def test_roots_error_answer_is_reported(app):
     """A JSON-RPC error answer to roots/list becomes an isError result naming the code."""
-    peer = Peer1125(app, {"roots": {}})
-    _, r = peer.call_with("roots", {})
-    stream = events(r)
-    ask = next(stream)
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={"roots": {}})
+    _, r, stream = peer.open_call("roots", {})
+    ask = stream.next_message()
     assert ask["method"] == "roots/list"
-    peer.respond(ask["id"], error={"code": -32601, "message": "no roots here"})
-    text = messages(stream)[-1]["result"]["content"][0]["text"]
+    peer.answer(ask["id"], error={"code": -32601, "message": "no roots here"})
+    text = stream.rest()[-1]["result"]["content"][0]["text"]
     assert "the client refused roots/list: error -32601: no roots here" in text
 
 
 def test_roots_listed(app):
     """ctx.list_roots returns the client's roots."""
-    peer = Peer1125(app, {"roots": {"listChanged": False}})
-    _, r = peer.call_with("roots", {})
-    stream = events(r)
-    ask = next(stream)
-    peer.respond(ask["id"], {"roots": [{"uri": "file:///a"}, {"uri": "file:///b", "name": "b"}]})
-    assert messages(stream)[-1]["result"]["content"][0]["text"] == "file:///a, file:///b"
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={"roots": {"listChanged": False}})
+    _, r, stream = peer.open_call("roots", {})
+    ask = stream.next_message()
+    peer.answer(ask["id"], {"roots": [{"uri": "file:///a"}, {"uri": "file:///b", "name": "b"}]})
+    assert stream.rest()[-1]["result"]["content"][0]["text"] == "file:///a, file:///b"
 
 
 def test_url_mode_elicitation_and_completion(app):
     """elicit_url sends mode url with an elicitationId, then notifications/elicitation/complete."""
-    peer = Peer1125(app, {"elicitation": {"form": {}, "url": {}}})
-    _, r = peer.call_with("login", {})
-    stream = events(r)
-    ask = next(stream)
+    peer = inprocess_session(
+        app, protocol_version=LATEST_VERSION, capabilities={"elicitation": {"form": {}, "url": {}}}
+    )
+    _, r, stream = peer.open_call("login", {})
+    ask = stream.next_message()
     params = ask["params"]
     assert params["mode"] == "url" and params["url"] == "https://auth.example.com/start" and params["elicitationId"]
-    peer.respond(ask["id"], {"action": "accept"})
-    rest = messages(stream)
+    peer.answer(ask["id"], {"action": "accept"})
+    rest = stream.rest()
     assert rest[0] == {
         "jsonrpc": "2.0",
         "method": "notifications/elicitation/complete",
@@ -273,16 +217,16 @@ def test_url_mode_elicitation_and_completion(app):
 @pytest.mark.parametrize("capabilities", [{"elicitation": {}}, {"elicitation": {"form": {}}}])
 def test_url_mode_needs_the_url_capability(app, capabilities):
     """A client that declared form mode only is never sent a URL-mode request."""
-    peer = Peer1125(app, capabilities)
-    _, r = peer.call_with("login", {})
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities=capabilities)
+    _, r, _ = peer.open_call("login", {})
     assert r.headers["Content-Type"] == "application/json"
     assert "did not declare URL-mode elicitation" in r.get_json()["result"]["content"][0]["text"]
 
 
 def test_url_elicitation_required_error(app):
     """URLElicitationRequired answers the call with -32042 listing the elicitations."""
-    peer = Peer1125(app, {"elicitation": {"url": {}}})
-    rid, r = peer.call_with("needs_url", {})
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={"elicitation": {"url": {}}})
+    rid, r, _ = peer.open_call("needs_url", {})
     body = r.get_json()
     assert body["id"] == rid and body["error"]["code"] == -32042
     (item,) = body["error"]["data"]["elicitations"]
@@ -291,31 +235,30 @@ def test_url_elicitation_required_error(app):
 
 def test_form_mode_in_2025_11_25_allows_multi_select(app):
     """2025-11-25 sessions may use titled and multi-select enums; the request says mode form."""
-    peer = Peer1125(app, {"elicitation": {}})
-    _, r = peer.call_with("pick", {})
-    stream = events(r)
-    ask = next(stream)
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={"elicitation": {}})
+    _, r, stream = peer.open_call("pick", {})
+    ask = stream.next_message()
     assert ask["params"]["mode"] == "form"
-    peer.respond(ask["id"], {"action": "accept", "content": {"colours": ["green", "red"], "size": "l"}})
-    assert messages(stream)[-1]["result"]["content"][0]["text"] == '{"colours": ["green", "red"], "size": "l"}'
+    peer.answer(ask["id"], {"action": "accept", "content": {"colours": ["green", "red"], "size": "l"}})
+    assert stream.rest()[-1]["result"]["content"][0]["text"] == '{"colours": ["green", "red"], "size": "l"}'
 
 
 def test_multi_select_is_refused_before_2025_11_25(app):
     """A 2025-06-18 session keeps the stricter subset: an array property is refused."""
-    peer = Peer(app)
-    _, r = peer.call("pick", {})
+    peer = inprocess_session(app)
+    _, r = peer.call_tool("pick", {})
     text = r.get_json()["result"]["content"][0]["text"]
     assert text.startswith("requestedSchema is invalid at properties.")
 
 
 def test_invalid_arguments_are_tool_errors_in_2025_11_25(app):
     """From 2025-11-25 arguments that fail the input schema give an isError result, not -32602."""
-    peer = Peer1125(app, {})
-    rid, r = peer.call_with("typed", {"n": "x"})
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={})
+    rid, r, _ = peer.open_call("typed", {"n": "x"})
     body = r.get_json()
     assert body["id"] == rid and body["result"]["isError"] is True
     assert "'x' is not of type 'integer'" in body["result"]["content"][0]["text"]
-    _, old = Peer(app).call("typed", {"n": "x"})
+    _, old = inprocess_session(app).call_tool("typed", {"n": "x"})
     assert old.get_json()["error"]["code"] == -32602
 
 
@@ -335,32 +278,27 @@ def test_cancelled_call_stops_logging(app):
             raise
 
     app = zemcp.McpApp(server)
-    peer = Peer1125(app, {})
-    rid, r = peer.call_with("slow", {})
-    stream = events(r)
-    next(stream)
-    Client(app).post(
-        "/mcp",
-        headers={**HEADERS, "Mcp-Session-Id": peer.sid},
-        data=json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}}),
-    )
-    rest = messages(stream)
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={})
+    rid, r, stream = peer.open_call("slow", {})
+    stream.next_message()
+    peer.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
+    rest = stream.rest()
     assert all(m.get("id") != rid for m in rest)
     assert seen == ["cancelled"]
 
 
 def test_url_elicitation_required_without_url_capability_is_a_tool_error(app):
     """A client that did not declare URL mode gets the links as an isError text, never -32042."""
-    peer = Peer1125(app, {"elicitation": {"form": {}}})
-    _, r = peer.call_with("needs_url", {})
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={"elicitation": {"form": {}}})
+    _, r, _ = peer.open_call("needs_url", {})
     result = r.get_json()["result"]
     assert result["isError"] and "https://auth.example.com/connect" in result["content"][0]["text"]
 
 
 def test_form_elicitation_with_url_only_capability_says_so(app):
     """A client that declared URL mode only is told form mode is missing, not elicitation as a whole."""
-    peer = Peer1125(app, {"elicitation": {"url": {}}})
-    _, r = peer.call_with("pick", {})
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={"elicitation": {"url": {}}})
+    _, r, _ = peer.open_call("pick", {})
     assert "declared elicitation without form mode" in r.get_json()["result"]["content"][0]["text"]
 
 
@@ -372,8 +310,8 @@ def test_unencodable_sampling_params_fail_at_once(app):
     def bad_sample(ctx: zemcp.Context):
         return ctx.sample("hi", 5, metadata={"tags": {1, 2}})
 
-    peer = Peer1125(zemcp.McpApp(server), {"sampling": {}})
+    peer = inprocess_session(zemcp.McpApp(server), protocol_version=LATEST_VERSION, capabilities={"sampling": {}})
     started = time.monotonic()
-    _, r = peer.call_with("bad_sample", {})
+    _, r, _ = peer.open_call("bad_sample", {})
     assert r.get_json()["result"]["isError"] and time.monotonic() - started < 5
     assert server.pending.count() == 0

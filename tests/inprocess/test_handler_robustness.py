@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import pytest
 
 import zemcp
-from tests.inprocess.test_context import Peer1125, messages
-from tests.inprocess.test_transport import Peer, events
+from tests.support.clients import LATEST_VERSION, HandshakeClient, inprocess_session
+from tests.support.wires import InProcessWire
 from zemcp import Settings
 
 
@@ -84,23 +84,23 @@ def server():
 
 def test_system_exit_in_a_tool_is_a_tool_error(server):
     """SystemExit from a tool becomes an isError result, and the server keeps serving."""
-    peer = Peer(zemcp.McpApp(server))
-    result = peer.call("exits", {})[1].get_json()["result"]
+    peer = inprocess_session(zemcp.McpApp(server))
+    result = peer.call_tool("exits", {})[1].get_json()["result"]
     assert result["isError"] and result["content"][0]["text"] == "2"
     assert peer.post({"jsonrpc": "2.0", "id": 99, "method": "ping"}).get_json()["result"] == {}
 
 
 def test_system_exit_in_a_resource_is_an_internal_error(server):
     """SystemExit from a resource handler is -32603 naming the resource, not a dead worker."""
-    peer = Peer(zemcp.McpApp(server))
+    peer = inprocess_session(zemcp.McpApp(server))
     body = peer.post({"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": "cli://x"}}).get_json()
     assert body["error"]["code"] == -32603 and "cli://x" in body["error"]["message"]
 
 
 def test_ctx_after_the_handler_returned_raises_and_holds_nothing(server):
     """A thread left behind cannot log or elicit on the finished request, and takes no pending slot."""
-    peer = Peer(zemcp.McpApp(server))
-    assert peer.call("leaves_a_thread", {})[1].get_json()["result"]["content"][0]["text"] == "returned"
+    peer = inprocess_session(zemcp.McpApp(server))
+    assert peer.call_tool("leaves_a_thread", {})[1].get_json()["result"]["content"][0]["text"] == "returned"
     server.late["thread"].join(5)
     assert "ctx cannot be used after the handler returned" in server.late["log"]
     assert "ctx cannot be used after the handler returned" in server.late["elicit"]
@@ -117,12 +117,11 @@ def test_ctx_after_the_handler_returned_raises_and_holds_nothing(server):
 )
 def test_typed_elicitation_ignores_unknown_keys_and_null(server, content, expected):
     """Extra keys in an accepted answer are dropped and null leaves an optional field empty."""
-    peer = Peer(zemcp.McpApp(server))
-    _, r = peer.call("typed", {}, buffered=False)
-    stream = events(r)
-    ask = next(stream)
+    peer = inprocess_session(zemcp.McpApp(server))
+    _, r, stream = peer.open_call("typed", {})
+    ask = stream.next_message()
     peer.answer(ask["id"], {"action": "accept", "content": content})
-    assert messages(stream)[-1]["result"]["content"][0]["text"] == expected
+    assert stream.rest()[-1]["result"]["content"][0]["text"] == expected
 
 
 @pytest.mark.parametrize(
@@ -131,8 +130,8 @@ def test_typed_elicitation_ignores_unknown_keys_and_null(server, content, expect
 )
 def test_bad_progress_values_are_refused(server, which, text):
     """report_progress refuses booleans and non-numeric totals."""
-    peer = Peer1125(zemcp.McpApp(server), {})
-    _, r = peer.call_with("progress", {"which": which}, meta={"progressToken": 1})
+    peer = inprocess_session(zemcp.McpApp(server), protocol_version=LATEST_VERSION, capabilities={})
+    _, r, _ = peer.open_call("progress", {"which": which}, meta={"progressToken": 1})
     result = r.get_json()["result"]
     assert result["isError"] and text in result["content"][0]["text"]
 
@@ -142,8 +141,8 @@ def test_bad_progress_values_are_refused(server, which, text):
 )
 def test_results_that_cannot_be_sent_are_tool_errors(server, tool, text):
     """A malformed CallToolResult or a value with NaN is an isError result saying why."""
-    peer = Peer(zemcp.McpApp(server))
-    result = peer.call(tool, {})[1].get_json()["result"]
+    peer = inprocess_session(zemcp.McpApp(server))
+    result = peer.call_tool(tool, {})[1].get_json()["result"]
     assert result["isError"] and text in result["content"][0]["text"]
 
 
@@ -176,45 +175,15 @@ def test_nan_default_is_left_out_of_the_schema():
 
 def test_2024_11_05_sessions_get_only_what_that_version_has(server):
     """No completions capability, title, outputSchema or structuredContent for a 2024-11-05 client."""
-    from werkzeug.test import Client
-
-    from tests.inprocess.test_transport import HEADERS
-
     server.prompt("p", title="A prompt")(lambda: "hi")
-    client = Client(zemcp.McpApp(server))
-    init = client.post(
-        "/mcp",
-        headers=HEADERS,
-        data=json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2024-11-05",
-                    "capabilities": {},
-                    "clientInfo": {"name": "old", "version": "1"},
-                },
-            }
-        ),
-    )
+    client = HandshakeClient(InProcessWire(zemcp.McpApp(server)), "old", "1")
+    init = client.initialize(protocol_version="2024-11-05", capabilities={}, initialized=False)
     assert "completions" not in init.get_json()["result"]["capabilities"]
-    headers = {**HEADERS, "Mcp-Session-Id": init.headers["Mcp-Session-Id"]}
-    tools = client.post(
-        "/mcp", headers=headers, data=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-    ).get_json()
+    tools = client.request("tools/list").get_json()
     assert all("outputSchema" not in t and "title" not in t for t in tools["result"]["tools"])
-    prompts = client.post(
-        "/mcp", headers=headers, data=json.dumps({"jsonrpc": "2.0", "id": 3, "method": "prompts/list"})
-    ).get_json()
+    prompts = client.request("prompts/list").get_json()
     assert "title" not in prompts["result"]["prompts"][0]
-    call = client.post(
-        "/mcp",
-        headers=headers,
-        data=json.dumps(
-            {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "structured", "arguments": {}}}
-        ),
-    ).get_json()["result"]
+    call = client.call_tool("structured", {})[1].get_json()["result"]
     assert "structuredContent" not in call and json.loads(call["content"][0]["text"]) == {"a": 1}
 
 
@@ -240,9 +209,9 @@ def test_background_elicitation_ends_when_the_handler_returns():
             time.sleep(0.01)
         return "done"
 
-    peer = Peer(zemcp.McpApp(server))
-    _, r = peer.call("spawns", {}, buffered=False)
-    got = messages(events(r))
+    peer = inprocess_session(zemcp.McpApp(server))
+    _, r, stream = peer.open_call("spawns", {})
+    got = stream.rest()
     assert got[-1]["result"]["content"][0]["text"] == "done"
     outcome["thread"].join(5)
     assert not outcome["thread"].is_alive()

@@ -10,7 +10,7 @@ client's name, a request id, a tool's argument, an elicitation's answer) comes b
 server read it. Nothing gets a 5xx. The same bodies spelled in raw bytes (a surrogate as the
 three bytes UTF-8 would give it, as CESU-8 writes it) are not UTF-8: 400, -32700. The memory
 backend keeps the state in this process, the Redis one in a real ``redis-server``
-(tests/redisserver.py), where names become key names and script arguments. The named entries
+(tests/support/redisserver.py), where names become key names and script arguments. The named entries
 over real HTTP under gunicorn are in tests/integration/test_http_invalid_unicode.py.
 """
 
@@ -22,16 +22,15 @@ import random
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 
 import zemcp
-from tests.apps.tasks_app import make_server
-from tests.inprocess.threaded import Client
+from tests.apps.lookups import make_app
+from tests.support.clients import HandshakeClient, inprocess_session
 from zemcp.protocol.header_values import encode_value
 
-ACCEPT = "application/json, text/event-stream"
 MODERN = "2026-07-28"
 HANDSHAKE = "2025-11-25"
 CAPABILITIES = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
@@ -43,7 +42,6 @@ RANDOM_PER_CASE = 6
 SEED = 20260728
 #: Text around the random values' bad pieces.
 FILLER = ["a", "tool", "/", " ", "é", "😀", "\u0301", "=?base64?", "?="]
-NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
 
 def random_text(rng: random.Random) -> str:
@@ -79,43 +77,7 @@ def unfit_for_a_name(text: str) -> bool:
     )
 
 
-# -- the server and its clients -----------------------------------------------------------
-
-
-def make_app(**settings: Any) -> zemcp.McpApp:
-    """The task test server, plus a prompt, resources, a completion, a tool whose argument is
-    mirrored into ``Mcp-Param-Region``, and a tool that asks two questions in two rounds."""
-    server = make_server(threads=8, keepalive_interval=0.05, elicitation_timeout=5, **settings)
-
-    @server.prompt
-    def greet(who: str) -> str:
-        """Greet."""
-        return f"hi {who}"
-
-    @server.resource("file:///a.txt")
-    def a() -> str:
-        return "a"
-
-    @server.resource("file:///t/{name}")
-    def t(name: str) -> str:
-        return name
-
-    @server.completion(prompt="greet")
-    def who(argument: str, value: str, context: dict) -> list[str]:
-        return [value]
-
-    @server.tool
-    def regional(region: Annotated[str, zemcp.McpHeader("Region")]) -> str:
-        """Echo the region mirrored into Mcp-Param-Region."""
-        return region
-
-    @server.tool
-    def ask_twice(ctx: zemcp.Context) -> str:
-        """Ask two names in two rounds; return both."""
-        first = ctx.elicit("First?", NAME, key="first")["name"]
-        return first + ctx.elicit("Second?", NAME, key="second")["name"]
-
-    return zemcp.McpApp(server)
+# -- the clients ------------------------------------------------------------------------
 
 
 @dataclass
@@ -126,31 +88,21 @@ class Sent:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class Peer:
-    """Both eras' clients of one app: a handshake session, and stateless modern requests."""
+def session(app: zemcp.McpApp) -> HandshakeClient:
+    """A handshake session whose requests the cases send, or stateless modern requests beside it."""
+    return inprocess_session(app, name="fuzz", protocol_version=HANDSHAKE, capabilities={"elicitation": {}})
 
-    def __init__(self, app: zemcp.McpApp):
-        self.app = app
-        self.session = ""
-        init = handshake(
-            "initialize",
-            {"protocolVersion": HANDSHAKE, "capabilities": {"elicitation": {}}, "clientInfo": {"name": "fuzz"}},
-        )
-        response = self.post(init)
-        assert response.status_code == 200, response.get_data(as_text=True)
-        self.session = response.headers["Mcp-Session-Id"]
 
-    def post(self, sent: Sent, *, raw: bool = False) -> Any:
-        # Escaped, a lone surrogate is "\ud800" in the JSON text; raw, its three bytes ED A0 80.
-        body = (
-            json.dumps(sent.message, ensure_ascii=False).encode("utf-8", "surrogatepass")
-            if raw
-            else json.dumps(sent.message).encode("ascii")
-        )
-        headers = {"Accept": ACCEPT, **sent.headers}
-        if "MCP-Protocol-Version" not in headers and self.session:
-            headers.update({"Mcp-Session-Id": self.session, "MCP-Protocol-Version": HANDSHAKE})
-        return Client(self.app).post("/mcp", data=body, content_type="application/json", headers=headers)
+def send(peer: HandshakeClient, sent: Sent, *, raw: bool = False) -> Any:
+    """POST ``sent``: in the session unless its headers name a protocol version of their own."""
+    # Escaped, a lone surrogate is "\ud800" in the JSON text; raw, its three bytes ED A0 80.
+    body = (
+        json.dumps(sent.message, ensure_ascii=False).encode("utf-8", "surrogatepass")
+        if raw
+        else json.dumps(sent.message).encode("ascii")
+    )
+    in_session = "MCP-Protocol-Version" not in sent.headers
+    return peer.post(data=body, headers=sent.headers, session=in_session, version=in_session)
 
 
 def handshake(method: str, params: dict[str, Any], id_: Any = 7) -> Sent:
@@ -199,10 +151,10 @@ class Case:
     body)`` finds it in the response (``None`` checks only that there was no error).
     """
 
-    build: Callable[[Peer, random.Random, str], Sent]
+    build: Callable[[HandshakeClient, random.Random, str], Sent]
     refused: str
     label: str = ""
-    echo: Callable[[Peer, dict[str, Any]], Any] | None = None
+    echo: Callable[[HandshakeClient, dict[str, Any]], Any] | None = None
 
     def refuses(self, value: str) -> bool:
         if self.refused == NAMES:
@@ -212,24 +164,24 @@ class Case:
         return self.refused == ANY
 
 
-def _text(peer: Peer, body: dict[str, Any]) -> Any:
+def _text(peer: HandshakeClient, body: dict[str, Any]) -> Any:
     return body["result"]["content"][0]["text"]
 
 
-def _round_two(peer: Peer, rng: random.Random, value: str) -> Sent:
+def _round_two(peer: HandshakeClient, rng: random.Random, value: str) -> Sent:
     """Round 2 of ``ask_twice``, answering its first question with ``value``."""
-    first = peer.post(modern("tools/call", {"name": "ask_twice", "arguments": {}}, "ask_twice")).get_json()
+    first = send(peer, modern("tools/call", {"name": "ask_twice", "arguments": {}}, "ask_twice")).get_json()
     answer = {"first": {"action": "accept", "content": {"name": value}}}
     params = {"name": "ask_twice", "arguments": {}, "inputResponses": answer}
     return modern("tools/call", {**params, "requestState": first["result"]["requestState"]}, "ask_twice")
 
 
-def _round_three(peer: Peer, body: dict[str, Any]) -> Any:
+def _round_three(peer: HandshakeClient, body: dict[str, Any]) -> Any:
     """The first answer as the completed call returns it, sealed in round 2's requestState."""
     answer = {"second": {"action": "accept", "content": {"name": "!"}}}
     params = {"name": "ask_twice", "arguments": {}, "inputResponses": answer}
     third = modern("tools/call", {**params, "requestState": body["result"]["requestState"]}, "ask_twice")
-    return _text(peer, peer.post(third).get_json()).removesuffix("!")
+    return _text(peer, send(peer, third).get_json()).removesuffix("!")
 
 
 def _listing(method: str) -> Case:
@@ -360,14 +312,14 @@ def app(request):
 def test_no_value_gets_a_5xx_and_each_is_refused_naming_its_field_or_carried(app, era):
     """Every case gets the named values, then random ones, escaped and as raw bytes."""
     rng = random.Random(f"{SEED}-{era}")
-    peer = Peer(app)
+    peer = session(app)
     problems = []
     sent_count = 0
     for label, case in (HANDSHAKE_CASES if era == "handshake" else MODERN_CASES).items():
         for value in NAMED + [random_text(rng) for _ in range(RANDOM_PER_CASE)]:
             for raw in (False, True):
                 try:
-                    response = peer.post(case.build(peer, rng, value), raw=raw)
+                    response = send(peer, case.build(peer, rng, value), raw=raw)
                     problem = _judge(peer, case, value, raw, response)
                 except Exception as exc:  # the report names every failing value, not only the first
                     problem = f"raised {exc!r}"
@@ -377,7 +329,7 @@ def test_no_value_gets_a_5xx_and_each_is_refused_naming_its_field_or_carried(app
     assert not problems, f"{len(problems)} of {sent_count} requests:\n" + "\n".join(problems)
 
 
-def _judge(peer: Peer, case: Case, sent: str, raw: bool, response: Any) -> str | None:
+def _judge(peer: HandshakeClient, case: Case, sent: str, raw: bool, response: Any) -> str | None:
     """What is wrong with ``response`` to ``sent`` in the field of ``case``, or None."""
     status, text = response.status_code, response.get_data(as_text=True)[:400]
     if status >= 500:

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-import zemcp
-from tests.inprocess.threaded import Client
-from zemcp import Settings
+from tests.apps.lookups import make_app
+from tests.support.clients import LATEST_VERSION, inprocess_modern, inprocess_session
 
-ACCEPT = "application/json, text/event-stream"
-MODERN = "2026-07-28"
 WRONG = [{"a": 1}, [1], [], 1, True]
 #: method -> (valid params, the field given a wrong type, the word the message names).
 CASES = {
@@ -34,31 +31,7 @@ VALID_REF = {"type": "ref/prompt", "name": "greet"}
 
 @pytest.fixture(scope="module")
 def app():
-    server = zemcp.Server("types", "1", settings=Settings(threads=4))
-
-    @server.tool
-    def echo(x: str = "a") -> str:
-        """Echo."""
-        return x
-
-    @server.prompt
-    def greet(who: str) -> str:
-        """Greet."""
-        return f"hi {who}"
-
-    @server.resource("file:///a.txt")
-    def a() -> str:
-        return "a"
-
-    @server.resource("file:///t/{name}")
-    def t(name: str) -> str:
-        return name
-
-    @server.completion(prompt="greet")
-    def who(argument: str, value: str, context: dict) -> list[str]:
-        return ["bob"]
-
-    return zemcp.McpApp(server)
+    return make_app()
 
 
 def _params(case: str, wrong: object) -> tuple[str, dict]:
@@ -70,32 +43,14 @@ def _params(case: str, wrong: object) -> tuple[str, dict]:
     return method, params
 
 
-def _handshake_post(app, method: str, params: dict):
-    client = Client(app)
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-    }
-    session = client.post("/mcp", json=init, headers={"Accept": ACCEPT}).headers["Mcp-Session-Id"]
-    message = {"jsonrpc": "2.0", "id": 9, "method": method, "params": params}
-    return client.post("/mcp", json=message, headers={"Accept": ACCEPT, "Mcp-Session-Id": session})
-
-
-def _modern_post(app, method: str, params: dict):
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-    }
-    message = {"jsonrpc": "2.0", "id": 9, "method": method, "params": {**params, "_meta": meta}}
-    headers = {"Accept": ACCEPT, "MCP-Protocol-Version": MODERN, "Mcp-Method": method}
-    # Mcp-Name mirrors a string name or URI; without one the method's own check answers.
-    name = params.get("uri" if method == "resources/read" else "name")
-    if isinstance(name, str):
-        headers["Mcp-Name"] = name
-    return Client(app).post("/mcp", json=message, headers=headers)
+def post(app, era: str, method: str, params: dict):
+    """Request ``method`` with ``params`` (id 9) in a new session, or as a 2026-07-28 request
+    declaring no capabilities."""
+    if era == "handshake":
+        client = inprocess_session(app, name="t", version="1", protocol_version=LATEST_VERSION, capabilities={})
+        return client.post({"jsonrpc": "2.0", "id": 9, "method": method, "params": params})
+    modern = inprocess_modern(app, name="t", version="1", capabilities={})
+    return modern.post({"jsonrpc": "2.0", "id": 9, "method": method, "params": {**params, "_meta": modern.meta()}})
 
 
 def _wrongs(case: str) -> list[object]:
@@ -108,7 +63,7 @@ def _wrongs(case: str) -> list[object]:
 def test_a_param_of_the_wrong_type_is_invalid_params(app, era, case, wrong):
     """Each method refuses the field with -32602 in both eras (400 in 2026-07-28), naming it."""
     method, params = _params(case, wrong)
-    response = (_handshake_post if era == "handshake" else _modern_post)(app, method, params)
+    response = post(app, era, method, params)
     assert response.status_code == (200 if era == "handshake" else 400), response.get_data(as_text=True)
     body = response.get_json()
     assert body["id"] == 9 and body["error"]["code"] == -32602, body

@@ -15,8 +15,7 @@ import pytest
 
 import zemcp
 import zemcp.pipeline
-from tests.conftest import ACCEPT, LATEST_VERSION, ModernClient
-from tests.inprocess.threaded import Client
+from tests.support.clients import LATEST_VERSION, inprocess_modern, inprocess_session
 from zemcp import Settings
 from zemcp.cli.stdio import StdioTransport
 from zemcp.eras.requestcontext import Running
@@ -46,24 +45,16 @@ def make_server(**settings: Any) -> zemcp.Server:
 
 
 def handshake_calls(app: zemcp.McpApp, *tools: str) -> list[dict[str, Any]]:
-    """Initialize a session over werkzeug's client, then call each of ``tools``; their JSON bodies."""
-    client = Client(app)
-    headers = {"Content-Type": "application/json", "Accept": ACCEPT}
-    init = client.post("/mcp", json=INIT, headers=headers)
-    assert init.status_code == 200, init.get_data(as_text=True)
-    headers = {**headers, "Mcp-Session-Id": init.headers["Mcp-Session-Id"], "MCP-Protocol-Version": LATEST_VERSION}
-    bodies = []
-    for index, tool in enumerate(tools, 1):
-        message = {"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
-        bodies.append(client.post("/mcp", json=message, headers=headers).get_json())
-    return bodies
+    """Initialize a session in process (no notifications/initialized), then call each of
+    ``tools``; their JSON bodies."""
+    client = inprocess_session(app, remote_addr="127.0.0.1", capabilities={}, initialized=False)
+    return [client.wire.json(client.call_tool(tool)[1]) for tool in tools]
 
 
 def modern_call(app: zemcp.McpApp, tool: str) -> dict[str, Any]:
-    """One 2026-07-28 tools/call of ``tool`` over werkzeug's client; its JSON body."""
-    envelope = ModernClient("http://localhost/mcp")
-    message = envelope.message("tools/call", {"name": tool, "arguments": {}})
-    return Client(app).post("/mcp", data=json.dumps(message), headers=envelope.headers(message)).get_json()
+    """One 2026-07-28 tools/call of ``tool`` in process; its JSON body."""
+    client = inprocess_modern(app, remote_addr="127.0.0.1")
+    return client.wire.json(client.call_tool(tool)[1])
 
 
 def stdio_calls(server: zemcp.Server, *tools: str) -> list[dict[str, Any]]:
@@ -131,8 +122,7 @@ def test_the_audit_log_records_each_use_with_its_outcome_in_both_eras_and_over_s
     modern_call(app, "plain")
     stdio_calls(server, "hello")
     records = [r for r in caplog.records if r.name == "zemcp.audit"]
-    http = records[0].client  # the client address werkzeug's client reports
-    assert http.startswith("address ")
+    http = "address 127.0.0.1"
     assert [(r.method, r.tool, r.outcome, r.client) for r in records] == [
         ("tools/call", "hello", "ok", http),
         ("tools/call", "missing", "-32602", http),
@@ -140,7 +130,7 @@ def test_the_audit_log_records_each_use_with_its_outcome_in_both_eras_and_over_s
         ("tools/call", "hello", "ok", None),
     ]
     assert all(r.event == "audit" and r.subject is None and r.duration >= 0 for r in records)
-    assert records[0].getMessage() == f"tools/call 'hello' by '{http}': ok"
+    assert records[0].getMessage() == "tools/call 'hello' by 'address 127.0.0.1': ok"
     assert records[3].getMessage() == "tools/call 'hello' by the stdio client: ok"
 
 

@@ -7,8 +7,7 @@ import pytest
 
 pytest.importorskip("pydantic", reason="the pydantic package is not installed (pip install '.[pydantic]')")
 
-from tests.inprocess.test_context import Peer1125, messages
-from tests.inprocess.test_transport import Peer, events
+from tests.support.clients import LATEST_VERSION, inprocess_modern, inprocess_session
 
 ORDER = {"sku": "AB-100", "quantity": 12}
 
@@ -21,7 +20,7 @@ def app():
 
 
 def test_tools_list_shows_pydantics_schemas(app):
-    peer = Peer1125(app, {})
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={})
     body = peer.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).get_json()
     tools = {tool["name"]: tool for tool in body["result"]["tools"]}
     place = tools["place_order"]
@@ -37,14 +36,15 @@ def test_a_model_argument_outside_its_schema_is_refused_as_every_version_says(ap
     """2025-11-25: an isError result the model can correct; 2025-06-18: JSON-RPC error -32602."""
     arguments = {"order": {"sku": "AB-100", "quantity": 0}}
     problem = "invalid arguments for tool 'place_order': argument 'order' at order.quantity: 0 is less than or equal to the minimum of 0"
-    _, r = Peer1125(app, {}).call_with("place_order", arguments)
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={})
+    _, r, _ = peer.open_call("place_order", arguments)
     assert r.get_json()["result"] == {"content": [{"type": "text", "text": problem}], "isError": True}
-    _, old = Peer(app).call("place_order", arguments)
+    _, old = inprocess_session(app).call_tool("place_order", arguments)
     assert old.get_json()["error"] == {"code": -32602, "message": f"Invalid params: {problem}"}
 
 
 def test_a_model_result_is_structured_content(app):
-    _, r = Peer(app).call("place_order", {"order": ORDER, "note": "ring"})
+    _, r = inprocess_session(app).call_tool("place_order", {"order": ORDER, "note": "ring"})
     result = r.get_json()["result"]
     assert result["structuredContent"] == {
         "order_id": "AB-100/ring",
@@ -55,10 +55,9 @@ def test_a_model_result_is_structured_content(app):
 
 
 def _ask(app):
-    peer = Peer1125(app, {"elicitation": {}})
-    rid, r = peer.call_with("checkout", {"order": ORDER})
-    stream = events(r)
-    ask = next(stream)
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={"elicitation": {}})
+    rid, r, stream = peer.open_call("checkout", {"order": ORDER})
+    ask = stream.next_message()
     assert ask["method"] == "elicitation/create", ask
     return peer, rid, stream, ask
 
@@ -71,10 +70,10 @@ def test_an_elicitation_with_a_model_returns_an_instance(app):
         "enum": ["s", "l"],
         "title": "Size",
     }
-    peer.respond(
+    peer.answer(
         ask["id"], {"action": "accept", "content": {"name": "Ada", "postcode": "1234", "gift": True, "size": "l"}}
     )
-    (final,) = messages(stream)
+    (final,) = stream.rest()
     assert final["id"] == rid and final["result"]["isError"] is False, final
     assert final["result"]["structuredContent"]["order_id"] == "Ada/gift"
     assert final["result"]["structuredContent"]["order"]["size"] == "l"
@@ -82,8 +81,8 @@ def test_an_elicitation_with_a_model_returns_an_instance(app):
 
 def test_an_answer_the_model_refuses_is_malformed(app):
     peer, _, stream, ask = _ask(app)
-    peer.respond(ask["id"], {"action": "accept", "content": {"name": "Ada", "postcode": "12ab"}})
-    (final,) = messages(stream)
+    peer.answer(ask["id"], {"action": "accept", "content": {"name": "Ada", "postcode": "12ab"}})
+    (final,) = stream.rest()
     assert final["result"] == {
         "content": [
             {
@@ -97,7 +96,8 @@ def test_an_answer_the_model_refuses_is_malformed(app):
 
 
 def test_a_nested_model_form_is_refused_before_anything_is_sent(app):
-    _, r = Peer1125(app, {"elicitation": {}}).call_with("deliver", {})
+    peer = inprocess_session(app, protocol_version=LATEST_VERSION, capabilities={"elicitation": {}})
+    _, r, _ = peer.open_call("deliver", {})
     assert r.mimetype == "application/json"
     result = r.get_json()["result"]
     assert result["isError"] is True
@@ -108,13 +108,11 @@ def test_a_nested_model_form_is_refused_before_anything_is_sent(app):
 
 def test_a_2026_request_elicits_the_model_across_rounds(app):
     """The form goes out as input_required; the retry with the answer gets the model instance."""
-    from tests.inprocess.test_modern import Modern, result_of, retry
-
-    client = Modern(app)
-    first = result_of(client.call("checkout", {"order": ORDER}))
+    client = inprocess_modern(app)
+    first = client.result(client.call_tool("checkout", {"order": ORDER})[1])
     assert first["resultType"] == "input_required"
     (key,) = first["inputRequests"]
     assert first["inputRequests"][key]["params"]["requestedSchema"]["required"] == ["name", "postcode"]
     answer = {key: {"action": "accept", "content": {"name": "Ada", "postcode": "1234", "gift": True}}}
-    done = result_of(retry(client, "checkout", first, answer, {"order": ORDER}))
+    done = client.result(client.answer("checkout", first, answer, {"order": ORDER})[1])
     assert done["resultType"] == "complete" and done["structuredContent"]["order_id"] == "Ada/gift", done

@@ -5,72 +5,30 @@ tests/integration/test_http_rate_limits.py."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 import zemcp
 from tests.apps import rated
-from tests.conftest import free_port
-from tests.inprocess.threaded import Client
+from tests.support.clients import HandshakeClient, ModernClient
+from tests.support.net import free_port
+from tests.support.wires import InProcessWire
 from zemcp import Settings
-
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-MODERN = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": MODERN,
-    "io.modelcontextprotocol/clientCapabilities": {},
-    "io.modelcontextprotocol/clientInfo": {"name": "rates", "version": "1"},
-}
 
 
 def make_app(**settings: Any) -> zemcp.McpApp:
     return zemcp.McpApp(rated.make_server(**settings))
 
 
-class Wire:
-    """Raw POSTs of one client address (``REMOTE_ADDR``) to an app."""
+def session(app: zemcp.McpApp) -> HandshakeClient:
+    """A handshake-era client of ``app`` (not yet initialized)."""
+    return HandshakeClient(InProcessWire(app, remote_addr="127.0.0.1"), "rates", "1")
 
-    def __init__(self, app: zemcp.McpApp, address: str = "127.0.0.1"):
-        self.client = Client(app)
-        self.address = address
-        self.ids = iter(range(1, 100_000))
-        self.session_id: str | None = None
 
-    def post(self, message: dict, headers: dict | None = None):
-        sent = dict(HEADERS)
-        if self.session_id is not None:
-            sent.update({"Mcp-Session-Id": self.session_id, "MCP-Protocol-Version": "2025-06-18"})
-        sent.update(headers or {})
-        return self.client.post(
-            "/mcp", data=json.dumps(message), headers=sent, environ_overrides={"REMOTE_ADDR": self.address}
-        )
-
-    def request(self, method: str, params: dict | None = None):
-        return self.post({"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params or {}})
-
-    def initialize(self):
-        response = self.request(
-            "initialize",
-            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "rates", "version": "1"}},
-        )
-        assert response.status_code == 200, response.get_data(as_text=True)
-        self.session_id = response.headers["Mcp-Session-Id"]
-        return response
-
-    def call(self, name: str):
-        return self.request("tools/call", {"name": name, "arguments": {}})
-
-    def modern_call(self, name: str):
-        message = {
-            "jsonrpc": "2.0",
-            "id": next(self.ids),
-            "method": "tools/call",
-            "params": {"name": name, "arguments": {}, "_meta": META},
-        }
-        headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": name}
-        return message["id"], self.post(message, headers)
+def modern(app: zemcp.McpApp, address: str = "127.0.0.1") -> ModernClient:
+    """A 2026-07-28 client of ``app`` declaring no capabilities, from client address ``address``."""
+    return ModernClient(InProcessWire(app, remote_addr=address), "rates", "1", capabilities={})
 
 
 def assert_refused(response, request_id, limit: str, scope: str, setting: str) -> int:
@@ -88,57 +46,58 @@ def assert_refused(response, request_id, limit: str, scope: str, setting: str) -
 
 
 def test_without_a_setting_nothing_is_limited():
-    wire = Wire(make_app())
-    assert all(wire.modern_call("hello")[1].status_code == 200 for _ in range(30))
+    client = modern(make_app())
+    assert all(client.call_tool("hello")[1].status_code == 200 for _ in range(30))
 
 
 def test_requests_take_tokens_and_answers_notifications_pings_gets_and_deletes_never_do():
-    wire = Wire(make_app(rate_limit="2/hour"))
-    wire.initialize()  # the first token
-    assert wire.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
-    assert wire.call("hello").status_code == 200  # the second
-    refused = wire.call("hello")
+    peer = session(make_app(rate_limit="2/hour"))
+    initialized = peer.initialize(capabilities={}, initialized=False)  # the first token
+    assert initialized.status_code == 200, initialized.get_data(as_text=True)
+    assert peer.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).status_code == 202
+    assert peer.call_tool("hello")[1].status_code == 200  # the second
+    refused = peer.call_tool("hello")[1]
     assert assert_refused(refused, 3, "2/hour", "client", "ZEMCP_RATE_LIMIT") > 1700
     for _ in range(5):
-        assert wire.request("ping").status_code == 200
+        assert peer.request("ping", {}).status_code == 200
     # An answer nobody waits for is a 400, never a 429; a cancellation is taken in.
-    answer = wire.post({"jsonrpc": "2.0", "id": "zemcp-x", "result": {"action": "accept", "content": {}}})
+    answer = peer.post({"jsonrpc": "2.0", "id": "zemcp-x", "result": {"action": "accept", "content": {}}})
     assert answer.status_code == 400, answer.get_data(as_text=True)
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
-    assert wire.post(cancel).status_code == 202
-    assert wire.client.get("/mcp", headers={"Accept": "text/event-stream"}).status_code == 405
+    assert peer.post(cancel).status_code == 202
+    assert peer.wire.raw("GET", headers={"Accept": "text/event-stream"}).status_code == 405
     # Still no token: a refused request gave none back and took none.
-    assert wire.call("hello").status_code == 429
-    assert wire.client.delete("/mcp", headers={"Mcp-Session-Id": wire.session_id}).status_code == 204
+    assert peer.call_tool("hello")[1].status_code == 429
+    assert peer.delete().status_code == 204
 
 
 def test_the_2026_era_is_limited_with_the_requests_id():
-    wire = Wire(make_app(rate_limit="3/minute"))
+    client = modern(make_app(rate_limit="3/minute"))
     for _ in range(3):
-        assert wire.modern_call("hello")[1].status_code == 200
-    request_id, refused = wire.modern_call("hello")
+        assert client.call_tool("hello")[1].status_code == 200
+    request_id, refused = client.call_tool("hello")
     assert 15 <= assert_refused(refused, request_id, "3/minute", "client", "ZEMCP_RATE_LIMIT") <= 20
 
 
 def test_a_tool_with_a_limit_takes_from_its_bucket_and_the_clients():
-    wire = Wire(make_app(rate_limit="5/hour", rate_limit_tools="search=1/hour,report=100/hour"))
+    client = modern(make_app(rate_limit="5/hour", rate_limit_tools="search=1/hour,report=100/hour"))
     # report's own rate_limit (2/minute) wins over its entry in the setting.
-    assert [wire.modern_call("report")[1].status_code for _ in range(2)] == [200, 200]
-    request_id, refused = wire.modern_call("report")
+    assert [client.call_tool("report")[1].status_code for _ in range(2)] == [200, 200]
+    request_id, refused = client.call_tool("report")
     assert_refused(refused, request_id, "2/minute", "tool report", "the tool's rate_limit")
-    assert wire.modern_call("search")[1].status_code == 200
-    request_id, refused = wire.modern_call("search")
+    assert client.call_tool("search")[1].status_code == 200
+    request_id, refused = client.call_tool("search")
     assert_refused(refused, request_id, "1/hour", "tool search", "ZEMCP_RATE_LIMIT_TOOLS")
     # Three tokens of the client's five went to the calls that were served, none to the refused.
-    assert [wire.modern_call("hello")[1].status_code for _ in range(3)] == [200, 200, 429]
+    assert [client.call_tool("hello")[1].status_code for _ in range(3)] == [200, 200, 429]
 
 
 def test_each_address_is_a_client_of_its_own():
     app = make_app(rate_limit="1/hour")
-    first, second = Wire(app, "127.0.0.2"), Wire(app, "127.0.0.3")
-    assert first.modern_call("hello")[1].status_code == 200
-    assert first.modern_call("hello")[1].status_code == 429
-    assert second.modern_call("hello")[1].status_code == 200
+    first, second = modern(app, "127.0.0.2"), modern(app, "127.0.0.3")
+    assert first.call_tool("hello")[1].status_code == 200
+    assert first.call_tool("hello")[1].status_code == 429
+    assert second.call_tool("hello")[1].status_code == 200
 
 
 def test_a_bad_rate_is_refused_where_it_is_given():
@@ -164,14 +123,14 @@ def test_an_unreachable_redis_is_a_503_for_limited_requests_only():
     port = free_port()  # nothing listens there
     app = make_app(redis_url=f"redis://127.0.0.1:{port}/0", redis_timeout=0.5, rate_limit="10/minute")
     try:
-        wire = Wire(app)
-        request_id, refused = wire.modern_call("hello")
+        client = modern(app)
+        request_id, refused = client.call_tool("hello")
         assert refused.status_code == 503 and refused.headers["Retry-After"] == "2", refused.get_data(as_text=True)
         body = refused.get_json()
         assert body["id"] == request_id and body["error"]["code"] == -32603, body
         assert "ZEMCP_REDIS_URL" in body["error"]["message"], body
         # A request that takes no token does not ask Redis for one.
-        probe = wire.post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+        probe = session(app).post({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
         assert probe.status_code != 503, probe.get_data(as_text=True)
     finally:
         app.server.sessions.close()

@@ -11,15 +11,9 @@ from typing import Annotated
 import pytest
 
 import zemcp
-from tests.inprocess.threaded import Client
+from tests.support.clients import HandshakeClient, inprocess_session
 from zemcp import Settings
 
-HEADERS = {
-    "Accept": "application/json, text/event-stream",
-    "Content-Type": "application/json",
-    "MCP-Protocol-Version": "2025-06-18",
-}
-INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "inproc", "version": "1"}}
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
@@ -87,51 +81,21 @@ def build_server() -> zemcp.Server:
     return server
 
 
-class Peer:
-    """One initialized session over a werkzeug test client."""
+def session(app) -> HandshakeClient:
+    """A 2025-06-18 session without client capabilities."""
+    return inprocess_session(app, capabilities={})
 
-    def __init__(self, app):
-        self.client = Client(app)
-        self.ids = iter(range(1, 100_000))
-        r = self.client.post(
-            "/mcp",
-            data=json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}),
-            headers=HEADERS,
-        )
-        assert r.status_code == 200, r.get_data()
-        self.sid = r.headers["Mcp-Session-Id"]
 
-    def request(self, method, params=None):
-        """POST a request; returns the JSON-RPC response object (the answer must be plain JSON)."""
-        message = {"jsonrpc": "2.0", "id": next(self.ids), "method": method}
-        if params is not None:
-            message["params"] = params
-        r = self.client.post("/mcp", data=json.dumps(message), headers={**HEADERS, "Mcp-Session-Id": self.sid})
-        assert r.status_code == 200 and r.mimetype == "application/json", (r.status_code, r.get_data())
-        body = r.get_json()
-        assert body["id"] == message["id"], body
-        return body
-
-    def result(self, method, params=None):
-        body = self.request(method, params)
-        assert "result" in body, body
-        return body["result"]
-
-    def error(self, method, params=None):
-        body = self.request(method, params)
-        assert "error" in body, body
-        return body["error"]
-
-    def walk(self, method, key):
-        """Every item of a paginated list, and how many pages it took."""
-        items, pages, params = [], 0, {}
-        while True:
-            result = self.result(method, params)
-            items += result[key]
-            pages += 1
-            if "nextCursor" not in result:
-                return items, pages
-            params = {"cursor": result["nextCursor"]}
+def walk(peer: HandshakeClient, method: str, key: str) -> tuple[list, int]:
+    """Every item of a paginated list, and how many pages it took."""
+    items, pages, params = [], 0, {}
+    while True:
+        result = peer.rpc(method, params)
+        items += result[key]
+        pages += 1
+        if "nextCursor" not in result:
+            return items, pages
+        params = {"cursor": result["nextCursor"]}
 
 
 @pytest.fixture
@@ -141,14 +105,14 @@ def server():
 
 @pytest.fixture
 def peer(server):
-    return Peer(zemcp.McpApp(server))
+    return session(zemcp.McpApp(server))
 
 
 # -- resources ----------------------------------------------------------------------------
 
 
 def test_resources_list_and_templates_list(peer):
-    listed = peer.result("resources/list")
+    listed = peer.rpc("resources/list")
     assert [r["uri"] for r in listed["resources"]] == [
         "test://static-text",
         "test://static-binary",
@@ -163,7 +127,7 @@ def test_resources_list_and_templates_list(peer):
         "mimeType": "text/plain",
     }
     assert all(r["uri"] and r["name"] for r in listed["resources"])
-    assert peer.result("resources/templates/list") == {
+    assert peer.rpc("resources/templates/list") == {
         "resourceTemplates": [
             {
                 "uriTemplate": "test://template/{id}/data",
@@ -176,7 +140,7 @@ def test_resources_list_and_templates_list(peer):
 
 
 def test_resources_read_text_binary_and_template(peer):
-    text = peer.result("resources/read", {"uri": "test://static-text"})["contents"]
+    text = peer.rpc("resources/read", {"uri": "test://static-text"})["contents"]
     assert text == [
         {
             "uri": "test://static-text",
@@ -184,38 +148,38 @@ def test_resources_read_text_binary_and_template(peer):
             "text": "This is the content of the static text resource.",
         }
     ]
-    binary = peer.result("resources/read", {"uri": "test://static-binary"})["contents"][0]
+    binary = peer.rpc("resources/read", {"uri": "test://static-binary"})["contents"][0]
     assert binary["uri"] == "test://static-binary" and binary["mimeType"] == "image/png"
     assert base64.b64decode(binary["blob"]) == PNG
-    item = peer.result("resources/read", {"uri": "test://template/123/data"})["contents"][0]
+    item = peer.rpc("resources/read", {"uri": "test://template/123/data"})["contents"][0]
     assert item["mimeType"] == "application/json" and json.loads(item["text"]) == {"id": "123"}
 
 
 def test_resources_read_errors(peer):
-    missing = peer.error("resources/read", {"uri": "test://nothing-here"})
+    missing = peer.rpc_error("resources/read", {"uri": "test://nothing-here"})
     assert missing["code"] == -32002 and missing["data"] == {"uri": "test://nothing-here"}
     assert "test://nothing-here" in missing["message"]
-    failed = peer.error("resources/read", {"uri": "test://broken"})
+    failed = peer.rpc_error("resources/read", {"uri": "test://broken"})
     assert failed["code"] == -32603 and "test://broken" in failed["message"] and "disk on fire" not in failed["message"]
-    assert peer.error("resources/read", {})["code"] == -32602
+    assert peer.rpc_error("resources/read", {})["code"] == -32602
 
 
 def test_subscribe_and_unsubscribe_are_recorded_per_session(server, peer):
-    other = Peer(zemcp.McpApp(server))
-    assert peer.result("resources/subscribe", {"uri": "test://watched-resource"}) == {}
-    assert other.result("resources/subscribe", {"uri": "test://watched-resource"}) == {}
-    mine, theirs = server.sessions.get(peer.sid), server.sessions.get(other.sid)
+    other = session(zemcp.McpApp(server))
+    assert peer.rpc("resources/subscribe", {"uri": "test://watched-resource"}) == {}
+    assert other.rpc("resources/subscribe", {"uri": "test://watched-resource"}) == {}
+    mine, theirs = server.sessions.get(peer.session_id), server.sessions.get(other.session_id)
     assert mine.subscribed("test://watched-resource") and theirs.subscribed("test://watched-resource")
-    assert peer.result("resources/unsubscribe", {"uri": "test://watched-resource"}) == {}
+    assert peer.rpc("resources/unsubscribe", {"uri": "test://watched-resource"}) == {}
     assert not mine.subscribed("test://watched-resource") and theirs.subscribed("test://watched-resource")
-    assert peer.error("resources/subscribe", {"uri": "test://nothing-here"})["code"] == -32002
+    assert peer.rpc_error("resources/subscribe", {"uri": "test://nothing-here"})["code"] == -32002
 
 
 # -- prompts ------------------------------------------------------------------------------
 
 
 def test_prompts_list(peer):
-    prompts = peer.result("prompts/list")["prompts"]
+    prompts = peer.rpc("prompts/list")["prompts"]
     assert prompts == [
         {"name": "test_simple_prompt", "description": "A prompt without arguments.", "arguments": []},
         {
@@ -236,9 +200,9 @@ def test_prompts_list(peer):
 
 
 def test_prompts_get(peer):
-    simple = peer.result("prompts/get", {"name": "test_simple_prompt"})
+    simple = peer.rpc("prompts/get", {"name": "test_simple_prompt"})
     assert simple["messages"] == [{"role": "user", "content": {"type": "text", "text": "This is a simple prompt."}}]
-    got = peer.result("prompts/get", {"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": "b"}})
+    got = peer.rpc("prompts/get", {"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": "b"}})
     assert got == {
         "description": "A prompt with arguments.",
         "messages": [
@@ -246,7 +210,7 @@ def test_prompts_get(peer):
             {"role": "assistant", "content": {"type": "text", "text": "arg2=b"}},
         ],
     }
-    embedded = peer.result(
+    embedded = peer.rpc(
         "prompts/get",
         {"name": "test_prompt_with_embedded_resource", "arguments": {"resourceUri": "test://static-text"}},
     )["messages"]
@@ -264,7 +228,7 @@ def test_prompts_get(peer):
     ],
 )
 def test_prompts_get_errors_are_invalid_params(peer, params, words):
-    error = peer.error("prompts/get", params)
+    error = peer.rpc_error("prompts/get", params)
     assert error["code"] == -32602 and words in error["message"]
 
 
@@ -272,7 +236,7 @@ def test_prompts_get_errors_are_invalid_params(peer, params, words):
 
 
 def test_completion_for_a_prompt_argument(peer):
-    result = peer.result(
+    result = peer.rpc(
         "completion/complete",
         {
             "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
@@ -284,7 +248,7 @@ def test_completion_for_a_prompt_argument(peer):
 
 
 def test_completion_for_a_template_variable_is_capped(peer):
-    result = peer.result(
+    result = peer.rpc(
         "completion/complete",
         {"ref": {"type": "ref/resource", "uri": "test://template/{id}/data"}, "argument": {"name": "id", "value": ""}},
     )
@@ -293,7 +257,7 @@ def test_completion_for_a_template_variable_is_capped(peer):
 
 
 def test_completion_without_provider_and_for_unknown_refs(peer):
-    empty = peer.result(
+    empty = peer.rpc(
         "completion/complete",
         {
             "ref": {"type": "ref/prompt", "name": "test_prompt_with_embedded_resource"},
@@ -301,12 +265,12 @@ def test_completion_without_provider_and_for_unknown_refs(peer):
         },
     )
     assert empty == {"completion": {"values": [], "total": 0, "hasMore": False}}
-    error = peer.error(
+    error = peer.rpc_error(
         "completion/complete", {"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "x", "value": ""}}
     )
     assert error["code"] == -32602 and "nope" in error["message"]
     assert (
-        peer.error("completion/complete", {"ref": {"type": "ref/prompt", "name": "test_simple_prompt"}})["code"]
+        peer.rpc_error("completion/complete", {"ref": {"type": "ref/prompt", "name": "test_simple_prompt"}})["code"]
         == -32602
     )
 
@@ -324,21 +288,21 @@ def test_every_list_is_paginated():
         server.resource(f"test://r/{i}", name=f"r{i}")(lambda: "x")
         server.resource(f"test://t{i}/{{id}}", name=f"t{i}")(lambda id: "x")
         server.prompt(f"p{i}")(lambda: "x")
-    peer = Peer(zemcp.McpApp(server))
+    peer = session(zemcp.McpApp(server))
     for method, key, field, prefix in [
         ("tools/list", "tools", "name", "tool"),
         ("resources/list", "resources", "name", "r"),
         ("resources/templates/list", "resourceTemplates", "name", "t"),
         ("prompts/list", "prompts", "name", "p"),
     ]:
-        items, pages = peer.walk(method, key)
+        items, pages = walk(peer, method, key)
         assert [item[field] for item in items] == [f"{prefix}{i}" for i in range(n)], method
         assert pages > 1, method
 
 
 @pytest.mark.parametrize("method", ["tools/list", "resources/list", "resources/templates/list", "prompts/list"])
 def test_an_invalid_cursor_is_invalid_params(peer, method):
-    error = peer.error(method, {"cursor": "not-a-cursor"})
+    error = peer.rpc_error(method, {"cursor": "not-a-cursor"})
     assert error["code"] == -32602 and "invalid cursor" in error["message"]
 
 
@@ -353,28 +317,8 @@ def test_prompt_result_json_cannot_carry_is_an_internal_error():
         """A prompt with a datetime inside."""
         return [{"role": "user", "content": {"type": "text", "text": datetime.datetime(2026, 1, 1)}}]
 
-    client = Client(zemcp.McpApp(server))
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    init = client.post(
-        "/mcp",
-        headers=headers,
-        data=json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "c", "version": "1"},
-                },
-            }
-        ),
+    client = inprocess_session(
+        zemcp.McpApp(server), name="c", version="1", protocol_version="2025-11-25", capabilities={}
     )
-    headers["Mcp-Session-Id"] = init.headers["Mcp-Session-Id"]
-    r = client.post(
-        "/mcp",
-        headers=headers,
-        data=json.dumps({"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "dated"}}),
-    )
+    r = client.post({"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": {"name": "dated"}})
     assert r.status_code == 200 and r.get_json()["id"] == 2 and r.get_json()["error"]["code"] == -32603

@@ -23,10 +23,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import zemcp
-from tests.inprocess.test_modern import Modern, result_of
-from tests.inprocess.test_stdio_loop import INIT as STDIO_INIT
-from tests.inprocess.test_transport import HEADERS, Peer, events
-from tests.inprocess.threaded import Client
+from tests.support.clients import HandshakeClient, inprocess_modern, inprocess_session
+from tests.support.wires import InProcessWire
 from zemcp import Settings
 from zemcp.cli.stdio import StdioTransport
 from zemcp.http.transport import McpApp
@@ -44,6 +42,21 @@ if not isinstance(trace.get_tracer_provider(), TracerProvider):
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
+
+
+#: initialize as a stdio client sends it.
+STDIO_INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "loop", "version": "1"}},
+}
+
+
+def session(app) -> HandshakeClient:
+    """A 2025-06-18 session of ``app``. notifications/initialized is left to the test: it would
+    add a span, a count and a request of its own."""
+    return inprocess_session(app, initialized=False)
 
 
 def make_server(**settings) -> zemcp.Server:
@@ -104,9 +117,9 @@ def histogram_count(name: str, **attributes) -> int:
 
 def test_a_plain_call_is_a_server_span_named_and_attributed_by_the_conventions():
     SPANS.clear()
-    peer = Peer(McpApp(make_server()))
+    peer = session(McpApp(make_server()))
     peer.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    rid, response = peer.call("double", {"n": 21})
+    rid, response = peer.call_tool("double", {"n": 21})
     assert response.get_json()["result"]["content"][0]["text"] == "42"
     span = last_span("tools/call double")
     assert span.kind == SpanKind.SERVER
@@ -118,7 +131,7 @@ def test_a_plain_call_is_a_server_span_named_and_attributed_by_the_conventions()
     assert attributes["mcp.protocol.version"] == "2025-06-18"
     assert attributes["network.transport"] == "tcp"
     # The session is named by its fingerprint: its id grants the use of the session.
-    assert attributes["mcp.session.id"] == fingerprint(peer.sid) != peer.sid
+    assert attributes["mcp.session.id"] == fingerprint(peer.session_id) != peer.session_id
     assert "error.type" not in attributes and span.status.status_code == StatusCode.UNSET
     # Nothing of the arguments or the result unless the settings opt in.
     assert "gen_ai.tool.call.arguments" not in attributes and "gen_ai.tool.call.result" not in attributes
@@ -128,7 +141,7 @@ def test_a_plain_call_is_a_server_span_named_and_attributed_by_the_conventions()
 
 def test_the_context_in_meta_is_the_parent_and_the_http_context_a_link():
     SPANS.clear()
-    peer = Peer(McpApp(make_server()))
+    peer = session(McpApp(make_server()))
     http_trace = "0af7651916cd43dd8448eb211c80319c"
     message = {
         "jsonrpc": "2.0",
@@ -141,29 +154,27 @@ def test_the_context_in_meta_is_the_parent_and_the_http_context_a_link():
         },
     }
     http = {"traceparent": f"00-{http_trace}-b7ad6b7169203331-01"}
-    post = Client(peer.client.application).post
-    headers = {**HEADERS, "Mcp-Session-Id": peer.sid, **http}
-    post("/mcp", data=json.dumps(message), headers=headers)
+    peer.post(message, headers=http)
     span = last_span("tools/call double")
     assert trace.format_trace_id(span.context.trace_id) == TRACE_ID
     assert trace.format_span_id(span.parent.span_id) == PARENT_ID and span.parent.is_remote
     assert [trace.format_trace_id(link.context.trace_id) for link in span.links] == [http_trace]
     # Without context in _meta the HTTP request's context is the parent, and nothing is linked.
     plain = {**message, "id": 6, "params": {"name": "double", "arguments": {"n": 1}}}
-    post("/mcp", data=json.dumps(plain), headers=headers)
+    peer.post(plain, headers=http)
     span = last_span("tools/call double")
     assert trace.format_trace_id(span.context.trace_id) == http_trace and not span.links
 
 
 def test_a_failing_tool_is_a_tool_error_and_a_bad_request_its_json_rpc_code():
     SPANS.clear()
-    peer = Peer(McpApp(make_server()))
-    peer.call("fails", {})
+    peer = session(McpApp(make_server()))
+    peer.call_tool("fails", {})
     span = last_span("tools/call fails")
     assert span.attributes["error.type"] == "tool_error" and span.status.status_code == StatusCode.ERROR
     unknown = {"error.type": "-32602", "mcp.method.name": "tools/call"}
     before = histogram_count("mcp.server.operation.duration", **unknown)
-    peer.call("no_such_tool", {})
+    peer.call_tool("no_such_tool", {})
     span = last_span("tools/call")  # an unknown name is no target: the span is named by the method
     assert span.attributes["error.type"] == "-32602" and "Unknown tool" in span.status.description
     # The metric counts it, but never under a name the client made up.
@@ -179,12 +190,11 @@ def test_a_failing_tool_is_a_tool_error_and_a_bad_request_its_json_rpc_code():
 def test_an_elicitation_is_a_client_span_with_its_outcome_in_the_handshake_era():
     SPANS.clear()
     before = histogram_count("zemcp.client_requests", **{"zemcp.outcome": "accept"})
-    peer = Peer(McpApp(make_server()))
-    rid, response = peer.call("greet", {}, buffered=False)
-    stream = events(response)
-    ask = next(stream)
+    peer = session(McpApp(make_server()))
+    rid, response, stream = peer.open_call("greet", {})
+    ask = stream.next_message()
     assert peer.answer(ask["id"], {"action": "accept", "content": {"name": "Ada"}}).status_code == 202
-    final = [e for e in stream if e != "keep-alive"]
+    final = stream.rest()
     assert final[0]["result"]["content"][0]["text"] == "Hello, Ada"
     call = last_span("tools/call greet")
     (asked,) = children_of(call)
@@ -196,26 +206,22 @@ def test_an_elicitation_is_a_client_span_with_its_outcome_in_the_handshake_era()
 
 def test_the_rounds_of_a_2026_call_are_marked_input_required_and_share_a_call_id():
     SPANS.clear()
-    modern = Modern(McpApp(make_server()))
-    first = result_of(modern.call("two_steps"))
+    modern = inprocess_modern(McpApp(make_server()))
+    first = modern.result(modern.call_tool("two_steps")[1])
     assert first["resultType"] == "input_required"
-    second = result_of(
-        modern.call(
+    second = modern.result(
+        modern.call_tool(
             "two_steps",
-            extra={
-                "inputResponses": {"first": {"action": "accept", "content": {"name": "Ada"}}},
-                "requestState": first["requestState"],
-            },
-        )
+            input_responses={"first": {"action": "accept", "content": {"name": "Ada"}}},
+            request_state=first["requestState"],
+        )[1]
     )
-    third = result_of(
-        modern.call(
+    third = modern.result(
+        modern.call_tool(
             "two_steps",
-            extra={
-                "inputResponses": {"second": {"action": "accept", "content": {"name": "Lovelace"}}},
-                "requestState": second["requestState"],
-            },
-        )
+            input_responses={"second": {"action": "accept", "content": {"name": "Lovelace"}}},
+            request_state=second["requestState"],
+        )[1]
     )
     assert third["content"][0]["text"] == "Ada Lovelace"
     rounds = spans_named("tools/call two_steps")[-3:]
@@ -248,8 +254,8 @@ def test_a_stdio_call_is_a_span_over_a_pipe():
 
 def test_content_is_recorded_only_when_the_settings_opt_in():
     SPANS.clear()
-    peer = Peer(McpApp(make_server(otel_capture_content=True)))
-    peer.call("double", {"n": 3})
+    peer = session(McpApp(make_server(otel_capture_content=True)))
+    peer.call_tool("double", {"n": 3})
     attributes = last_span("tools/call double").attributes
     assert json.loads(attributes["gen_ai.tool.call.arguments"]) == {"n": 3}
     assert json.loads(attributes["gen_ai.tool.call.result"])["content"][0]["text"] == "6"
@@ -257,10 +263,10 @@ def test_content_is_recorded_only_when_the_settings_opt_in():
 
 def test_prometheus_text_is_served_to_allowed_addresses_only():
     app = McpApp(make_server(metrics_path="/metrics"))
-    peer = Peer(app)
+    peer = session(app)
     for n in range(3):
-        peer.call("double", {"n": n})
-    scrape = Client(app).get("/metrics", environ_overrides={"REMOTE_ADDR": "127.0.0.1"})
+        peer.call_tool("double", {"n": n})
+    scrape = InProcessWire(app).raw("GET", "/metrics", environ_overrides={"REMOTE_ADDR": "127.0.0.1"})
     assert scrape.status_code == 200 and scrape.mimetype == "text/plain"
     text = scrape.get_data(as_text=True)
     line = next(
@@ -272,7 +278,7 @@ def test_prometheus_text_is_served_to_allowed_addresses_only():
     )
     assert float(line.rsplit(" ", 1)[1]) >= 3
     assert "zemcp_calls_budget" in text and 'zemcp_streams_open{zemcp_stream_kind="listen"}' in text
-    refused = Client(app).get("/metrics", environ_overrides={"REMOTE_ADDR": "10.1.2.3"})
+    refused = InProcessWire(app).raw("GET", "/metrics", environ_overrides={"REMOTE_ADDR": "10.1.2.3"})
     assert refused.status_code == 403 and "ZEMCP_METRICS_ALLOW" in refused.get_data(as_text=True)
 
 
@@ -301,9 +307,9 @@ def test_bad_telemetry_settings_say_what_is_expected(value):
 
 
 def test_an_ended_session_records_its_duration():
-    peer = Peer(McpApp(make_server()))
+    peer = session(McpApp(make_server()))
     before = histogram_count("mcp.server.session.duration", **{"network.transport": "tcp"})
-    ended = Client(peer.client.application).delete("/mcp", headers={**HEADERS, "Mcp-Session-Id": peer.sid})
+    ended = peer.delete()
     assert ended.status_code == 204
     assert histogram_count("mcp.server.session.duration", **{"network.transport": "tcp"}) == before + 1
 
@@ -314,35 +320,33 @@ def refusals(reason: str) -> int:
 
 def test_refusals_are_counted_by_reason():
     app = McpApp(make_server(max_sessions=1))
-    peer = Peer(app)
+    peer = session(app)
     protocol, sessions = refusals("protocol"), refusals("sessions")
-    unknown = Client(app).post(
-        "/mcp",
-        data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
-        headers={**HEADERS, "Mcp-Session-Id": peer.sid + "x"},
+    unknown = peer.post(
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers={"Mcp-Session-Id": peer.session_id + "x"}
     )
     assert unknown.status_code == 404
     assert refusals("protocol") == protocol + 1
     with pytest.raises(AssertionError):
-        Peer(app)  # the one session allowed is taken: initialize gets 429
+        session(app)  # the one session allowed is taken: initialize gets 429
     assert refusals("sessions") == sessions + 1
     limited = McpApp(make_server(rate_limit="2/hour"))
     rate = refusals("rate")
-    Peer(limited).call("double", {"n": 1})  # initialize and the call take the two tokens
+    session(limited).call_tool("double", {"n": 1})  # initialize and the call take the two tokens
     with pytest.raises(AssertionError):
-        Peer(limited)
+        session(limited)
     assert refusals("rate") == rate + 1
 
 
 def test_a_request_record_is_logged_when_the_settings_ask(caplog):
     caplog.set_level("INFO", logger="zemcp.request")
-    peer = Peer(McpApp(make_server(log_requests=True)))
-    peer.call("fails", {})
+    peer = session(McpApp(make_server(log_requests=True)))
+    peer.call_tool("fails", {})
     found = [r for r in caplog.records if r.name == "zemcp.request" and getattr(r, "method", "") == "tools/call"]
     assert len(found) == 1, [(r.name, r.getMessage()) for r in caplog.records]
     (record,) = found
     assert record.event == "request" and record.tool == "fails" and record.outcome == "tool_error"
-    assert record.session == fingerprint(peer.sid) and isinstance(record.duration, float)
+    assert record.session == fingerprint(peer.session_id) and isinstance(record.duration, float)
     assert len(record.trace_id) == 32 and len(record.span_id) == 16
     # In the JSON format the record is one line with the fields the format names.
     line = json.loads(JsonFormatter().format(record))
@@ -351,11 +355,11 @@ def test_a_request_record_is_logged_when_the_settings_ask(caplog):
         "method": "tools/call",
         "tool": "fails",
         "outcome": "tool_error",
-        "session": fingerprint(peer.sid),
+        "session": fingerprint(peer.session_id),
         "trace_id": record.trace_id,
     }
     caplog.clear()
-    Peer(McpApp(make_server())).call("fails", {})
+    session(McpApp(make_server())).call_tool("fails", {})
     assert not [r for r in caplog.records if r.name == "zemcp.request"]
 
 
@@ -375,28 +379,31 @@ def test_metrics_are_served_to_a_valid_token_from_anywhere_when_authorization_is
     server = zemcp.Server("observed", "1", settings=Settings(metrics_path="/metrics"), auth=auth)
     app = McpApp(server)
     far = {"REMOTE_ADDR": "10.1.2.3"}
-    assert Client(app).get("/metrics", environ_overrides=far).status_code == 401
+    assert InProcessWire(app).raw("GET", "/metrics", environ_overrides=far).status_code == 401
     assert (
-        Client(app).get("/metrics", environ_overrides=far, headers={"Authorization": "Bearer bad"}).status_code == 401
+        InProcessWire(app)
+        .raw("GET", "/metrics", environ_overrides=far, headers={"Authorization": "Bearer bad"})
+        .status_code
+        == 401
     )
-    good = Client(app).get("/metrics", environ_overrides=far, headers={"Authorization": "Bearer good"})
+    good = InProcessWire(app).raw("GET", "/metrics", environ_overrides=far, headers={"Authorization": "Bearer good"})
     assert good.status_code == 200 and "mcp_server_operation_duration_seconds" in good.get_data(as_text=True)
 
 
 def test_initialize_is_counted_under_the_version_it_settled():
     labels = {"mcp.method.name": "initialize", "mcp.protocol.version": "2025-06-18"}
     before = histogram_count("mcp.server.operation.duration", **labels)
-    peer = Peer(McpApp(make_server()))
+    peer = session(McpApp(make_server()))
     assert histogram_count("mcp.server.operation.duration", **labels) == before + 1
-    assert last_span("initialize").attributes["mcp.session.id"] == fingerprint(peer.sid)
+    assert last_span("initialize").attributes["mcp.session.id"] == fingerprint(peer.session_id)
 
 
 def test_a_2026_error_answered_with_an_http_error_is_an_operation_not_a_refusal():
-    modern = Modern(McpApp(make_server()))
+    modern = inprocess_modern(McpApp(make_server()))
     protocol = refusals("protocol")
     unknown = {"error.type": "-32602", "mcp.protocol.version": "2026-07-28"}
     before = histogram_count("mcp.server.operation.duration", **unknown)
-    response = modern.call("no_such_tool")
+    response = modern.call_tool("no_such_tool")[1]
     assert response.status_code >= 400
     assert histogram_count("mcp.server.operation.duration", **unknown) == before + 1
     assert refusals("protocol") == protocol
@@ -404,7 +411,7 @@ def test_a_2026_error_answered_with_an_http_error_is_an_operation_not_a_refusal(
 
 def test_a_sampled_out_call_logs_no_trace_id(caplog):
     caplog.set_level("INFO", logger="zemcp.request")
-    peer = Peer(McpApp(make_server(log_requests=True)))
+    peer = session(McpApp(make_server(log_requests=True)))
     # The caller's context says "not sampled": the SDK's default sampler follows it.
     meta = {"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-00"}
     peer.post(
@@ -421,8 +428,8 @@ def test_a_sampled_out_call_logs_no_trace_id(caplog):
 
 def test_a_captured_result_leaves_out_the_request_state():
     SPANS.clear()
-    modern = Modern(McpApp(make_server(otel_capture_content=True)))
-    first = result_of(modern.call("two_steps"))
+    modern = inprocess_modern(McpApp(make_server(otel_capture_content=True)))
+    first = modern.result(modern.call_tool("two_steps")[1])
     assert "requestState" in first
     captured = json.loads(last_span("tools/call two_steps").attributes["gen_ai.tool.call.result"])
     assert captured["resultType"] == "input_required" and "requestState" not in captured
@@ -443,6 +450,6 @@ def test_a_failing_exporter_never_costs_the_client_its_answer(caplog, monkeypatc
         raise RuntimeError("exporter down")
 
     monkeypatch.setattr(sink, "operation", broken)
-    rid, response = Peer(McpApp(server)).call("double", {"n": 5})
+    rid, response = session(McpApp(server)).call_tool("double", {"n": 5})
     assert response.get_json()["result"]["content"][0]["text"] == "10"
     assert any("telemetry of 'tools/call' failed" in r.getMessage() for r in caplog.records)

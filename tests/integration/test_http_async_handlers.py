@@ -10,7 +10,8 @@ import mcp
 import pytest
 from mcp import types
 
-from tests.conftest import MODERN_VERSION, GunicornServer, _lend
+from tests.support.clients import MODERN_VERSION
+from tests.support.gunicorn import GunicornServer, lend
 
 APP = "tests.apps.async_tools:app"
 #: [seconds] bound on each whole client scenario.
@@ -27,7 +28,7 @@ def _async_server(_log_dir):
 @pytest.fixture
 def async_server(request, _async_server):
     """One single-worker gunicorn serving the async tools, shared by this module's tests."""
-    yield from _lend(request, _async_server)
+    yield from lend(request, _async_server)
 
 
 def run_sdk_client(url: str, mode: str) -> tuple[list, types.CallToolResult]:

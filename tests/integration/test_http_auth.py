@@ -22,7 +22,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
-from tests.conftest import ACCEPT, HOST, READ_TIMEOUT, ModernClient, free_port
+from tests.support.clients import ACCEPT, HandshakeClient, ModernClient
+from tests.support.net import HOST, READ_TIMEOUT, free_port
 
 SCOPED_APP = "tests.apps.scoped:app"
 
@@ -172,25 +173,13 @@ def challenge_params(response: requests.Response) -> dict:
     return params
 
 
-class Session:
-    """A handshake-era session under one principal's token."""
-
-    def __init__(self, url: str, token: str):
-        self.url = url
-        self.token = token
-        r = post(url, INIT, bearer(token))
-        assert r.status_code == 200, r.text
-        self.id = r.headers["Mcp-Session-Id"]
-        self.headers = {**bearer(token), "Mcp-Session-Id": self.id, "MCP-Protocol-Version": "2025-06-18"}
-        assert post(url, {"jsonrpc": "2.0", "method": "notifications/initialized"}, self.headers).status_code == 202
-
-    def call(self, name: str, arguments: dict, headers: dict | None = None, **kw) -> requests.Response:
-        return post(
-            self.url,
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}},
-            headers or self.headers,
-            **kw,
-        )
+def session(url: str, token: str) -> HandshakeClient:
+    """A handshake-era session (2025-06-18, the elicitation capability) whose every request
+    carries ``token``; initialize and notifications/initialized must succeed."""
+    client = HandshakeClient(url, "auth-test", "1", headers=bearer(token))
+    r = client.initialize()
+    assert r.status_code == 200, r.text
+    return client
 
 
 def test_protected_resource_metadata_names_the_resource_and_the_authorization_server(jwt_server, authz):
@@ -291,7 +280,7 @@ def test_a_hanging_jwks_holds_no_request_whose_key_is_known(start_server, authz)
         auth_jwks_cooldown=0,
         auth_timeout=2,
     )
-    session = Session(server.url, authz.token(server.url))
+    client = session(server.url, authz.token(server.url))
     ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
     authz.jwks_hangs.set()
     time.sleep(1.2)  # the keys are due: the next request starts a refresh that hangs
@@ -302,9 +291,9 @@ def test_a_hanging_jwks_holds_no_request_whose_key_is_known(start_server, authz)
         return response, time.monotonic() - started
 
     for _ in range(3):
-        r, took = timed(lambda: post(server.url, ping, session.headers))
+        r, took = timed(lambda: post(server.url, ping, client.headers()))
         assert r.status_code == 200 and took < 1, (r.status_code, took)
-        r, took = timed(lambda: session.call("ze_execute", {"command": "help"}))
+        r, took = timed(lambda: client.call_tool("ze_execute", {"command": "help"})[1])
         assert r.status_code == 200 and took < 1, (r.status_code, took)
     fetches = authz.jwks_fetches
     new_kid = authz.rotate()
@@ -319,7 +308,7 @@ def test_a_hanging_jwks_holds_no_request_whose_key_is_known(start_server, authz)
             assert time.monotonic() < deadline, "the hanging fetch was not given up"
             time.sleep(0.1)
     assert authz.jwks_fetches == fetches, "one fetch at a time, none while backed off"
-    known, took = timed(lambda: post(server.url, ping, session.headers))
+    known, took = timed(lambda: post(server.url, ping, client.headers()))
     assert known.status_code == 200 and took < 1
     authz.jwks_hangs.clear()
     authz.released.set()
@@ -365,74 +354,78 @@ def test_a_token_without_the_servers_scope_is_forbidden(jwt_server, authz):
 
 def test_a_valid_token_serves_both_eras_and_keys_rotate(jwt_server, authz):
     """Handshake and 2026-07-28 calls with a token; a token of a newly published key works."""
-    session = Session(jwt_server.url, authz.token(jwt_server.url))
-    r = session.call("ze_execute", {"command": "help"})
+    client = session(jwt_server.url, authz.token(jwt_server.url))
+    r = client.call_tool("ze_execute", {"command": "help"})[1]
     assert r.status_code == 200 and "server status" in r.json()["result"]["content"][0]["text"]
     modern = ModernClient(jwt_server.url)
     result = modern.call_result({"command": "help"}, headers=bearer(authz.token(jwt_server.url)))
     assert "server status" in result["content"][0]["text"]
     authz.rotate()
-    rotated = Session(jwt_server.url, authz.token(jwt_server.url))
-    assert rotated.call("ze_execute", {"command": "help"}).status_code == 200
+    rotated = session(jwt_server.url, authz.token(jwt_server.url))
+    assert rotated.call_tool("ze_execute", {"command": "help"})[1].status_code == 200
     assert authz.jwks_fetches >= 2
 
 
 def test_a_session_cannot_be_used_with_another_principals_token(jwt_server, authz):
     """Bob's token on Alice's session id is answered like an unknown session, also for DELETE
     and for an elicitation answer, which never reaches Alice's waiting handler."""
-    alice = Session(jwt_server.url, authz.token(jwt_server.url, subject="alice"))
-    bob_headers = {**alice.headers, **bearer(authz.token(jwt_server.url, subject="bob", client_id="client-b"))}
-    r = alice.call("ze_execute", {"command": "help"}, headers=bob_headers)
+    alice = session(jwt_server.url, authz.token(jwt_server.url, subject="alice"))
+    bob_token = bearer(authz.token(jwt_server.url, subject="bob", client_id="client-b"))
+    bob_headers = alice.headers(bob_token)
+    r = alice.call_tool("ze_execute", {"command": "help"}, headers=bob_token)[1]
     assert r.status_code == 404 and "Session not found" in r.json()["error"]["message"]
-    with alice.call("ze_execute", {}, stream=True) as stream:
-        assert stream.headers["Content-Type"].startswith("text/event-stream")
-        lines = stream.iter_lines()
-        ask = next(json.loads(line[6:]) for line in lines if line.startswith(b"data: "))
-        assert ask["method"] == "elicitation/create"
-        answer = {
-            "jsonrpc": "2.0",
-            "id": ask["id"],
-            "result": {"action": "accept", "content": {"command": "server status"}},
-        }
-        assert post(jwt_server.url, answer, bob_headers).status_code == 404
-        assert requests.delete(jwt_server.url, headers=bob_headers, timeout=READ_TIMEOUT).status_code == 404
-        # Alice's own answer still resolves her call: Bob's never reached the waiter.
-        answer["result"]["content"]["command"] = "help"
-        assert post(jwt_server.url, answer, alice.headers).status_code == 202
-        final = next(json.loads(line[6:]) for line in lines if line.startswith(b"data: "))
-        assert "server status" in final["result"]["content"][0]["text"]
+    _, response, stream = alice.open_call("ze_execute", {})
+    assert response.headers["Content-Type"].startswith("text/event-stream")
+    ask = stream.next_message()
+    assert ask["method"] == "elicitation/create"
+    answer = {
+        "jsonrpc": "2.0",
+        "id": ask["id"],
+        "result": {"action": "accept", "content": {"command": "server status"}},
+    }
+    assert post(jwt_server.url, answer, bob_headers).status_code == 404
+    assert requests.delete(jwt_server.url, headers=bob_headers, timeout=READ_TIMEOUT).status_code == 404
+    # Alice's own answer still resolves her call: Bob's never reached the waiter.
+    answer["result"]["content"]["command"] = "help"
+    assert post(jwt_server.url, answer, alice.headers()).status_code == 202
+    final = stream.next_message()
+    assert "server status" in final["result"]["content"][0]["text"]
+    stream.close()
     assert "belongs to another principal" in jwt_server.log()
     # The same subject through a fresh token (a refresh) keeps the session.
-    refreshed = {**alice.headers, **bearer(authz.token(jwt_server.url, subject="alice"))}
-    assert alice.call("ze_execute", {"command": "help"}, headers=refreshed).status_code == 200
+    refreshed = bearer(authz.token(jwt_server.url, subject="alice"))
+    assert alice.call_tool("ze_execute", {"command": "help"}, headers=refreshed)[1].status_code == 200
 
 
 def test_initialize_does_not_tell_whether_another_principals_session_is_live(jwt_server, authz):
     """initialize with Alice's live session id under Bob's token is answered as with an ended
     id: a new session of Bob's, not the 400 that only Alice gets for her own live session."""
-    alice = Session(jwt_server.url, authz.token(jwt_server.url, subject="alice"))
-    ended = Session(jwt_server.url, authz.token(jwt_server.url, subject="alice"))
-    assert requests.delete(jwt_server.url, headers=ended.headers, timeout=READ_TIMEOUT).status_code == 204
+    alice_token = authz.token(jwt_server.url, subject="alice")
+    alice = session(jwt_server.url, alice_token)
+    ended = session(jwt_server.url, authz.token(jwt_server.url, subject="alice"))
+    assert ended.delete().status_code == 204
     bob = bearer(authz.token(jwt_server.url, subject="bob", client_id="client-b"))
-    answers = [post(jwt_server.url, INIT, {**bob, "Mcp-Session-Id": sid}) for sid in (alice.id, ended.id)]
+    answers = [
+        post(jwt_server.url, INIT, {**bob, "Mcp-Session-Id": sid}) for sid in (alice.session_id, ended.session_id)
+    ]
     assert [r.status_code for r in answers] == [200, 200], [r.text for r in answers]
-    assert {r.headers["Mcp-Session-Id"] for r in answers}.isdisjoint({alice.id, ended.id})
+    assert {r.headers["Mcp-Session-Id"] for r in answers}.isdisjoint({alice.session_id, ended.session_id})
     assert answers[0].json()["result"].keys() == answers[1].json()["result"].keys()
     # Alice's session is untouched, and her own initialize on it is still refused.
-    assert alice.call("ze_execute", {"command": "help"}).status_code == 200
-    again = post(jwt_server.url, INIT, {**bearer(alice.token), "Mcp-Session-Id": alice.id})
+    assert alice.call_tool("ze_execute", {"command": "help"})[1].status_code == 200
+    again = post(jwt_server.url, INIT, {**bearer(alice_token), "Mcp-Session-Id": alice.session_id})
     assert again.status_code == 400 and "already initialized" in again.json()["error"]["message"]
 
 
 def test_session_list_shows_only_the_principals_own_sessions(jwt_server, authz):
     """With authorization on, session list shows every session of the caller's principal (from
     a session or a 2026-07-28 request) and none of another principal's."""
-    alice = [Session(jwt_server.url, authz.token(jwt_server.url, subject="alice")) for _ in range(2)]
+    alice = [session(jwt_server.url, authz.token(jwt_server.url, subject="alice")) for _ in range(2)]
     bob_token = authz.token(jwt_server.url, subject="bob", client_id="client-b")
-    bob = Session(jwt_server.url, bob_token)
+    bob = session(jwt_server.url, bob_token)
 
-    def listing(session: Session) -> str:
-        r = session.call("ze_execute", {"command": "session list"})
+    def listing(client: HandshakeClient) -> str:
+        r = client.call_tool("ze_execute", {"command": "session list"})[1]
         assert r.status_code == 200, r.text
         return r.json()["result"]["content"][0]["text"]
 
@@ -451,32 +444,32 @@ def test_scopes_per_tool_prompt_and_resource(start_server, authz):
     )
     document = requests.get(metadata_url(server), timeout=READ_TIMEOUT).json()
     assert document["scopes_supported"] == ["mcp", "deploy:write", "prompts:read", "files:read"]
-    plain = Session(server.url, authz.token(server.url, scope="mcp"))
-    tools = post(server.url, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, plain.headers).json()
+    plain = session(server.url, authz.token(server.url, scope="mcp"))
+    tools = post(server.url, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, plain.headers()).json()
     assert [t["name"] for t in tools["result"]["tools"]] == ["whoami"]
-    r = plain.call("deploy", {"target": "prod"})
+    rid, r = plain.call_tool("deploy", {"target": "prod"})
     assert r.status_code == 403
     params = challenge_params(r)
     assert params["error"] == "insufficient_scope" and params["scope"] == "mcp deploy:write"
-    assert r.json()["id"] == 2 and "deploy:write" in r.json()["error"]["message"]
-    prompts = post(server.url, {"jsonrpc": "2.0", "id": 4, "method": "prompts/list"}, plain.headers).json()
+    assert r.json()["id"] == rid and "deploy:write" in r.json()["error"]["message"]
+    prompts = post(server.url, {"jsonrpc": "2.0", "id": 4, "method": "prompts/list"}, plain.headers()).json()
     assert prompts["result"]["prompts"] == []
     read = post(
         server.url,
         {"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": "test://secret"}},
-        plain.headers,
+        plain.headers(),
     )
     assert read.status_code == 403 and challenge_params(read)["scope"] == "mcp files:read"
     # Its updates would tell of a resource the token may not read: subscribing needs the scope too.
     subscribe = {"jsonrpc": "2.0", "id": 6, "method": "resources/subscribe", "params": {"uri": "test://secret"}}
-    refused = post(server.url, subscribe, plain.headers)
+    refused = post(server.url, subscribe, plain.headers())
     assert refused.status_code == 403 and challenge_params(refused)["scope"] == "mcp files:read"
     # A broader scope covers the narrower one (deploy covers deploy:write).
-    broad = Session(server.url, authz.token(server.url, scope="mcp deploy files"))
-    assert post(server.url, subscribe, broad.headers).json()["result"] == {}
-    r = broad.call("deploy", {"target": "prod"})
+    broad = session(server.url, authz.token(server.url, scope="mcp deploy files"))
+    assert post(server.url, subscribe, broad.headers()).json()["result"] == {}
+    r = broad.call_tool("deploy", {"target": "prod"})[1]
     assert r.status_code == 200 and r.json()["result"]["content"][0]["text"] == "deployed prod"
-    who = broad.call("whoami", {}).json()["result"]["content"][0]["text"]
+    who = broad.call_tool("whoami", {})[1].json()["result"]["content"][0]["text"]
     assert who == "alice via client-a with deploy files mcp"
 
 
@@ -526,7 +519,7 @@ def test_opaque_tokens_by_introspection(introspection_server, authz):
     }
     authz.introspection["foreign"] = {**authz.introspection["good"], "aud": "https://elsewhere.example/mcp"}
     authz.introspection["revoked"] = {"active": False}
-    assert Session(url, "good").call("ze_execute", {"command": "help"}).status_code == 200
+    assert session(url, "good").call_tool("ze_execute", {"command": "help"})[1].status_code == 200
     for token in ("foreign", "revoked", "unknown"):
         r = post(url, INIT, bearer(token))
         assert r.status_code == 401 and challenge_params(r)["error"] == "invalid_token", (token, r.text)
@@ -559,10 +552,10 @@ def test_fair_shares_belong_to_the_principal_not_the_address(jwt_server, authz):
     is told to come back; another user from the same address still gets a stream."""
     opened = []
     for n in range(4):
-        session = Session(jwt_server.url, authz.token(jwt_server.url, subject="alice", client_id=f"client-{n}"))
+        client = session(jwt_server.url, authz.token(jwt_server.url, subject="alice", client_id=f"client-{n}"))
         response = requests.get(
             jwt_server.url,
-            headers={**session.headers, "Accept": "text/event-stream"},
+            headers=client.headers({"Accept": "text/event-stream", "Content-Type": None}),
             stream=True,
             timeout=READ_TIMEOUT,
         )
@@ -573,9 +566,12 @@ def test_fair_shares_belong_to_the_principal_not_the_address(jwt_server, authz):
     refusal = first_lines[3].decode()
     assert refusal.startswith(": ") and "principal" in refusal and "alice" in refusal, refusal
     assert "ZEMCP_CLIENT_SHARE" in refusal, refusal
-    bob = Session(jwt_server.url, authz.token(jwt_server.url, subject="bob", client_id="client-b"))
+    bob = session(jwt_server.url, authz.token(jwt_server.url, subject="bob", client_id="client-b"))
     with requests.get(
-        jwt_server.url, headers={**bob.headers, "Accept": "text/event-stream"}, stream=True, timeout=READ_TIMEOUT
+        jwt_server.url,
+        headers=bob.headers({"Accept": "text/event-stream", "Content-Type": None}),
+        stream=True,
+        timeout=READ_TIMEOUT,
     ) as response:
         assert next(response.iter_lines()).startswith(b"id: ")
     for response in opened:

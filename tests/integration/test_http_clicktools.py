@@ -7,7 +7,8 @@ import threading
 import pytest
 
 import zemcp
-from tests.conftest import READ_TIMEOUT, ModernClient
+from tests.support.clients import ModernClient
+from tests.support.net import READ_TIMEOUT
 
 APP = "examples.click_tools:app"
 ELICIT_MISSING = "elicit_missing" in inspect.signature(zemcp.Server.tool).parameters

@@ -2,7 +2,7 @@
 
 import re
 
-from tests.conftest import ModernClient
+from tests.support.clients import ModernClient
 
 
 def test_help_lists_the_builtin_commands(client):

@@ -10,7 +10,7 @@ import time
 from typing import Annotated, Literal
 
 import zemcp
-from tests.conftest import ModernClient
+from tests.support.clients import ModernClient
 
 APP = "tests.integration.test_http_elicit_missing:app"
 

@@ -7,7 +7,8 @@ import time
 import pytest
 import requests
 
-from tests.conftest import READ_TIMEOUT, ModernClient
+from tests.support.clients import HandshakeClient, ModernClient
+from tests.support.net import READ_TIMEOUT
 
 ONE_MIB = 1024 * 1024
 
@@ -198,9 +199,7 @@ def test_stalled_body_is_408_and_frees_the_thread(start_server, framing, first_b
             assert b"ZEMCP_BODY_TIMEOUT" in answer
         assert time.monotonic() - started < 8
         # Every thread was held by a stalled body; all are free again.
-        from tests.conftest import McpClient
-
-        fresh = McpClient(server.url)
+        fresh = HandshakeClient(server.url)
         fresh.initialize()
         assert fresh.post({"jsonrpc": "2.0", "id": fresh.new_id(), "method": "ping"}).json()["result"] == {}
     finally:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import time
 
-from tests.conftest import McpClient, SseStream
+from tests.support.clients import HandshakeClient
+from tests.support.sse import SseStream
 
 STREAMS_APP = "tests.apps.streams:app"
 HOSTILE, POLITE = "127.0.0.2", "127.0.0.3"
 
 
-def start_question(client: McpClient) -> tuple[dict, SseStream, dict]:
+def start_question(client: HandshakeClient) -> tuple[dict, SseStream, dict]:
     """Call ``ask`` and read its stream up to the elicitation/create; returns the call, the
     stream and the question."""
     call = client.call_message({}, name="ask")
@@ -65,7 +66,7 @@ def test_a_client_with_many_sessions_leaves_the_others_their_calls_and_elicitati
     assert plain.json()["result"]["content"][0]["text"] == "talked 0 times"
 
 
-def _standalone(client: McpClient, headers: dict | None = None) -> tuple[str, SseStream | None]:
+def _standalone(client: HandshakeClient, headers: dict | None = None) -> tuple[str, SseStream | None]:
     """GET the session's standalone stream: ("", the live stream), or (the reason, None) for a
     stream that only tells the client to come back (a comment, retry 30 s, no id, its end)."""
     response, stream = client.get_stream(headers=headers)

@@ -23,8 +23,9 @@ from mcp import types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 
-from tests.conftest import McpClient, wait_trace
-from tests.tsclient1 import run_late_answer
+from tests.support.clients import HandshakeClient
+from tests.support.gunicorn import wait_trace
+from tests.support.tsclient1 import run_late_answer
 
 #: [seconds] the elicitation timeout of the servers whose waits must run out.
 SHORT_WAIT = 1
@@ -53,7 +54,7 @@ def assert_not_waiting(response: requests.Response, request_id: str) -> str:
     return message
 
 
-def assert_session_goes_on(client: McpClient) -> None:
+def assert_session_goes_on(client: HandshakeClient) -> None:
     """The client's session still serves requests, under the same id: a ping, and a command that
     reports the session's own client."""
     assert client.rpc("ping") == {}

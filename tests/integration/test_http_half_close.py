@@ -13,7 +13,8 @@ import time
 
 import requests
 
-from tests.conftest import ACCEPT, HOST, ModernClient
+from tests.support.clients import ACCEPT, ModernClient
+from tests.support.net import HOST
 
 STREAMS_APP = "tests.apps.streams:app"
 #: [seconds] long enough for several looks at the socket (each second, or each keep-alive interval).

@@ -10,8 +10,10 @@ import shutil
 import subprocess
 import sys
 
-from tests.conftest import DEFAULT_SERVER_SETTINGS, HOST, REPO, GunicornServer, free_port
-from tests.processes import stop_group
+from tests.support import REPO
+from tests.support.gunicorn import DEFAULT_SERVER_SETTINGS, GunicornServer
+from tests.support.net import HOST, free_port
+from tests.support.processes import stop_group
 
 
 def test_the_quick_start_serves_an_eliciting_call_from_outside_the_checkout(tmp_path, _log_dir):

@@ -18,7 +18,10 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, GunicornServer, ModernClient, SseStream, _lend
+from tests.support.clients import ModernClient
+from tests.support.gunicorn import GunicornServer, lend
+from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
+from tests.support.sse import SseStream
 
 APP = "tests.apps.tasks_app:app"
 MODERN_CAPABILITIES = {"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}}
@@ -40,7 +43,7 @@ def _unicode_server(request: pytest.FixtureRequest, _log_dir: Path) -> Iterator[
 def server(request: pytest.FixtureRequest, _unicode_server: GunicornServer) -> Iterator[GunicornServer]:
     """The module's gunicorn (one per backend); after each test, its log must hold no traceback."""
     start = len(_unicode_server.log())
-    yield from _lend(request, _unicode_server)
+    yield from lend(request, _unicode_server)
     written = _unicode_server.log()[start:]
     assert "Traceback" not in written and "UnicodeEncodeError" not in written, written
 

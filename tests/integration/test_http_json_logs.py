@@ -7,7 +7,7 @@ import json
 import re
 import time
 
-from tests.conftest import ModernClient
+from tests.support.clients import ModernClient
 from zemcp import logsafe
 from zemcp.state.session import fingerprint
 

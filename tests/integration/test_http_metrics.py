@@ -18,7 +18,7 @@ import time
 import pytest
 import requests
 
-from tests.conftest import ModernClient
+from tests.support.clients import ModernClient
 from zemcp import Settings
 from zemcp.observe.prometheus import REFRESH_INTERVAL
 

@@ -1,8 +1,8 @@
 """2026-07-28 clients against the gunicorn-served server: the official TypeScript client, and both eras at once.
 
 The TypeScript test runs tests/node/modern_client.cjs with Node 22 and
-``@modelcontextprotocol/client`` 2.x, which a session fixture installs with npm into a cache
-folder (``$ZEMCP_TEST_NODE_DIR``, else ``~/.cache/zemcp-tests/node``; see tests/nodeinstall.py)
+``@modelcontextprotocol/client`` 2.x, which a session fixture (tests/support/node.py) installs with npm into a cache
+folder (``$ZEMCP_TEST_NODE_DIR``, else ``~/.cache/zemcp-tests/node``; see tests/support/nodeinstall.py)
 and reuses while it holds the right versions. Without npm the test is skipped; a failed
 install fails it.
 """
@@ -10,25 +10,17 @@ install fails it.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
+from tests.support import REPO
+from tests.support.clients import MODERN_VERSION, ModernClient
+from tests.support.gunicorn import wait_trace
+from tests.support.node import TS_CLIENT_MAJOR
+from tests.support.nodeinstall import NODE_VERSION, node_binary, run_bounded
 
-from tests.conftest import MODERN_VERSION, REPO, ModernClient, wait_trace
-from tests.nodeinstall import NODE_PACKAGE, NODE_VERSION, cache_folder, node_binary, npm_install, run_bounded
-
-TS_CLIENT = "@modelcontextprotocol/client"
-TS_CLIENT_MAJOR = "2"
 NODE_SCRIPT = REPO / "tests" / "node" / "modern_client.cjs"
 #: [seconds] bound on one run of the Node client.
 NODE_RUN_TIMEOUT = 60
 ELICIT_MESSAGE = "Which command would you like to run?"
-
-
-@pytest.fixture(scope="session")
-def node_modules() -> Path:
-    """A node_modules folder with Node 22 and the TypeScript MCP client 2.x, installed once and cached."""
-    return npm_install(cache_folder(), {NODE_PACKAGE: NODE_VERSION, TS_CLIENT: TS_CLIENT_MAJOR})
 
 
 def test_typescript_client_pinned_2026_lists_calls_and_answers_elicitation(node_modules, traced_server):

@@ -11,7 +11,8 @@ import time
 
 import requests
 
-from tests.conftest import CONNECT_TIMEOUT, ModernClient
+from tests.support.clients import ModernClient
+from tests.support.net import CONNECT_TIMEOUT
 
 #: [seconds] how soon a closed stream must have given its slot back (the check runs every second).
 RELEASE_LIMIT = 3.0

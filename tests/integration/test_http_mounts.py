@@ -15,7 +15,8 @@ import importlib.util
 import pytest
 import requests
 
-from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, ModernClient
+from tests.support.clients import ModernClient
+from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
 
 #: Response header each site adds to what its framework served (the apps' ``SITE_HEADER``).
 SITE_HEADER = "X-Served-By"

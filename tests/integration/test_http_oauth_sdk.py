@@ -1,7 +1,7 @@
 """OAuth 2.1 end to end: the MCP Python SDK's OAuth client against zemcp with ``auth=jwt``.
 
 zemcp runs under real gunicorn as an OAuth resource server whose authorization server is
-:class:`~tests.integration.oauth_server.OAuthServer` (authlib, in a thread of the test). The
+:class:`~tests.support.oauth_server.OAuthServer` (authlib, in a thread of the test). The
 SDK client (``mcp.client.auth.OAuthClientProvider`` as the ``httpx2`` auth of the transport)
 starts without a token, so its first request is answered 401; it then discovers the
 protected resource metadata (RFC 9728) and the authorization server metadata (RFC 8414),
@@ -36,8 +36,9 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from tests.conftest import ACCEPT, CLIENT_VERSION, CONNECT_TIMEOUT, READ_TIMEOUT
-from tests.integration.oauth_server import OAuthServer, oauth_server  # noqa: F401 (a fixture)
+from tests.support.clients import ACCEPT, CLIENT_VERSION
+from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
+from tests.support.oauth_server import OAuthServer
 
 #: Where the test client says it receives the authorization response; nothing listens
 #: there, as the redirect handler reads the redirect instead of following it.
@@ -177,7 +178,7 @@ def http() -> Iterator[requests.Session]:
         yield session
 
 
-def test_authorization_server_issues_resource_bound_jwts(oauth_server, http):  # noqa: F811 (the fixture)
+def test_authorization_server_issues_resource_bound_jwts(oauth_server, http):
     """Metadata, open registration, PKCE-S256-only code flow with ``resource``, JWT access tokens
     verifiable with the JWKS, introspection, refresh with rotation, key rotation, minted tokens."""
     auth = oauth_server
@@ -365,7 +366,7 @@ SCENARIOS = [("jwt", "auto"), ("jwt", "legacy"), ("introspection", "auto")]
 @pytest.mark.parametrize(("verification", "mode"), SCENARIOS, ids=["-".join(s) for s in SCENARIOS])
 def test_sdk_oauth_client_authorizes_and_completes_eliciting_call(
     start_server,
-    oauth_server,  # noqa: F811
+    oauth_server,
     verification,
     mode,
 ):

@@ -19,7 +19,9 @@ import time
 import pytest
 import requests
 
-from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, TAG_HEADER, ModernClient, wait_trace
+from tests.support.clients import TAG_HEADER, ModernClient
+from tests.support.gunicorn import wait_trace
+from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
 
 APP = "tests.apps.rated:app"
 #: [seconds] how long to look for a connection to each of the two workers: they boot one after

@@ -1,8 +1,8 @@
 """Handshake-era sessions shared by every gunicorn worker through a real Redis (ZEMCP_REDIS_URL).
 
 Each test starts its own ``gunicorn -w 4`` (or ``-w 2``) with ``ZEMCP_REDIS_URL`` naming a
-``redis-server`` started on a free loopback port (tests/redisserver.py), and places requests
-on chosen workers with tests/placement.py. Skips, saying so, where redis-server is not
+``redis-server`` started on a free loopback port (tests/support/redisserver.py), and places requests
+on chosen workers with tests/support/placement.py. Skips, saying so, where redis-server is not
 installed.
 """
 
@@ -21,16 +21,12 @@ import requests
 from mcp import types
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import (
-    CONNECT_TIMEOUT,
-    READ_TIMEOUT,
-    ModernClient,
-    SseStream,
-    connection_to_a_worker,
-    trace_records,
-)
-from tests.placement import answer_on, open_standalone, redis_settings, start_call, worker_connection
-from tests.tsclient1 import run_legacy_calls
+from tests.support.clients import ModernClient
+from tests.support.gunicorn import connection_to_a_worker, trace_records
+from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
+from tests.support.placement import answer_on, open_standalone, redis_settings, start_call, worker_connection
+from tests.support.sse import SseStream
+from tests.support.tsclient1 import run_legacy_calls
 
 #: [seconds] bound on the SDK scenario of 50 calls.
 SDK_TIMEOUT = 120
@@ -113,7 +109,7 @@ def test_a_stream_dropped_on_one_worker_resumes_on_another(start_server, redis_s
         stream=True,
     )
     assert response.status_code == 200, response.text
-    resumed = SseStream(response, resumer)
+    resumed = SseStream.from_requests(response, resumer)
     answerer, _ = worker_connection(client, {runner_pid, resumer_pid})
     assert answer_on(client, answerer, ask["id"], "server status").status_code == 202
     result = resumed.next_message()
@@ -132,7 +128,7 @@ def test_a_killed_worker_is_reported_to_the_client_that_resumes(start_server, re
     headers = {**client.headers({"Accept": "text/event-stream", "Content-Type": None}), "Last-Event-ID": last_id}
     response = requests.get(client.url, headers=headers, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), stream=True)
     assert response.status_code == 200, response.text
-    message = SseStream(response, requests.Session()).next_message()
+    message = SseStream.from_requests(response, requests.Session()).next_message()
     assert message["id"] == call["id"] and message["error"]["code"] == -32603, message
     assert "stopped" in message["error"]["message"], message
     assert time.monotonic() - started < 8, "the client learnt of the dead worker only after 8 s"
@@ -221,7 +217,7 @@ def test_list_changed_from_a_worker_that_served_only_2026_07_28_calls_reaches_ev
         stream=True,
     )
     assert response.headers.get("Content-Type", "").startswith("text/event-stream"), response.text
-    listen = SseStream(response, listening)
+    listen = SseStream.from_requests(response, listening)
     assert listen.next_message()["method"] == "notifications/subscriptions/acknowledged"
     announcer, announcer_pid = connection_to_a_worker(ask_pid, {holder_pid, listen_pid})
     assert int(modern_call_on(modern, announcer, "announce")) == announcer_pid

@@ -1,7 +1,7 @@
 """What a call waiting for an answer gets when what it relies on is lost, with sessions shared
 through a real Redis (ZEMCP_REDIS_URL) by two gunicorn workers: the worker that runs it is
 killed, or Redis loses its data. The helpers that place requests on chosen workers are
-tests/placement.py's.
+tests/support/placement.py's.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import time
 import pytest
 import requests
 
-from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, SseStream
-from tests.placement import answer_on, redis_settings, start_call, worker_connection
+from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
+from tests.support.placement import answer_on, redis_settings, start_call, worker_connection
+from tests.support.sse import SseStream
 
 #: What the result of a call whose session Redis lost says (zemcp.state.redis.sessions.LOST).
 LOST = "Redis no longer has it: Redis lost its data"
@@ -41,7 +42,7 @@ def test_an_answer_for_the_call_of_a_worker_killed_a_moment_ago_is_not_accepted(
     headers = {**client.headers({"Accept": "text/event-stream", "Content-Type": None}), "Last-Event-ID": last_id}
     response = requests.get(client.url, headers=headers, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), stream=True)
     assert response.status_code == 200, response.text
-    message = SseStream(response, requests.Session()).next_message()
+    message = SseStream.from_requests(response, requests.Session()).next_message()
     assert message["id"] == call["id"] and message["error"]["code"] == -32603, message
     assert client.rpc("ping") == {}
 

@@ -13,13 +13,14 @@ import time
 
 import pytest
 
-from tests.conftest import McpClient, SseStream
+from tests.support.clients import HandshakeClient
+from tests.support.sse import SseStream
 
 STREAMS_APP = "tests.apps.streams:app"
 EVENT_ID = re.compile(r"^([A-Za-z0-9_-]+)-(\d+)$")
 
 
-def ask(client: McpClient, chatter: int = 0, tool: str = "ask") -> tuple[dict, SseStream, dict]:
+def ask(client: HandshakeClient, chatter: int = 0, tool: str = "ask") -> tuple[dict, SseStream, dict]:
     """Call ``tool`` and read up to its elicitation/create; returns the call, the stream, the question."""
     call = client.call_message({"chatter": chatter} if tool == "ask" else {}, name=tool)
     response, stream = client.open_stream(call)
@@ -31,7 +32,7 @@ def ask(client: McpClient, chatter: int = 0, tool: str = "ask") -> tuple[dict, S
             return call, stream, message
 
 
-def resume(client: McpClient, last_event_id: str) -> SseStream:
+def resume(client: HandshakeClient, last_event_id: str) -> SseStream:
     response, stream = client.get_stream(last_event_id)
     assert response.status_code == 200 and stream is not None, (response.status_code, response.text)
     return stream
@@ -188,7 +189,7 @@ def test_foreign_unknown_and_malformed_ids_are_refused(start_server):
     for bad, status in ((f"{stream_id}-999", 404), ("not an id", 400), ("-5", 400), ("x-1", 404)):
         response, _ = owner.get_stream(bad)
         assert response.status_code == status, (bad, response.status_code, response.text)
-    lost = McpClient(server.url)
+    lost = HandshakeClient(server.url)
     lost.session_id, lost.protocol_version = "nobody.here", owner.protocol_version
     response, _ = lost.get_stream(event_id)
     assert response.status_code == 404
@@ -244,7 +245,7 @@ def test_sse_polling_ends_every_connection_after_the_interval(start_server):
     assert final_of(third, call)["result"]["content"][0]["text"] == "word: p"
 
 
-def eliciting_call_on(connection: http.client.HTTPConnection, client: McpClient) -> http.client.HTTPResponse:
+def eliciting_call_on(connection: http.client.HTTPConnection, client: HandshakeClient) -> http.client.HTTPResponse:
     """Run ze_execute's eliciting call on ``connection`` to its end (the answer goes on the client's own)."""
     call = client.call_message({})
     connection.request("POST", "/mcp", json.dumps(call), client.headers({"Content-Type": "application/json"}))

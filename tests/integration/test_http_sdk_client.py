@@ -4,7 +4,7 @@
 the stateless era without a probe, ``"auto"`` (the default) probes ``server/discover`` and
 adopts the modern era when the server offers it, ``"legacy"`` runs the ``initialize``
 handshake. What went over the wire is read back from the traced server's access log
-(one line per request, with the MCP headers and session ids; tests/conftest.py).
+(one line per request, with the MCP headers and session ids; tests/support/gunicorn.py).
 """
 
 import asyncio
@@ -12,7 +12,8 @@ import asyncio
 import mcp
 from mcp import types
 
-from tests.conftest import MODERN_VERSION, wait_trace
+from tests.support.clients import MODERN_VERSION
+from tests.support.gunicorn import wait_trace
 
 ELICIT_MESSAGE = "Which command would you like to run?"
 #: [seconds] bound on each whole client scenario.

@@ -1,7 +1,7 @@
 """The official MCP Python SDK client resumes a stream across a dropped connection, and gets
 ``list_changed`` on its standalone GET stream.
 
-The client talks to gunicorn through a loopback TCP relay (tests/relay.py). While the
+The client talks to gunicorn through a loopback TCP relay (tests/support/relay.py). While the
 elicitation callback runs, the relay cuts every connection: the call's SSE stream breaks
 mid-call. The SDK reconnects with ``Last-Event-ID`` after the server's ``retry``, the answer
 it POSTs reaches the waiting handler, and the result arrives on the resumed stream.
@@ -13,7 +13,7 @@ import re
 import mcp
 from mcp import types
 
-from tests.relay import Relay
+from tests.support.relay import Relay
 
 STREAMS_APP = "tests.apps.streams:app"
 #: [seconds] bound on the whole client scenario.

@@ -4,12 +4,13 @@ call, one stream per session, capped per process and counted in the thread budge
 
 import time
 
-from tests.conftest import McpClient, SseStream
+from tests.support.clients import HandshakeClient
+from tests.support.sse import SseStream
 
 STREAMS_APP = "tests.apps.streams:app"
 
 
-def open_listener(client: McpClient) -> SseStream:
+def open_listener(client: HandshakeClient) -> SseStream:
     """Open the session's standalone stream and read its priming event."""
     response, stream = client.get_stream()
     assert response.status_code == 200 and stream is not None, (response.status_code, response.text)
@@ -17,7 +18,7 @@ def open_listener(client: McpClient) -> SseStream:
     return stream
 
 
-def call_text(client: McpClient, name: str, arguments: dict | None = None) -> str:
+def call_text(client: HandshakeClient, name: str, arguments: dict | None = None) -> str:
     response = client.post(client.call_message(arguments or {}, name=name))
     assert response.status_code == 200, response.text
     return response.json()["result"]["content"][0]["text"]
@@ -142,10 +143,10 @@ def test_get_needs_the_event_stream_accept_and_a_live_session(start_server):
     client = server.session()
     response, _ = client.get_stream(headers={"Accept": "application/json"})
     assert response.status_code == 406
-    lost = McpClient(server.url)
+    lost = HandshakeClient(server.url)
     lost.session_id, lost.protocol_version = "gone.session", client.protocol_version
     response, _ = lost.get_stream()
     assert response.status_code == 404
-    anonymous = McpClient(server.url)
+    anonymous = HandshakeClient(server.url)
     response, _ = anonymous.get_stream()
     assert response.status_code == 405 and "GET" in response.headers["Allow"]

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, GunicornServer, _lend
+from tests.support import REPO
+from tests.support.gunicorn import GunicornServer, lend
 
 APP = "tests.apps.tasks_app:app"
 #: The URL the page's commands use (the default bind).
@@ -54,7 +55,7 @@ def _clients_server(_log_dir: Path) -> Iterator[GunicornServer]:
 
 @pytest.fixture
 def tasks_server(request: pytest.FixtureRequest, _clients_server: GunicornServer) -> Iterator[GunicornServer]:
-    yield from _lend(request, _clients_server)
+    yield from lend(request, _clients_server)
 
 
 class Shell:

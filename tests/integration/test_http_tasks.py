@@ -6,7 +6,7 @@ task). Most tests share one gunicorn of this module (ten task threads, so that t
 tasks run at once; a 0.2 s poll interval); the limits, the authorization and the graceful
 stop start their own. Handshake-era tests use sessions of protocol 2025-11-25 (SEP-1686:
 ``params.task``, ``tasks/get``, ``tasks/list``, ``tasks/cancel``, ``tasks/result``);
-2026-07-28 tests use :class:`tests.conftest.ModernClient` declaring the
+2026-07-28 tests use :class:`tests.support.clients.ModernClient` declaring the
 ``io.modelcontextprotocol/tasks`` extension (SEP-2663: ``tasks/get``, ``tasks/update``,
 ``tasks/cancel``). Every wait polls with a deadline.
 """
@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 import requests
 
-from tests.conftest import GunicornServer, McpClient, ModernClient, SseStream, _lend
-from tests.integration.oauth_server import oauth_server  # noqa: F401 (a fixture)
+from tests.support.clients import HandshakeClient, ModernClient
+from tests.support.gunicorn import GunicornServer, lend
+from tests.support.sse import SseStream
 
 APP = "tests.apps.tasks_app:app"
 TASKS_VERSION = "2025-11-25"
@@ -71,20 +72,20 @@ def _tasks_server(_log_dir: Path, cancel_log: Path) -> Iterator[GunicornServer]:
 @pytest.fixture
 def tasks_server(request: pytest.FixtureRequest, _tasks_server: GunicornServer) -> Iterator[GunicornServer]:
     """The module's gunicorn running the task app; its clients are closed after each test."""
-    yield from _lend(request, _tasks_server)
+    yield from lend(request, _tasks_server)
 
 
 # -- helpers: the handshake era -------------------------------------------------------------
 
 
-def session(server: GunicornServer) -> McpClient:
+def session(server: GunicornServer) -> HandshakeClient:
     """A live session of protocol 2025-11-25 (the handshake-era version with tasks), with elicitation."""
     client = server.session(protocol_version=TASKS_VERSION)
     assert client.protocol_version == TASKS_VERSION
     return client
 
 
-def call_message(client: McpClient, name: str, arguments: dict, task: dict | None) -> dict:
+def call_message(client: HandshakeClient, name: str, arguments: dict, task: dict | None) -> dict:
     """A tools/call message, task-augmented with ``params.task`` when ``task`` is given."""
     message = client.call_message(arguments, name=name)
     if task is not None:
@@ -92,7 +93,7 @@ def call_message(client: McpClient, name: str, arguments: dict, task: dict | Non
     return message
 
 
-def create_task(client: McpClient, name: str, arguments: dict, ttl: int = 60000) -> dict:
+def create_task(client: HandshakeClient, name: str, arguments: dict, ttl: int = 60000) -> dict:
     """Create a task by a task-augmented tools/call, which must answer at once; returns the Task."""
     response = client.post(call_message(client, name, arguments, {"ttl": ttl}))
     assert response.status_code == 200, (response.status_code, response.text)
@@ -115,17 +116,17 @@ def error_of(response: requests.Response) -> dict:
     return body["error"]
 
 
-def tasks_request(client: McpClient, method: str, task_id: str) -> requests.Response:
+def tasks_request(client: HandshakeClient, method: str, task_id: str) -> requests.Response:
     """A tasks/* request naming ``task_id``, read in full."""
     return client.request(method, {"taskId": task_id})
 
 
-def result_message(client: McpClient, task_id: str) -> dict:
+def result_message(client: HandshakeClient, task_id: str) -> dict:
     """A tasks/result request message with a fresh id."""
     return {"jsonrpc": "2.0", "id": client.new_id(), "method": "tasks/result", "params": {"taskId": task_id}}
 
 
-def open_result_stream(client: McpClient, task_id: str) -> tuple[dict, SseStream]:
+def open_result_stream(client: HandshakeClient, task_id: str) -> tuple[dict, SseStream]:
     """Open tasks/result of a running task: it must answer text/event-stream; the message and the stream."""
     message = result_message(client, task_id)
     response, stream = client.open_stream(message)
@@ -152,7 +153,7 @@ def poll(get: Callable[[], dict], done: Callable[[dict], bool], deadline: float,
         time.sleep(POLL)
 
 
-def handshake_get(client: McpClient, task_id: str) -> Callable[[], dict]:
+def handshake_get(client: HandshakeClient, task_id: str) -> Callable[[], dict]:
     """The tasks/get of ``task_id`` in ``client``'s session, as a function returning the Task."""
     return lambda: client.rpc("tasks/get", {"taskId": task_id})
 
@@ -318,7 +319,7 @@ def test_a_listen_stream_follows_a_modern_task_to_its_end(tasks_server):
         client.url, data=json.dumps(message), headers=client.headers(message), stream=True, timeout=(5, 10)
     )
     assert response.headers["Content-Type"].startswith("text/event-stream"), response.text
-    stream = SseStream(response, requests.Session())
+    stream = SseStream.from_requests(response, requests.Session())
     try:
         ack = stream.next_message()
         assert ack["method"] == "notifications/subscriptions/acknowledged", ack
@@ -423,7 +424,7 @@ def test_handshake_task_asks_on_the_result_stream(tasks_server):
 def test_handshake_task_asks_the_model_and_for_roots_on_the_result_stream(tasks_server):
     """A task's sampling/createMessage and roots/list requests go out together on the
     tasks/result stream with the related-task _meta; the POSTed answers reach the handler."""
-    client = McpClient(tasks_server.url)
+    client = HandshakeClient(tasks_server.url)
     response = client.initialize(
         protocol_version=TASKS_VERSION, capabilities={"sampling": {}, "roots": {}, "elicitation": {}}
     )
@@ -501,7 +502,7 @@ def test_handshake_task_is_invisible_to_another_session_and_era(tasks_server):
     assert modern_id not in {t["taskId"] for t in owner.rpc("tasks/list")["tasks"]}
 
 
-def test_modern_task_is_invisible_to_another_principal(start_server, oauth_server):  # noqa: F811 (the fixture)
+def test_modern_task_is_invisible_to_another_principal(start_server, oauth_server):
     """2026-07-28 with authorization: a task Alice created is unknown (-32602) to Bob's
     tasks/get, tasks/update and tasks/cancel; Bob's cancel does not stop it; Alice reads it."""
     server = start_server(

@@ -1,7 +1,7 @@
 """Tasks shared by every gunicorn worker through a real Redis (ZEMCP_REDIS_URL).
 
 Each test starts its own gunicorn with several workers and ``ZEMCP_REDIS_URL`` naming a
-``redis-server`` on a free loopback port (tests/redisserver.py), and places requests on
+``redis-server`` on a free loopback port (tests/support/redisserver.py), and places requests on
 chosen workers: a kept-alive connection stays with the worker that accepted it, and the app's
 ``whoami`` tool (a plain call without the tasks extension) names that worker's pid. The task
 runs in the worker that created it; another worker reads it, answers its question, cancels
@@ -21,7 +21,10 @@ import pytest
 import redis
 import requests
 
-from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, McpClient, ModernClient, SseStream, connection_to_a_worker
+from tests.support.clients import HandshakeClient, ModernClient
+from tests.support.gunicorn import connection_to_a_worker
+from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
+from tests.support.sse import SseStream
 
 APP = "tests.apps.tasks_app:app"
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -51,7 +54,7 @@ class Pinned:
         response = http.post(
             self.url, data=json.dumps(message), headers=headers, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
         )
-        return ModernClient.reply(response, message["id"])
+        return self.client.reply(response, message["id"])
 
     def rpc(self, method: str, params: dict) -> dict:
         return self._send(self.http, self.client.message(method, params))
@@ -96,7 +99,7 @@ def test_another_worker_reads_answers_and_cancels_a_task_running_elsewhere(start
 
 def test_a_session_task_streams_its_question_and_result_through_another_worker(start_server, redis_server):
     server = start_server(app=APP, **redis_settings(redis_server.url))
-    client = McpClient(server.url)
+    client = HandshakeClient(server.url)
     assert client.initialize(protocol_version="2025-11-25").status_code == 200
 
     def ask_pid(http: requests.Session) -> int:
@@ -119,7 +122,7 @@ def test_a_session_task_streams_its_question_and_result_through_another_worker(s
         client.url, json=fetch, headers=client.headers(), timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), stream=True
     )
     assert response.headers["Content-Type"].startswith("text/event-stream"), response.text
-    stream = SseStream(response, reader)
+    stream = SseStream.from_requests(response, reader)
     try:
         question = None
         while question is None:
@@ -156,13 +159,13 @@ def test_a_task_whose_worker_was_killed_is_reported_failed(start_server, redis_s
 STALL = 2.5
 
 
-def session_task(client: McpClient, name: str, arguments: dict) -> str:
+def session_task(client: HandshakeClient, name: str, arguments: dict) -> str:
     """Create a 2025-11-25 task in ``client``'s session; returns its id."""
     params = {"name": name, "arguments": arguments, "task": {"ttl": 60000}}
     return client.rpc("tools/call", params)["task"]["taskId"]
 
 
-def session_until(client: McpClient, task_id: str, done, timeout: float = 15.0) -> dict:
+def session_until(client: HandshakeClient, task_id: str, done, timeout: float = 15.0) -> dict:
     """``tasks/get`` of a 2025-11-25 task, every 0.1 s until ``done(task)``."""
     deadline = time.monotonic() + timeout
     while True:

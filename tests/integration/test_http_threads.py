@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GunicornServer, ModernClient
+from tests.support.clients import ModernClient
+from tests.support.gunicorn import GunicornServer
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 It speaks the handshake era only: ``initialize``, a session, and elicitations pushed on the
 call's event stream and answered by a POST. tests/node/legacy_client.cjs makes every HTTP
-request on a connection of its own (tests/tsclient1.py has the helper, which other tests
+request on a connection of its own (tests/support/tsclient1.py has the helper, which other tests
 use with several workers and a shared state backend); here it runs against one worker with
 the in-process state. The ``ts_sdk1_modules`` fixture installs Node 22 and the SDK with npm
 into a cache folder and skips, saying why, without npm.
@@ -14,9 +14,10 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import SUPPORTED_VERSIONS, wait_trace
-from tests.nodeinstall import NODE_VERSION
-from tests.tsclient1 import SDK_MAJOR, run_legacy_calls
+from tests.support.clients import SUPPORTED_VERSIONS
+from tests.support.gunicorn import wait_trace
+from tests.support.nodeinstall import NODE_VERSION
+from tests.support.tsclient1 import SDK_MAJOR, run_legacy_calls
 
 CALLS = 10
 #: [seconds] bound on one run of the client (it takes about 1 s).

@@ -22,8 +22,9 @@ import requests
 from mcp import types
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.conftest import SUPPORTED_VERSIONS, ModernClient, TraceRecord, trace_records, wait_trace
-from tests.placement import answer_on, redis_settings, start_call, worker_connection
+from tests.support.clients import SUPPORTED_VERSIONS, ModernClient
+from tests.support.gunicorn import TraceRecord, trace_records, wait_trace
+from tests.support.placement import answer_on, redis_settings, start_call, worker_connection
 
 WORKERS = 4
 #: gunicorn threads per worker: a pending budget of 4 (docs/configuration.md, "Derived values").

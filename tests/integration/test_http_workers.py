@@ -5,7 +5,7 @@ A stateless call's rounds are independent HTTP requests: with ``ZEMCP_WORKERS=4`
 fresh connection per request, round 2 often reaches another worker than round 1, which
 can open the ``requestState`` only because gunicorn.conf.py makes one key in the master
 before forking. Which worker served each request is read from the traced access log
-(gunicorn's ``%(p)s``, tests/conftest.py ``TRACE_FORMAT``); a tag header names each request.
+(gunicorn's ``%(p)s``, tests/support/gunicorn.py ``TRACE_FORMAT``); a tag header names each request.
 
 A handshake-era session lives in the worker that created it (the in-process backend): a
 request of it that reaches the other of two workers gets a 404 saying so and naming
@@ -24,7 +24,9 @@ from functools import partial
 import pytest
 import requests
 
-from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, TAG_HEADER, ModernClient, connection_to_a_worker, wait_trace
+from tests.support.clients import TAG_HEADER, ModernClient
+from tests.support.gunicorn import connection_to_a_worker, wait_trace
+from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
 from zemcp.state import workers
 
 WORKERS = 4
@@ -208,7 +210,7 @@ def worker_pid(server, http: requests.Session) -> int:
         headers=probe.headers(message, {"Connection": "keep-alive"}),
         timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
     )
-    text = ModernClient.reply(response, message["id"])["result"]["content"][0]["text"]
+    text = probe.reply(response, message["id"])["result"]["content"][0]["text"]
     return int(re.search(r"^pid: (\d+)$", text, re.M).group(1))
 
 

@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from tests.conftest import HOST, REPO, free_port
-from tests.processes import stop_group
+from tests.support import REPO
+from tests.support.net import HOST, free_port
+from tests.support.processes import stop_group
 
 #: [seconds] bound on a start, and on a stop after the parent exited (the watch looks each second).
 TIMEOUT = 20

@@ -12,8 +12,10 @@ import pytest
 import requests
 from click.testing import CliRunner
 
-from tests.conftest import ACCEPT, CONNECT_TIMEOUT, HOST, READ_TIMEOUT, REPO, free_port
-from tests.processes import stop_group
+from tests.support import REPO
+from tests.support.clients import ACCEPT
+from tests.support.net import CONNECT_TIMEOUT, HOST, READ_TIMEOUT, free_port
+from tests.support.processes import stop_group
 from zemcp.cli.serve import main
 from zemcp.state.session import fingerprint
 

@@ -11,7 +11,8 @@ import pytest
 from mcp import types
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.conftest import MODERN_VERSION, REPO
+from tests.support import REPO
+from tests.support.clients import MODERN_VERSION
 
 #: [seconds] bound on each whole client scenario (the subprocess starts in it).
 SCENARIO_TIMEOUT = 40

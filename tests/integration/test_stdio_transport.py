@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MODERN_VERSION, REPO
-from tests.processes import stop_group
+from tests.support import REPO
+from tests.support.clients import MODERN_VERSION
+from tests.support.processes import stop_group
 from zemcp.eras.handshake.call import INITIALIZED_GRACE
 
 #: [seconds] bound on each read of a line and on the process's exit.

@@ -9,7 +9,7 @@
 // ze_execute {"command": "session show"} in the same session.
 //
 // Usage: node late_answer_client.cjs <node_modules dir> <url> <hold seconds> <timeout seconds>
-// <node_modules dir> holds @modelcontextprotocol/sdk 1.x (tests/tsclient1.py installs it).
+// <node_modules dir> holds @modelcontextprotocol/sdk 1.x (tests/support/tsclient1.py installs it).
 // Prints one JSON line, the summary (see `summary` below); exit code 0 when the run finished
 // (whatever the server answered: the test judges the summary), 1 when it failed or ran past
 // <timeout seconds>, 2 for bad arguments.

@@ -7,7 +7,7 @@
 // session's requests, and an elicitation's answer, over the workers.
 //
 // Usage: node legacy_client.cjs <node_modules dir> <url> <calls> <concurrency> <timeout seconds>
-// <node_modules dir> holds @modelcontextprotocol/sdk 1.x and undici (tests/tsclient1.py
+// <node_modules dir> holds @modelcontextprotocol/sdk 1.x and undici (tests/support/tsclient1.py
 // installs them). Prints one JSON line, the summary (see `summary` below); exit code 0 when
 // every call succeeded and no connection carried two requests, else 1 (2 for bad arguments).
 // The whole run is bounded by <timeout seconds>: at the deadline the summary is printed with

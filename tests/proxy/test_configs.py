@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 
 import zemcp
-from tests.proxy.harness import DEPLOY
+from tests.support.proxies import DEPLOY
 from zemcp.state import workers
 from zemcp.state.session import Session
 

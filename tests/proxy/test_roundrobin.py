@@ -2,7 +2,7 @@
 
 The file spreads every request round robin and routes nothing by session; it is meant for
 instances that share their state in Redis (``ZEMCP_REDIS_URL``), which tests with the
-``start_stack("nginx-roundrobin", redis_url=...)`` fixture of tests/proxy/conftest.py
+``start_stack("nginx-roundrobin", redis_url=...)`` fixture of tests/support/stacks.py
 start. Without Redis, as here, it serves 2026-07-28 clients, which are stateless, and not
 handshake-era sessions, whose requests reach instances that do not know them.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.conftest import McpClient, ModernClient
-from tests.proxy.harness import Stack, parse_pid
+from tests.support.clients import HandshakeClient, ModernClient
+from tests.support.proxies import Stack, parse_pid
 
 #: Eliciting 2026-07-28 calls, and how many run at once.
 MODERN_CALLS = 30
@@ -51,7 +51,7 @@ def test_roundrobin_without_shared_state_breaks_handshake_sessions(start_stack):
     """A handshake-era session behind round robin without Redis: only the requests that happen
     to reach its owner are served; the others get 404 and a routing warning on their instance."""
     stack = start_stack("nginx-roundrobin")
-    client = McpClient(stack.proxy.url)
+    client = HandshakeClient(stack.proxy.url)
     try:
         response = client.initialize(initialized=False)
         assert response.status_code == 200, (response.status_code, response.text)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tests.conftest import McpClient
-from tests.proxy.harness import parse_pid
+from tests.support.clients import HandshakeClient
+from tests.support.proxies import parse_pid
 
 #: Eliciting calls of the session, each answered through the proxy.
 CALLS = 12
@@ -14,7 +14,7 @@ CALLS = 12
 
 def test_a_session_is_served_by_every_instance_behind_round_robin(start_stack, redis_server):
     stack = start_stack("nginx-roundrobin", redis_url=redis_server.url)
-    client = McpClient(stack.proxy.url)
+    client = HandshakeClient(stack.proxy.url)
     try:
         assert client.initialize().status_code == 200
         served: Counter[str] = Counter()

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import requests
 
-from tests.conftest import McpClient
-from tests.proxy.harness import parse_pid
+from tests.support.clients import HandshakeClient
+from tests.support.proxies import parse_pid
 
 #: Sessions of the routing test, and how many run at once.
 SESSIONS = 100
@@ -28,20 +28,20 @@ REQUESTS_PER_SESSION = 7
 ELICITATION_LATENCY_LIMIT = 1.0
 
 
-def owner(client: McpClient) -> str:
+def owner(client: HandshakeClient) -> str:
     """The instance named by the client's session id."""
     return client.session_id.partition(".")[0]
 
 
-def initialized(stack) -> McpClient:
+def initialized(stack) -> HandshakeClient:
     """A client with a session created through the proxy (declares elicitation)."""
-    client = McpClient(stack.proxy.url)
+    client = HandshakeClient(stack.proxy.url)
     response = client.initialize()
     assert response.status_code == 200, (response.status_code, response.text)
     return client
 
 
-def elicit_round_trip(client: McpClient) -> int:
+def elicit_round_trip(client: HandshakeClient) -> int:
     """An eliciting ze_execute answered with ``server status``; returns the pid in the result."""
     call, _, stream, ask = client.start_elicitation()
     answer = client.accept(ask["id"], {"command": "server status"})
@@ -53,7 +53,7 @@ def elicit_round_trip(client: McpClient) -> int:
     return parse_pid(result["result"]["content"][0]["text"])
 
 
-def plain_calls(client: McpClient) -> None:
+def plain_calls(client: HandshakeClient) -> None:
     """tools/list and ``session show``, both answered by the session's owner."""
     tools = client.rpc("tools/list")["tools"]
     assert [t["name"] for t in tools] == ["ze_execute"], tools
@@ -108,7 +108,7 @@ def test_every_request_of_every_session_reaches_its_owner(stack):
 
 def test_sessions_of_a_stopped_instance_get_404_and_move(stack):
     """After c stops, its sessions get 404 and re-initialize on a or b; a's and b's go on."""
-    clients: list[McpClient] = []
+    clients: list[HandshakeClient] = []
     try:
         while min(Counter(owner(c) for c in clients).get(n, 0) for n in stack.instances) < 3:
             assert len(clients) < 60, Counter(owner(c) for c in clients)

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support import REPO
 from zemcp.config import Settings, is_loopback_host, reference
 from zemcp.config.declaration import declarations
 

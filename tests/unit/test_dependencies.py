@@ -4,7 +4,7 @@ import configparser
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.support import REPO
 
 
 def test_serving_imports_no_client_library():

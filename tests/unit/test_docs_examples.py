@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support import REPO
 
 EXAMPLES = [
     ("docs/cli.md", "examples/hello.py"),

@@ -8,7 +8,7 @@ import logging
 import types
 
 import zemcp
-from tests.conftest import REPO
+from tests.support import REPO
 
 QUESTION = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Required, TypedDict
 import jsonschema
 import pytest
 
-from tests.unit.schema_examples import Point
+from tests.support.schema_examples import Point
 from zemcp.core import forms
 from zemcp.protocol.elicitation import check_requested_schema
 

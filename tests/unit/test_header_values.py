@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.unit.header_checks import refused
+from tests.support.header_checks import refused
 from zemcp.protocol.header_values import HEADER_MISMATCH, decode_value, encode_value
 
 

@@ -3,7 +3,7 @@
 import pytest
 from werkzeug.datastructures import EnvironHeaders, Headers
 
-from tests.unit.header_checks import V, refused
+from tests.support.header_checks import V, refused
 from zemcp.protocol.header_values import encode_value
 from zemcp.protocol.headers import check_standard
 

@@ -7,7 +7,7 @@ import pytest
 from werkzeug.datastructures import Headers
 
 import zemcp
-from tests.unit.header_checks import V, refused
+from tests.support.header_checks import V, refused
 from zemcp.core import schemas
 from zemcp.core.tools import Tool
 from zemcp.protocol.header_values import encode_value

@@ -18,7 +18,7 @@ pytest.importorskip("pydantic", reason="the pydantic package is not installed (p
 from pydantic import BaseModel, Field, computed_field
 
 from tests.apps.pydantic_orders import Address, Confirmation, Delivery, Order, Receipt, Size
-from tests.conftest import REPO
+from tests.support import REPO
 from zemcp.core.forms import elicitation_schema, from_content
 from zemcp.core.questions import Elicit
 from zemcp.core.results import to_result

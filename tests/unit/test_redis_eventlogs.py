@@ -4,7 +4,8 @@ Two "processes" (each with its own Redis clients, Node and RedisReplay, as two g
 workers would have) share one Redis and each has its own RedisStreamLogs of one session: what
 one writes, the other replays and follows; taking a stream over, ending a connection and a
 writer's death reach across; every key expires. The stream part of the state contract
-(tests/unit/test_state_contracts.py) runs here too, on one process.
+(tests/support/state_contract.py, whose checks tests/unit/test_state_contracts.py runs on
+every backend) runs here too, on one process.
 """
 
 import json
@@ -15,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.unit import test_state_contracts as contract
+from tests.support import state_contract as contract
 from zemcp.config import Settings, StreamLimits
 from zemcp.state.redis.client import Redis
 from zemcp.state.redis.eventlogs import RedisStreamLogs
@@ -292,17 +293,7 @@ def test_redis_trouble_is_state_unavailable_and_ends_a_read_quietly(start, start
     assert list(log.read(token, 0, 0.05)) == []
 
 
-CONTRACT = [
-    contract.test_a_stream_replays_what_follows_an_event_id,
-    contract.test_a_bad_or_unknown_event_id_is_refused,
-    contract.test_resuming_from_before_the_replay_buffer_is_gone,
-    contract.test_a_new_standalone_stream_replaces_the_earlier_one,
-    contract.test_closing_a_sessions_streams_ends_the_standalone_one_and_forgets_them_all,
-    contract.test_an_unread_stream_is_abandoned_after_its_window,
-    contract.test_a_finished_stream_stays_resumable_for_its_window_then_is_forgotten,
-    contract.test_a_forgotten_stream_cannot_be_resumed,
-    contract.test_ending_a_connection_on_purpose_stops_its_reader_but_not_the_stream,
-]
+CONTRACT = contract.STREAM_CHECKS
 
 
 @pytest.mark.parametrize("case", CONTRACT, ids=[case.__name__ for case in CONTRACT])

@@ -10,7 +10,8 @@ import pytest
 from werkzeug.test import Client
 
 import zemcp
-from tests.conftest import REPO, free_port
+from tests.support import REPO
+from tests.support.net import free_port
 from zemcp import logsafe
 from zemcp.config import Settings
 

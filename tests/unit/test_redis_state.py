@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.unit.test_state_contracts import Ended, RunningCall
+from tests.support.state_contract import Channel, Ended, RunningCall
 from zemcp.config import Settings
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import AnswerLost, RequestCancelled, SessionEnded
@@ -204,8 +204,6 @@ def test_every_key_expires(workers, redis_server):
 
 
 def test_a_list_change_in_one_process_reaches_a_listen_stream_of_the_other(workers):
-    from tests.unit.test_state_contracts import Channel
-
     a, b = workers
     channel = Channel()
     acknowledged, kinds, uris = a.fanout.honoured({"toolsListChanged": True}, {"toolsListChanged": True})
@@ -222,8 +220,6 @@ def test_a_process_announces_to_the_others_from_its_first_request_whatever_it_se
     """b's announcements before it serves (its app's registrations) stay in b; once it serves a
     request that needs nothing else of Redis (a 2026-07-28 call), they reach a's standalone
     stream and a's listen stream."""
-    from tests.unit.test_state_contracts import Channel
-
     a, b = workers
     session = new_session(a)
     log = session.streams.open(STANDALONE)
@@ -245,8 +241,6 @@ def test_a_process_announces_to_the_others_from_its_first_request_whatever_it_se
 def test_a_listen_stream_hears_what_is_announced_right_after_its_acknowledgement(workers):
     """a's node starts with its first listen stream, whose acknowledgement waits until a hears
     the bus: an announcement b makes at once reaches the stream."""
-    from tests.unit.test_state_contracts import Channel
-
     a, b = workers
     b.state.serving()
     channel = Channel()

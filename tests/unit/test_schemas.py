@@ -6,7 +6,7 @@ import jsonschema
 import pytest
 
 import zemcp
-from tests.unit.schema_examples import Color, Options, Point, Query, Shape, schema_of
+from tests.support.schema_examples import Color, Options, Point, Query, Shape, schema_of
 from zemcp.core import schemas
 
 # -- input schemas -----------------------------------------------------------------------

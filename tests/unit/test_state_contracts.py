@@ -14,6 +14,8 @@ import time
 
 import pytest
 
+from tests.support import state_contract as contract
+from tests.support.state_contract import SETTINGS, Channel, Ended, Opened, RunningCall, answer_when_sent, new_session
 from zemcp.config import Settings
 from zemcp.config.rates import parse_rate
 from zemcp.protocol import jsonrpc
@@ -22,43 +24,9 @@ from zemcp.state import BACKENDS, open_state
 from zemcp.state.fanout import ListenLimitReached
 from zemcp.state.ratelimits import CLIENT_SCOPE, Limit
 from zemcp.state.sessionstore import SessionLimitReached, SessionNotFound, SessionRequired
-from zemcp.state.streamlogs import KEEPALIVE, REQUEST, STANDALONE, BadEventId, StreamGone, StreamNotFound, retry_field
+from zemcp.state.streamlogs import STANDALONE
 from zemcp.state.tasks import TaskLimitReached, TaskRecord
 from zemcp.state.waitingcalls import CapacityError, Delivery
-
-SETTINGS = dict(
-    instance="contract",
-    max_sessions=3,
-    session_ttl=60.0,
-    max_pending=4,
-    max_pending_per_session=2,
-    max_listen_streams=2,
-    stream_buffer_events=4,
-    resume_window=5.0,
-    max_tasks=3,
-    client_share=0.5,
-)
-
-
-class Ended:
-    """The on_session_end callback: records (session id, why)."""
-
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, session, why):
-        self.calls.append((session.id, why))
-
-
-class Opened:
-    """One backend's state, and what its sessions' ends announced."""
-
-    def __init__(self, backend, **extra):
-        self.ended = Ended()
-        built = open_state(Settings(**SETTINGS, state_backend=backend, **extra), self.ended)
-        self.sessions, self.pending, self.fanout = built.sessions, built.pending, built.fanout
-        self.limiter = built.limiter
-        self.tasks = built.tasks
 
 
 @pytest.fixture(params=BACKENDS)
@@ -68,82 +36,6 @@ def state(request):
     opened = Opened(request.param, **extra)
     yield opened
     opened.sessions.close()
-
-
-class Outlet:
-    """A reply sink as the waiting-calls table sees it: records what is sent."""
-
-    tick_interval = 0.05
-
-    def __init__(self):
-        self.sent = []
-
-    def send(self, message):
-        self.sent.append(message)
-        return True
-
-    def tick(self):
-        pass
-
-
-class Channel(Outlet):
-    """A listen stream's sink: records notifications, the final response and close callbacks."""
-
-    def __init__(self):
-        super().__init__()
-        self.final = None
-        self._on_close = []
-
-    def finish(self, response):
-        self.final = response
-
-    def on_close(self, callback):
-        self._on_close.append(callback)
-
-    def close(self):
-        for callback in self._on_close:
-            callback()
-
-
-class RunningCall:
-    """A running request of a session, as the seams see it."""
-
-    def __init__(self, session, request_id=1, client_key=None):
-        self.session = session
-        self.request_id = request_id
-        self.client_key = client_key
-        self.sink = Outlet()
-        self.aborted = None
-
-    def abort(self, reason):
-        if self.aborted is None:
-            self.aborted = reason
-            return True
-        return False
-
-    def raise_if_aborted(self):
-        if self.aborted is not None:
-            raise self.aborted
-
-
-def new_session(state, principal=None):
-    return state.sessions.create("2025-11-25", {"name": "contract"}, {"elicitation": {}}, principal)
-
-
-def answer_when_sent(state, session, call, result, count=1):
-    """Answer the first ``count`` requests ``call`` sends, from another thread, as a client would."""
-
-    def answer():
-        deadline = time.monotonic() + 5
-        while len([m for m in call.sink.sent if "method" in m and "id" in m]) < count:
-            assert time.monotonic() < deadline, "the request was never sent"
-            time.sleep(0.01)
-        for message in [m for m in call.sink.sent if "id" in m][:count]:
-            assert state.pending.resolve(session.id, jsonrpc.Response(message["id"], result, None)) is Delivery.TAKEN
-
-    thread = threading.Thread(target=answer)
-    thread.start()
-    return thread
 
 
 # -- SessionStore ----------------------------------------------------------------------------
@@ -366,67 +258,27 @@ def test_a_call_aborted_before_it_asks_sends_nothing(state):
 
 
 def test_a_stream_replays_what_follows_an_event_id(state):
-    streams = new_session(state).streams
-    log = streams.open(REQUEST)
-    assert log.kind == REQUEST
-    log.prime()
-    log.append(b'{"n":1}')
-    second = log.append(b'{"n":2}')
-    assert second.startswith(f"id: {log.id}-3\n".encode())
-    found, number = streams.find(f"{log.id}-2")
-    assert found is log and number == 2
-    log.finish(b'{"n":3}')
-    token = log.attach(holds_place=True)
-    assert log.reads(token) and log.attached and log.reader_holds_place
-    replayed = [item for item in log.read(token, number, 0.05) if item is not KEEPALIVE]
-    assert replayed == [second, f"id: {log.id}-4\nevent: message\n".encode() + b'data: {"n":3}\n\n']
-    assert log.finished
+    contract.a_stream_replays_what_follows_an_event_id(state)
 
 
 def test_a_bad_or_unknown_event_id_is_refused(state):
-    streams = new_session(state).streams
-    streams.open(REQUEST)
-    with pytest.raises(BadEventId, match="is not an event id of this server"):
-        streams.find("not an id")
-    with pytest.raises(StreamNotFound):
-        streams.find("abcdefgh-1")
+    contract.a_bad_or_unknown_event_id_is_refused(state)
 
 
 def test_resuming_from_before_the_replay_buffer_is_gone(state):
-    log = new_session(state).streams.open(REQUEST)
-    for n in range(SETTINGS["stream_buffer_events"] + 2):
-        log.append(b'{"n":%d}' % n)
-    with pytest.raises(StreamGone):
-        log.check(1)
-    log.check(log.position - 1)
+    contract.resuming_from_before_the_replay_buffer_is_gone(state)
 
 
 def test_a_new_standalone_stream_replaces_the_earlier_one(state):
-    streams = new_session(state).streams
-    first = streams.open(STANDALONE)
-    second = streams.open(STANDALONE)
-    assert streams.standalone is second and first is not second
+    contract.a_new_standalone_stream_replaces_the_earlier_one(state)
 
 
 def test_closing_a_sessions_streams_ends_the_standalone_one_and_forgets_them_all(state):
-    streams = new_session(state).streams
-    log, standalone = streams.open(REQUEST), streams.open(STANDALONE)
-    log.append(b"{}")
-    closed = streams.close()
-    assert log in closed and standalone in closed
-    assert standalone.finished and not log.finished, "a request's stream is ended by its handler"
-    with pytest.raises(StreamNotFound):
-        streams.find(f"{log.id}-1")
-    assert len(streams) == 0 and streams.standalone is None
+    contract.closing_a_sessions_streams_ends_the_standalone_one_and_forgets_them_all(state)
 
 
 def test_an_unread_stream_is_abandoned_after_its_window(state):
-    log = new_session(state).streams.open(REQUEST)
-    token = log.attach()
-    assert not log.abandoned()
-    log.detach(token)
-    assert not log.abandoned(time.monotonic())
-    assert log.abandoned(time.monotonic() + SETTINGS["resume_window"] + 1)
+    contract.an_unread_stream_is_abandoned_after_its_window(state)
 
 
 # -- FanOut ------------------------------------------------------------------------------------
@@ -516,39 +368,15 @@ def test_the_caps_are_the_settings(state):
 
 
 def test_a_finished_stream_stays_resumable_for_its_window_then_is_forgotten(state):
-    streams = new_session(state).streams
-    log = streams.open(REQUEST)
-    log.append(b'{"n":1}')
-    log.finish(b'{"n":2}')
-    streams.ended(log)
-    assert log.finished and log.size > 0
-    assert streams.find(f"{log.id}-1")[0] is log, "a finished stream is kept for a client that lost its connection"
-    assert not log.expired(time.monotonic())
-    later = time.monotonic() + SETTINGS["resume_window"] + 1
-    assert log.expired(later)
-    assert log in streams.prune(later)
-    with pytest.raises(StreamNotFound):
-        streams.find(f"{log.id}-1")
+    contract.a_finished_stream_stays_resumable_for_its_window_then_is_forgotten(state)
 
 
 def test_a_forgotten_stream_cannot_be_resumed(state):
-    streams = new_session(state).streams
-    log = streams.open(REQUEST)
-    log.append(b"{}")
-    streams.forget(log)
-    with pytest.raises(StreamNotFound):
-        streams.find(f"{log.id}-1")
+    contract.a_forgotten_stream_cannot_be_resumed(state)
 
 
 def test_ending_a_connection_on_purpose_stops_its_reader_but_not_the_stream(state):
-    log = new_session(state).streams.open(REQUEST)
-    token = log.attach()
-    log.append(b'{"n":1}')
-    log.end_connection()
-    read = list(log.read(token, 0, 0.05))
-    assert read[-1] == retry_field(log.limits), "the reader ends after telling the client when to come back"
-    assert not log.finished, "the stream lives on for the client to resume"
-    assert log.append(b'{"n":2}') is not None
+    contract.ending_a_connection_on_purpose_stops_its_reader_but_not_the_stream(state)
 
 
 # -- the token buckets of the rate limits -------------------------------------------------

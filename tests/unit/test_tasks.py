@@ -11,10 +11,11 @@ import threading
 import time
 
 import pytest
-from werkzeug.test import Client
 
 import zemcp
 from tests.apps.tasks_app import RAN, make_server
+from tests.support.clients import HandshakeClient, ModernClient
+from tests.support.wires import InProcessWire
 from zemcp.core.task_writes import KEPT, KeptWrites
 from zemcp.core.tasks import STOPPED_MESSAGE, TaskRunner, task_object
 from zemcp.protocol.tasks import EXTENSION, timestamp
@@ -120,53 +121,28 @@ def test_a_tool_refuses_an_unknown_task_support():
 
 
 class Http:
-    """A werkzeug test client speaking JSON-RPC in either era."""
+    """The task server in process (werkzeug, a server that serves one request at a time) and a
+    client of each era on it, whose answers come back as JSON-RPC bodies."""
 
     def __init__(self, **settings):
         self.server = make_server(**settings)
-        self.client = Client(zemcp.McpApp(self.server))
-        self.session: str | None = None
-        self.ids = iter(range(1, 10_000))
+        self.wire = InProcessWire(zemcp.McpApp(self.server), multithread=False)
+        self.handshake = HandshakeClient(self.wire, "t")
+        self.stateless = ModernClient(self.wire, "t", capabilities=TASKS)
+
+    @property
+    def session(self) -> str | None:
+        """The handshake client's session id, once initialized."""
+        return self.handshake.session_id
 
     def initialize(self, version: str = "2025-11-25") -> dict:
-        body = self._post(
-            {
-                "jsonrpc": "2.0",
-                "id": next(self.ids),
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": version,
-                    "capabilities": {"elicitation": {}},
-                    "clientInfo": {"name": "t"},
-                },
-            },
-            {},
-        )
-        return body["result"]
+        return self.wire.json(self.handshake.initialize(protocol_version=version, initialized=False))["result"]
 
     def legacy(self, method: str, params: dict | None = None) -> dict:
-        return self._post({"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params or {}}, {})
+        return self.wire.json(self.handshake.request(method, params or {}))
 
     def modern(self, method: str, params: dict | None = None, capabilities: dict | None = None) -> dict:
-        params = dict(params or {})
-        params["_meta"] = {
-            "io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": TASKS if capabilities is None else capabilities,
-        }
-        headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": method}
-        name = params.get("name", params.get("taskId"))
-        if isinstance(name, str):
-            headers["Mcp-Name"] = name
-        return self._post({"jsonrpc": "2.0", "id": next(self.ids), "method": method, "params": params}, headers)
-
-    def _post(self, message: dict, headers: dict) -> dict:
-        headers = {"Accept": "application/json, text/event-stream", **headers}
-        if self.session is not None and "MCP-Protocol-Version" not in headers:
-            headers["Mcp-Session-Id"] = self.session
-        response = self.client.post("/mcp", data=json.dumps(message), content_type="application/json", headers=headers)
-        if message["method"] == "initialize":
-            self.session = response.headers["Mcp-Session-Id"]
-        return json.loads(response.get_data())
+        return self.wire.json(self.stateless.request(method, params, capabilities=capabilities))
 
     def until(self, get, done, timeout: float = 10.0) -> dict:
         deadline = time.monotonic() + timeout
@@ -185,9 +161,9 @@ def test_capabilities_and_tool_lists_show_tasks_only_where_the_version_has_them(
     older = Http()
     assert "tasks" not in older.initialize("2025-06-18")["capabilities"]
     assert all("execution" not in t for t in older.legacy("tools/list")["result"]["tools"])
-    discover = Http().modern("server/discover")["result"]["capabilities"]
+    discover = Http().stateless.initialize()["capabilities"]
     assert discover["extensions"] == {EXTENSION: {}} and "tasks" not in discover
-    assert all("execution" not in t for t in Http().modern("tools/list")["result"]["tools"])
+    assert all("execution" not in t for t in Http().stateless.list_tools())
     plain = zemcp.Server("plain")
     plain.tool(name="x")(lambda: "x")
     assert "tasks" not in plain.capabilities("2025-11-25") and "extensions" not in plain.capabilities(MODERN)
@@ -266,31 +242,7 @@ def test_a_stop_without_grace_fails_the_running_tasks_and_takes_no_new_one():
     failed = http.modern("tasks/get", {"taskId": task_id})["result"]
     assert failed["status"] == "failed" and failed["statusMessage"] == STOPPED_MESSAGE
     assert failed["error"]["code"] == -32603
-    refused = http.client.post(
-        "/mcp",
-        data=json.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": 99,
-                "method": "tools/call",
-                "params": {
-                    "name": "report",
-                    "arguments": {"seconds": 1},
-                    "_meta": {
-                        "io.modelcontextprotocol/protocolVersion": MODERN,
-                        "io.modelcontextprotocol/clientCapabilities": TASKS,
-                    },
-                },
-            }
-        ),
-        content_type="application/json",
-        headers={
-            "Accept": "application/json, text/event-stream",
-            "MCP-Protocol-Version": MODERN,
-            "Mcp-Method": "tools/call",
-            "Mcp-Name": "report",
-        },
-    )
+    refused = http.stateless.call_tool("report", {"seconds": 1})[1]
     assert refused.status_code == 503 and "stopping" in json.loads(refused.get_data())["error"]["message"]
 
 

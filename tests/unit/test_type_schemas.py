@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict
 import jsonschema
 import pytest
 
-from tests.unit.schema_examples import Color, Options, Point, Query, Shape, schema_of
+from tests.support.schema_examples import Color, Options, Point, Query, Shape, schema_of
 from zemcp.core import schemas, type_schemas
 
 

@@ -12,7 +12,10 @@ import re
 
 import requests
 
-from tests.conftest import CONNECT_TIMEOUT, READ_TIMEOUT, McpClient, SseStream, connection_to_a_worker
+from tests.support.clients import HandshakeClient
+from tests.support.gunicorn import connection_to_a_worker
+from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
+from tests.support.sse import SseStream
 
 
 def redis_settings(url: str, **extra) -> dict:
@@ -20,7 +23,7 @@ def redis_settings(url: str, **extra) -> dict:
     return {"redis_url": url, "workers": 4, "elicitation_timeout": 30, "keepalive_interval": 0.5, **extra}
 
 
-def worker_connection(client: McpClient, avoid: set[int] = frozenset()) -> tuple[requests.Session, int]:
+def worker_connection(client: HandshakeClient, avoid: set[int] = frozenset()) -> tuple[requests.Session, int]:
     """A new kept-alive connection to a worker whose pid is not in ``avoid``: the connection and the pid."""
 
     def ask_pid(http: requests.Session) -> int:
@@ -39,27 +42,27 @@ def worker_connection(client: McpClient, avoid: set[int] = frozenset()) -> tuple
     return connection_to_a_worker(ask_pid, set(avoid))
 
 
-def start_call(client: McpClient, http: requests.Session) -> tuple[dict, SseStream, dict]:
+def start_call(client: HandshakeClient, http: requests.Session) -> tuple[dict, SseStream, dict]:
     """ze_execute {} on ``http``'s worker: the call, its stream and the elicitation/create request."""
     call = client.call_message({})
     response = http.post(
         client.url, json=call, headers=client.headers(), timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), stream=True
     )
     assert response.headers.get("Content-Type", "").startswith("text/event-stream"), response.text
-    stream = SseStream(response, http)
+    stream = SseStream.from_requests(response, http)
     stream.read_priming()
     ask = stream.next_message()
     assert ask is not None and ask["method"] == "elicitation/create", ask
     return call, stream, ask
 
 
-def answer_on(client: McpClient, http: requests.Session, request_id, command: str) -> requests.Response:
+def answer_on(client: HandshakeClient, http: requests.Session, request_id, command: str) -> requests.Response:
     """POST on ``http`` the answer to elicitation ``request_id`` of ze_execute: accept, with ``command``."""
     message = {"jsonrpc": "2.0", "id": request_id, "result": {"action": "accept", "content": {"command": command}}}
     return http.post(client.url, json=message, headers=client.headers(), timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
 
 
-def open_standalone(client: McpClient, http: requests.Session) -> SseStream:
+def open_standalone(client: HandshakeClient, http: requests.Session) -> SseStream:
     """The session's standalone GET stream, opened on the kept-alive connection ``http`` (its
     worker), past its priming event."""
     response = http.get(
@@ -69,6 +72,6 @@ def open_standalone(client: McpClient, http: requests.Session) -> SseStream:
         stream=True,
     )
     assert response.status_code == 200, response.text
-    stream = SseStream(response, http)
+    stream = SseStream.from_requests(response, http)
     stream.read_priming()
     return stream

@@ -1,10 +1,10 @@
-"""Fixtures of the proxy tests: three zemcp instances (a, b, c) behind HAProxy or nginx.
+"""Fixtures of the proxy tests (tests/proxy): three zemcp instances (a, b, c) behind HAProxy or nginx.
 
 Fixtures:
-    stack: parametrized over ``haproxy`` and ``nginx``; a :class:`tests.proxy.harness.Stack`
-        whose instances and proxy run from the configurations in deploy/ (see harness.py),
+    stack: parametrized over ``haproxy`` and ``nginx``; a :class:`tests.support.proxies.Stack`
+        whose instances and proxy run from the configurations in deploy/ (see tests/support/proxies.py),
         every instance with the default settings.
-    start_stack: factory ``start_stack(proxy, **settings)`` -> :class:`tests.proxy.harness.Stack`:
+    start_stack: factory ``start_stack(proxy, **settings)`` -> :class:`tests.support.proxies.Stack`:
         instances a, b and c with ``settings`` (names without the ``ZEMCP_`` prefix, as for
         ``start_server``: ``redis_url=redis_server.url``) behind the proxy named ``proxy``, a
         key of ``PROXIES`` or ``ROUND_ROBIN_PROXIES`` (``"nginx-roundrobin"``: deploy/nginx-roundrobin.conf).
@@ -23,7 +23,15 @@ from typing import Any
 
 import pytest
 
-from tests.proxy.harness import PROXIES, ROUND_ROBIN_PROXIES, Instance, Proxy, Stack, find_binary, start_stack as start
+from tests.support.proxies import (
+    PROXIES,
+    ROUND_ROBIN_PROXIES,
+    Instance,
+    Proxy,
+    Stack,
+    find_binary,
+    start_stack as start,
+)
 
 INSTANCE_NAMES = ("a", "b", "c")
 #: Lines of each log attached to a failure report.

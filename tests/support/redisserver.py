@@ -3,6 +3,11 @@ frozen (SIGSTOP) and thawed (SIGCONT) to play a stall, as in a failover.
 
 Debian's ``redis-server`` package provides it (``.ci/run`` installs it). Where it is missing,
 :func:`require_redis` skips the test and says so.
+
+Fixtures:
+    redis_server: one :class:`RedisServer` for the whole run, its keys flushed before each test.
+    start_redis: factory ``start_redis()`` -> :class:`RedisServer`, one of the test's own (for
+        tests that stop or freeze it), stopped at teardown.
 """
 
 from __future__ import annotations
@@ -14,13 +19,14 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.processes import stop_group
+from tests.support.net import HOST, free_port
+from tests.support.processes import stop_group
 
-HOST = "127.0.0.1"
 #: [seconds] how long redis-server may take to accept connections.
 START_TIMEOUT = 10.0
 
@@ -42,12 +48,6 @@ def require_redis() -> str:
     return binary
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
 class RedisServer:
     """One ``redis-server`` on 127.0.0.1, without persistence; :meth:`stop` and :meth:`start`
     stop it (its data is lost, as after a crash) and start it again on the same port;
@@ -61,7 +61,7 @@ class RedisServer:
 
     def __init__(self, binary: str):
         self.binary = binary
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"redis://{HOST}:{self.port}/0"
         self._dir = Path(tempfile.mkdtemp(prefix="zemcp-redis-"))
         self.proc: subprocess.Popen | None = None
@@ -147,3 +147,32 @@ class RedisServer:
         """What the server wrote to its log."""
         path = self._dir / "redis.log"
         return path.read_text(errors="replace") if path.exists() else ""
+
+
+@pytest.fixture(scope="session")
+def _shared_redis() -> Iterator[RedisServer]:
+    server = RedisServer(require_redis())
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_server(_shared_redis: RedisServer) -> RedisServer:
+    """The run's redis-server, with no keys left by an earlier test."""
+    _shared_redis.flush()
+    return _shared_redis
+
+
+@pytest.fixture
+def start_redis() -> Iterator[Callable[[], RedisServer]]:
+    """Factory: a redis-server of this test's own (stopped at teardown)."""
+    started: list[RedisServer] = []
+
+    def start() -> RedisServer:
+        server = RedisServer(require_redis())
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
