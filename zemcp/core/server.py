@@ -31,7 +31,6 @@ from zemcp.auth.access import OPEN, Access
 from zemcp.auth.authorization import Authorization
 from zemcp.auth.principal import Principal
 from zemcp.config import Settings
-from zemcp.core import observed
 from zemcp.core.admission import Admission
 from zemcp.core.context import Context
 from zemcp.core.errors import CallFinished, URLElicitationRequired
@@ -51,6 +50,7 @@ from zemcp.protocol.pagination import PAGE_SIZE, list_result
 from zemcp.protocol.tasks import EXTENSION, TASKS_VERSION
 from zemcp.state import open_state
 from zemcp.state.session import Session, fingerprint
+from zemcp.state.unavailable import StateUnavailable
 from zemcp.version import __version__
 
 log = logging.getLogger("zemcp.server")
@@ -148,7 +148,7 @@ class Server(Registrar):
         #: Spans, metrics and request records of this server (:mod:`zemcp.observe`).
         # The exporters outlive a server (one per process): they must not keep it alive.
         this = weakref.ref(self)
-        self.telemetry = Telemetry(self.settings, lambda: observed.figures(this()), self.sessions.shared)
+        self.telemetry = Telemetry(self.settings, lambda: _gauges(this()), self.sessions.shared)
         _SERVERS.add(self)
         self._methods: dict[str, Callable[[ClientView, jsonrpc.Request, Access], dict[str, Any] | Work]] = {
             "tools/list": self._tools_list,
@@ -440,6 +440,26 @@ class Server(Registrar):
 
     # -- status ------------------------------------------------------------------------
 
+    def gauges(self) -> dict[str, Any]:
+        """The live figures :data:`zemcp.observe.instruments.GAUGES` names: running calls and the
+        budget, pending elicitations, open streams by kind, live sessions (0 while shared
+        sessions are out of reach, so that a scrape still reports everything else)."""
+        try:
+            sessions = len(self.sessions)
+        except StateUnavailable:
+            sessions = 0
+        return {
+            "zemcp.calls.running": self.admission.running,
+            "zemcp.calls.budget": self.settings.call_budget,
+            "zemcp.elicitations.pending": self.pending.count(),
+            "zemcp.streams.open": {
+                "standalone": self.admission.standalone,
+                "listen": self.subscriptions.count(),
+                "resuming": self.admission.resuming,
+            },
+            "zemcp.sessions.live": sessions,
+        }
+
     def status(self) -> dict[str, Any]:
         """Live figures of this process: version, pid, uptime [s], sessions, pending, threads."""
         return {
@@ -462,6 +482,11 @@ class Server(Registrar):
             "tasks_running": self.tasks.running,
             "tasks_held": len(self.state.tasks),
         }
+
+
+def _gauges(server: Server | None) -> dict[str, Any] | None:
+    """The gauges of ``server``; None once it is gone (the exporters outlive a server)."""
+    return server.gauges() if server is not None else None
 
 
 def tool_runner(

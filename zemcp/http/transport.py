@@ -5,7 +5,7 @@ handshake-era session's SSE stream (resuming one with ``Last-Event-ID``), DELETE
 session, everything else gets 405. This layer checks what every request must
 pass (Origin, Host, path, method, Content-Type, Accept, body size and pace, JSON-RPC
 syntax), then decides the protocol era once, by MCP 2026-07-28 basic/versioning's dual-era
-rule (:func:`zemcp.eras.modern.era.selects`), builds the message's
+rule (:func:`zemcp.protocol.envelope.selects_modern`), builds the message's
 :class:`zemcp.eras.requestcontext.RequestContext` (for a session's message, with the session its
 ``Mcp-Session-Id`` names) and hands both to that era's pipeline (:mod:`zemcp.pipeline`: rate
 limits, telemetry, audit, authorization, admission), around :mod:`zemcp.eras.modern.era`
@@ -38,7 +38,6 @@ from zemcp.auth.principal import Challenge, Principal, VerifierUnavailable
 from zemcp.config import Settings, is_loopback_host
 from zemcp.core.server import Server
 from zemcp.eras.handshake.era import HandshakeEra
-from zemcp.eras.modern import era as modern
 from zemcp.eras.modern.era import ModernEra
 from zemcp.eras.requestcontext import TCP, RequestContext
 from zemcp.http import cors, outcomes
@@ -48,6 +47,7 @@ from zemcp.http.sessions import SESSION_HEADER, VERSION_KEY, SessionEndpoints, c
 from zemcp.http.wsgirequest import WsgiRequest, endpoint_path
 from zemcp.pipeline import compose
 from zemcp.protocol import jsonrpc
+from zemcp.protocol.envelope import selects_modern
 from zemcp.protocol.jsonrpc import INVALID_REQUEST, ProtocolError
 from zemcp.replies.responses import (
     WSGIResponse,
@@ -396,7 +396,7 @@ class McpApp:
         context = self._context(request, principal, client)
         try:
             # The era is decided here, once; its pipeline does the rest.
-            if modern.selects(message, request.headers):
+            if selects_modern(message, request.headers):
                 outcome = self._serve_modern(message, context)
                 status_of = outcomes.modern_status
             else:

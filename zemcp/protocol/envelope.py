@@ -10,9 +10,12 @@ capability the envelope did not declare with -32021 (:data:`MISSING_CAPABILITY`)
 
 from __future__ import annotations
 
+from typing import Any
+
 from zemcp import logsafe
 from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.capabilities import LOG_LEVELS, ClientView
+from zemcp.protocol.headers import PROTOCOL_VERSION_HEADER
 from zemcp.protocol.jsonrpc import INVALID_PARAMS, ProtocolError
 
 #: The ``_meta`` key of a 2026-07-28 request's protocol version.
@@ -37,6 +40,25 @@ def version_of(message: jsonrpc.Request | jsonrpc.Notification) -> str | None:
     meta = message.params.get("_meta")
     version = meta.get(META_VERSION) if isinstance(meta, dict) else None
     return version if isinstance(version, str) and version in versions.ALL else None
+
+
+def selects_modern(message: jsonrpc.Message, headers: Any) -> bool:
+    """True when a POSTed message is to be served in the 2026-07-28 era (basic/versioning, "dual-era").
+
+    A request whose ``params._meta`` carries the protocol version is modern (an
+    ``initialize`` in that envelope too: 2026-07-28 removed the method, so it gets 404).
+    Otherwise ``initialize`` starts a handshake-era session, and any other message is modern
+    when its ``MCP-Protocol-Version`` header names no handshake version and it comes without
+    ``Mcp-Session-Id`` (its envelope is then checked, and refused, here).
+    """
+    params = getattr(message, "params", None)
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if isinstance(meta, dict) and META_VERSION in meta:
+        return True
+    if isinstance(message, jsonrpc.Request) and message.method == "initialize":
+        return False
+    version = headers.get(PROTOCOL_VERSION_HEADER)
+    return version is not None and version not in versions.HANDSHAKE and headers.get("Mcp-Session-Id") is None
 
 
 def client_view(request: jsonrpc.Request) -> ClientView:

@@ -48,7 +48,6 @@ from zemcp.protocol.capabilities import ClientView
 from zemcp.protocol.elicitation import ClientDisconnected
 from zemcp.protocol.envelope import (
     META_SERVER_INFO,
-    META_VERSION,
     MISSING_CAPABILITY,
     check_version,
     client_view,
@@ -81,25 +80,6 @@ def sealer_of(server: Server) -> RequestStateSealer:
             )
             _SEALERS[server] = sealer
         return sealer
-
-
-def selects(message: jsonrpc.Message, headers: Any) -> bool:
-    """True when a POSTed message is to be served in the 2026-07-28 era (basic/versioning, "dual-era").
-
-    A request whose ``params._meta`` carries the protocol version is modern (an
-    ``initialize`` in that envelope too: 2026-07-28 removed the method, so it gets 404).
-    Otherwise ``initialize`` starts a handshake-era session, and any other message is modern
-    when its ``MCP-Protocol-Version`` header names no handshake version and it comes without
-    ``Mcp-Session-Id`` (its envelope is then checked, and refused, here).
-    """
-    params = getattr(message, "params", None)
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    if isinstance(meta, dict) and META_VERSION in meta:
-        return True
-    if isinstance(message, jsonrpc.Request) and message.method == "initialize":
-        return False
-    version = headers.get(mcp_headers.PROTOCOL_VERSION_HEADER)
-    return version is not None and version not in versions.HANDSHAKE and headers.get("Mcp-Session-Id") is None
 
 
 def retire_codes(message: dict[str, Any]) -> dict[str, Any]:
