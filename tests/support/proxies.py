@@ -29,6 +29,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -274,6 +275,9 @@ class HAProxy(Proxy):
 
     def __init__(self, workdir: Path, instances: list[Instance]):
         super().__init__(workdir, instances)
+        # The admin socket's path must stay short (HAProxy takes 97 bytes at most), which a
+        # test's own directory, nested per test and per xdist worker, may not be.
+        self._run_dir = tempfile.TemporaryDirectory(prefix="zemcp-haproxy-")
         self.config = self.dir / "haproxy.cfg"
         self.config.write_text(
             render(
@@ -281,13 +285,18 @@ class HAProxy(Proxy):
                 {
                     "LISTEN": f"{HOST}:{self.port}",
                     "LOG_TARGET": "stdout",
-                    "RUN_DIR": str(self.dir),
+                    "RUN_DIR": self._run_dir.name,
                     "PEER_ADDRESS": f"{HOST}:{free_port()}",
                 },
                 instances,
             )
         )
         self._start(["-db", "-f", str(self.config)])
+
+    def stop(self) -> None:
+        """Stop HAProxy, and remove its run directory."""
+        super().stop()
+        self._run_dir.cleanup()
 
     def logs(self) -> str:
         """HAProxy's log (its standard output)."""
@@ -297,7 +306,7 @@ class HAProxy(Proxy):
         """The answer of the admin socket (the stats socket of the config) to ``command``."""
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(5)
-            s.connect(str(self.dir / "zemcp-haproxy.sock"))
+            s.connect(str(Path(self._run_dir.name) / "zemcp-haproxy.sock"))
             s.sendall(command.encode() + b"\n")
             answer = b""
             while chunk := s.recv(65536):
