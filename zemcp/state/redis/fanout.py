@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from zemcp.protocol import jsonrpc
 from zemcp.state.redis.client import Redis, text
 from zemcp.state.redis.node import Node
+from zemcp.state.session import fingerprint
 from zemcp.state.subscriptions import LIST_CHANGED, SubscriptionHub
 from zemcp.state.unavailable import StateUnavailable
 
@@ -214,10 +215,21 @@ class RedisFanOut(SubscriptionHub):
         gone: list[str] = []
         for session_id, stream_id in entries:
             event_log = self._log_of(session_id, stream_id)
-            if event_log is None or event_log.expired() or event_log.append(payload) is None:
-                gone.extend((session_id, stream_id))
-            else:
+            why = (
+                "its log is gone"
+                if event_log is None
+                else "it expired"
+                if event_log.expired()
+                else "it finished"
+                if event_log.append(payload) is None
+                else None
+            )
+            if why is None:
                 told += 1
+                continue
+            # Said, so that a stream that stops hearing announcements can be told from one never told.
+            log.info("the standalone stream of session %s is forgotten: %s", fingerprint(session_id), why)
+            gone.extend((session_id, stream_id))
         if gone:
             with self.redis.guard():
                 self._forget(keys=[self._standalone], args=gone)
