@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from zemcp.auth.access import Permits
 from zemcp.core import coroutines
 from zemcp.core.errors import HANDLER_ERRORS
 from zemcp.core.prompts import PromptRegistry
@@ -76,12 +77,14 @@ class CompletionRegistry:
         )
         return provider
 
-    def complete(self, params: dict[str, Any]) -> dict[str, Any]:
+    def complete(self, params: dict[str, Any], permits: Permits | None = None) -> dict[str, Any]:
         """``completion/complete``: ``{"completion": {"values": [...], "total": n, "hasMore": bool}}``.
 
         Args:
             params: ``{"ref": {"type": "ref/prompt", "name"} | {"type": "ref/resource", "uri"},
                 "argument": {"name", "value"}, "context"?: {"arguments"?: {name: value}}}``.
+            permits: ``permits(kind, key)``, whether the request may see the prompt or
+                template (:meth:`zemcp.auth.access.Access.permits`); one it may not is unknown.
         Returns:
             the first :data:`MAX_VALUES` values; empty when the ref has no provider.
         Raises:
@@ -89,7 +92,7 @@ class CompletionRegistry:
                 template, or an argument the ref does not have; -32603 when the provider
                 raised or returned something other than a list of strings (logged).
         """
-        ref_type, key, names = self._ref(params.get("ref"))
+        ref_type, key, names = self._ref(params.get("ref"), permits)
         argument = params.get("argument")
         if not (
             isinstance(argument, dict)
@@ -112,7 +115,7 @@ class CompletionRegistry:
             "completion": {"values": values[:MAX_VALUES], "total": len(values), "hasMore": len(values) > MAX_VALUES}
         }
 
-    def _ref(self, ref: Any) -> tuple[str, str, list[str]]:
+    def _ref(self, ref: Any, permits: Permits | None) -> tuple[str, str, list[str]]:
         # The ref's type, its key (prompt name or URI template) and its argument names.
         if not isinstance(ref, dict) or ref.get("type") not in (_PROMPT, _RESOURCE):
             raise ProtocolError(
@@ -121,13 +124,13 @@ class CompletionRegistry:
                 '{"type": "ref/resource", "uri": ...}',
             )
         if ref["type"] == _PROMPT:
-            prompt = self._prompts.require(ref.get("name"), "a ref/prompt", "name")
+            prompt = self._prompts.require(ref.get("name"), "a ref/prompt", "name", permits)
             return _PROMPT, prompt.name, prompt.argument_names()
         uri = ref.get("uri")
         if not isinstance(uri, str):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: a ref/resource needs uri (a string)")
         template = self._resources.template(uri)
-        if template is None:
+        if template is None or (permits is not None and not permits("resource", uri)):
             raise ProtocolError(
                 INVALID_PARAMS,
                 f"Invalid params: no resource template {uri!r}; a ref/resource names the uriTemplate of an "

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from zemcp import logsafe
+from zemcp.auth.access import Permits
 from zemcp.core import callables, coroutines, schemas
 from zemcp.core.docstrings import docstring_entries, docstring_summary
 from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError
@@ -291,20 +292,23 @@ class PromptRegistry:
         """The prompt called ``name``, or None."""
         return self._prompts.get(name)
 
-    def require(self, name: Any, where: str, field: str) -> Prompt:
+    def require(self, name: Any, where: str, field: str, permits: Permits | None = None) -> Prompt:
         """The prompt called ``name``.
 
         Args:
             name: the name from a request's params.
             where, field: what carried it and under which key, for the message
                 (``"prompts/get", "params.name"``; ``"a ref/prompt", "name"``).
+            permits: ``permits(kind, key)``, whether the request may see it
+                (:meth:`zemcp.auth.access.Access.permits`); one it may not is unknown.
         Raises:
-            ProtocolError: -32602 when ``name`` is not a string or names no prompt.
+            ProtocolError: -32602 when ``name`` is not a string or names no prompt (the
+                request may see).
         """
         if not isinstance(name, str):
             raise ProtocolError(INVALID_PARAMS, f"Invalid params: {where} needs {field} (a string)")
         prompt = self._prompts.get(name)
-        if prompt is None:
+        if prompt is None or (permits is not None and not permits("prompt", prompt.name)):
             raise ProtocolError(
                 INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}; prompts/list names the available prompts"
             )

@@ -38,6 +38,8 @@ class Registrar:
         self.subscriptions = fanout
         # (kind, name or URI) -> scopes a principal needs to see and use it; kinds: tool, prompt, resource.
         self._scopes: dict[tuple[str, str], tuple[str, ...]] = {}
+        # (kind, name or URI) -> who may see and use it (permission=); absent: everyone.
+        self._permissions: dict[tuple[str, str], Callable[[Any], bool]] = {}
         self.tools = ToolRegistry()
         self.resources = ResourceRegistry()
         self.prompts = PromptRegistry()
@@ -60,6 +62,7 @@ class Registrar:
         ttl_ms: int = 0,
         cache_scope: str = "private",
         scopes: tuple[str, ...] | list[str] = (),
+        permission: Permission = None,
         elicit_missing: bool | list[str] | tuple[str, ...] = False,
         elicit_message: str | None = None,
         rate_limit: str | None = None,
@@ -79,6 +82,7 @@ class Registrar:
         ttl_ms: int = 0,
         cache_scope: str = "private",
         scopes: tuple[str, ...] | list[str] = (),
+        permission: Permission = None,
         elicit_missing: bool | list[str] | tuple[str, ...] = False,
         elicit_message: str | None = None,
         rate_limit: str | None = None,
@@ -108,6 +112,12 @@ class Registrar:
                 ``"private"``.
             scopes: OAuth scopes a caller needs, with authorization on, to see the tool in
                 ``tools/list`` and to call it (403 ``insufficient_scope`` otherwise).
+            permission: who may see and use it: a permission name (``"app.codename"``,
+                checked with the request's user's ``has_perm``), a list of them (all needed),
+                or a callable ``permission(user) -> bool``; the user is the one the site's
+                authentication established, else the OAuth principal (None without either).
+                What a user may not use is left out of the lists and refused as an unknown
+                name, so nothing tells that it exists (docs/security.md, "Permissions").
             elicit_missing: when a call lacks arguments, ask the user for all of them in one
                 form elicitation before the handler runs, in either era (docs/elicitation.md,
                 "Asking for missing arguments"): True for the required arguments a form can
@@ -133,13 +143,14 @@ class Registrar:
                 annotations or ``x-mcp-header`` marks, a bad caching hint, an
                 ``elicit_missing`` that names an unknown argument or one a form cannot ask
                 for (or, as True, finds none), a blank ``elicit_message``, a
-                ``rate_limit`` that is not a rate.
+                ``rate_limit`` that is not a rate, a ``permission`` that is none of the forms above.
             TypeError: a parameter or return type that cannot be expressed as JSON Schema,
                 or an async generator function.
         """
         cache = CacheHint(ttl_ms, cache_scope)
 
         needed = _scopes(scopes)
+        permitted = _permission(permission)
 
         def register(func: _F) -> _F:
             tool = self.tools.add(
@@ -160,6 +171,7 @@ class Registrar:
                 )
             )
             self._scopes[("tool", tool.name)] = needed
+            self._permit("tool", tool.name, permitted)
             self.notify_list_changed("tools")
             return func
 
@@ -178,6 +190,7 @@ class Registrar:
         ttl_ms: int = 0,
         cache_scope: str = "private",
         scopes: tuple[str, ...] | list[str] = (),
+        permission: Permission = None,
     ) -> Callable[[_F], _F]:
         """Decorator registering a function as a resource, or as a resource template.
 
@@ -197,22 +210,30 @@ class Registrar:
                 (2026-07-28, see :mod:`zemcp.protocol.caching`).
             scopes: OAuth scopes a caller needs, with authorization on, to see it listed and
                 to read it.
+            permission: who may see and use it: a permission name (``"app.codename"``,
+                checked with the request's user's ``has_perm``), a list of them (all needed),
+                or a callable ``permission(user) -> bool``; the user is the one the site's
+                authentication established, else the OAuth principal (None without either).
+                What a user may not use is left out of the lists and refused as an unknown
+                name, so nothing tells that it exists (docs/security.md, "Permissions").
         Returns:
             the decorator, which returns the function unchanged.
         Raises:
             ValueError: the URI is taken or malformed, the function's parameters do not
-                fit the template's variables, or a bad caching hint.
+                fit the template's variables, a bad caching hint, or a bad ``permission``.
             TypeError: an async generator function.
         """
         cache = CacheHint(ttl_ms, cache_scope)
 
         needed = _scopes(scopes)
+        permitted = _permission(permission)
 
         def register(func: _F) -> _F:
             self.resources.register(
                 func, uri, name=name, title=title, description=description, mime_type=mime_type, size=size, cache=cache
             )
             self._scopes[("resource", uri)] = needed
+            self._permit("resource", uri, permitted)
             self.notify_list_changed("resources")
             return func
 
@@ -231,6 +252,7 @@ class Registrar:
         ttl_ms: int = 0,
         cache_scope: str = "private",
         scopes: tuple[str, ...] | list[str] = (),
+        permission: Permission = None,
     ) -> Callable[[_F], _F]: ...
 
     def prompt(
@@ -242,6 +264,7 @@ class Registrar:
         ttl_ms: int = 0,
         cache_scope: str = "private",
         scopes: tuple[str, ...] | list[str] = (),
+        permission: Permission = None,
     ) -> _F | Callable[[_F], _F]:
         """Decorator registering a function as a prompt; usable bare (``@server.prompt``) too.
 
@@ -258,16 +281,23 @@ class Registrar:
                 (2026-07-28, see :mod:`zemcp.protocol.caching`).
             scopes: OAuth scopes a caller needs, with authorization on, to see it listed and
                 to get it.
+            permission: who may see and use it: a permission name (``"app.codename"``,
+                checked with the request's user's ``has_perm``), a list of them (all needed),
+                or a callable ``permission(user) -> bool``; the user is the one the site's
+                authentication established, else the OAuth principal (None without either).
+                What a user may not use is left out of the lists and refused as an unknown
+                name, so nothing tells that it exists (docs/security.md, "Permissions").
         Returns:
             the decorator, which returns the function unchanged (used bare: the function).
         Raises:
-            ValueError: a taken name, a parameter that cannot be a prompt argument, or a bad
-                caching hint.
+            ValueError: a taken name, a parameter that cannot be a prompt argument, a bad
+                caching hint, or a bad ``permission``.
             TypeError: an async generator function.
         """
         cache = CacheHint(ttl_ms, cache_scope)
 
         needed = _scopes(scopes)
+        permitted = _permission(permission)
 
         def register(func: _F) -> _F:
             prompt = self.prompts.add(
@@ -276,6 +306,7 @@ class Registrar:
                 )
             )
             self._scopes[("prompt", prompt.name)] = needed
+            self._permit("prompt", prompt.name, permitted)
             self.notify_list_changed("prompts")
             return func
 
@@ -339,6 +370,18 @@ class Registrar:
         """Every scope a registration needs, in registration order (for ``scopes_supported``)."""
         return list(dict.fromkeys(scope for needed in self._scopes.values() for scope in needed))
 
+    def _permit(self, kind: str, key: str, permitted: Callable[[Any], bool] | None) -> None:
+        if permitted is None:
+            self._permissions.pop((kind, key), None)
+        else:
+            self._permissions[(kind, key)] = permitted
+
+    @property
+    def permission_table(self) -> dict[tuple[str, str], Callable[[Any], bool]]:
+        """Who may see and use each registration with a ``permission=``, by ``(kind, key)``
+        (:class:`zemcp.auth.access.Access` reads it)."""
+        return self._permissions
+
     @property
     def scope_table(self) -> dict[tuple[str, str], tuple[str, ...]]:
         """The scopes each registration needs, by ``(kind, key)`` (:class:`zemcp.auth.access.Access` reads it)."""
@@ -361,3 +404,34 @@ def _scopes(scopes: Any) -> tuple[str, ...]:
     if not isinstance(scopes, (list, tuple)) or not all(isinstance(s, str) and s and " " not in s for s in scopes):
         raise ValueError(f"scopes must be a list of scope names (non-empty strings without spaces), got {scopes!r}")
     return tuple(scopes)
+
+
+#: A registration's ``permission=``: a permission name, a list of them, a callable ``(user) -> bool``, or None.
+Permission = str | list[str] | tuple[str, ...] | Callable[[Any], bool] | None
+
+
+def _permission(permission: Any) -> Callable[[Any], bool] | None:
+    """Registration ``permission=`` as a predicate of the request's user (None: everyone may).
+
+    Raises:
+        ValueError: not a non-empty permission name, a list of them, a callable or None.
+    """
+    if permission is None:
+        return None
+    if callable(permission):
+        rule: Callable[[Any], bool] = permission
+        return rule
+    names = [permission] if isinstance(permission, str) else permission
+    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(n, str) and n for n in names):
+        raise ValueError(
+            f"permission must be a permission name ('app.codename'), a list of them, or a callable "
+            f"permission(user) -> bool, got {permission!r}"
+        )
+    needed = tuple(names)
+
+    def has_perms(user: Any) -> bool:
+        # A user without has_perm (none, or an OAuth principal) holds no named permission.
+        has_perm = getattr(user, "has_perm", None)
+        return callable(has_perm) and all(has_perm(name) for name in needed)
+
+    return has_perms

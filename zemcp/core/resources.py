@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from urllib.parse import unquote
 
 from zemcp import logsafe
+from zemcp.auth.access import Permits
 from zemcp.core import callables, coroutines, schemas
 from zemcp.core.docstrings import docstring_summary
 from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError
@@ -327,16 +328,25 @@ class ResourceRegistry:
         items = self._template_definitions
         return pagination.list_result(params, "resourceTemplates", items, page_size)
 
-    def find(self, params: dict[str, Any]) -> tuple[Resource | ResourceTemplate, str, dict[str, str]]:
+    def find(
+        self, params: dict[str, Any], permits: Permits | None = None
+    ) -> tuple[Resource | ResourceTemplate, str, dict[str, str]]:
         """What ``resources/read {uri}`` reads: the resource or template, the URI and the
         template's variables.
 
+        Args:
+            params: the request's params (``uri``).
+            permits: ``permits(kind, key)``, whether the request may see the resource or
+                template (:meth:`zemcp.auth.access.Access.permits`); one it may not is not found.
         Raises:
             ProtocolError: -32602 when ``params.uri`` is not a string;
                 :class:`ResourceNotFound` for an unknown URI.
         """
         uri = _uri_param(params, "resources/read")
         target, variables = self._find(uri)
+        registered = target.uri if isinstance(target, Resource) else target.uri_template
+        if permits is not None and not permits("resource", registered):
+            raise ResourceNotFound(uri)
         return target, uri, variables
 
     def read(self, params: dict[str, Any], ctx: Any = None) -> dict[str, Any]:

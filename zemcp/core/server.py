@@ -369,7 +369,7 @@ class Server(Registrar):
         return _for_version(result, "resourceTemplates", client)
 
     def _resources_read(self, client: ClientView, request: jsonrpc.Request, access: Access) -> dict[str, Any] | Work:
-        target, uri, _ = self.resources.find(request.params)
+        target, uri, _ = self.resources.find(request.params, access.permits)
         registered = target.uri if isinstance(target, Resource) else target.uri_template
         access.check("resource", registered, f"resources/read {uri!r}")
         if target.context_param is None:
@@ -385,7 +385,7 @@ class Server(Registrar):
             InsufficientScope: the resource needs scopes the principal lacks (its updates would
                 tell of a resource it may not read).
         """
-        target, uri, _ = self.resources.find(params)
+        target, uri, _ = self.resources.find(params, access.permits)
         registered = target.uri if isinstance(target, Resource) else target.uri_template
         access.check("resource", registered, f"resources/subscribe {uri!r}")
         return self.resources.subscribe(session, params)
@@ -395,7 +395,7 @@ class Server(Registrar):
         return _for_version(result, "prompts", client)
 
     def _prompts_get(self, client: ClientView, request: jsonrpc.Request, access: Access) -> dict[str, Any] | Work:
-        prompt = self.prompts.require(request.params.get("name"), "prompts/get", "params.name")
+        prompt = self.prompts.require(request.params.get("name"), "prompts/get", "params.name", access.permits)
         access.check("prompt", prompt.name, f"prompts/get {prompt.name!r}")
         arguments = prompt.check(request.params.get("arguments"))
         if prompt.context_param is None:
@@ -409,7 +409,7 @@ class Server(Registrar):
                 access.check("prompt", ref["name"], f"completion/complete for prompt {ref['name']!r}")
             elif ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str):
                 access.check("resource", ref["uri"], f"completion/complete for {ref['uri']!r}")
-        return self.completions.complete(request.params)
+        return self.completions.complete(request.params, access.permits)
 
     def _tools_call(self, client: ClientView, request: jsonrpc.Request, access: Access) -> dict[str, Any] | Work:
         name = request.params.get("name")
@@ -419,7 +419,8 @@ class Server(Registrar):
         if not isinstance(name, str):
             raise ProtocolError(INVALID_PARAMS, "Invalid params: tools/call needs params.name (a string)")
         tool = self.tools.get(name)
-        if tool is None:
+        if tool is None or not access.permits("tool", tool.name):
+            # One the user may not use is unknown too: nothing tells that it exists.
             raise ProtocolError(INVALID_PARAMS, f"Unknown tool: {name!r}; tools/list names the available tools")
         access.check("tool", tool.name, f"tools/call {tool.name!r}")
         if not isinstance(arguments, dict):

@@ -45,6 +45,8 @@ class RequestContext:
             the request's thread), else a :class:`zemcp.replies.sinks.ReplySink` (a resumable one
             when ``streams``, a session's, is given and the transport can resume streams).
         principal: who the request's access token names; None without authorization.
+        user: the user the transport's site authenticated (a framework's request user),
+            whom ``permission=`` rules are asked about; None: the principal is asked about.
         client: the key of its client (:func:`zemcp.state.shares.client_key`), whose fair
             shares and rate limits it counts in; None for a transport with one client (stdio).
         session: the handshake-era session the message belongs to (the live session its
@@ -75,6 +77,7 @@ class RequestContext:
         "session",
         "trace",
         "transport",
+        "user",
     )
 
     def __init__(
@@ -83,6 +86,7 @@ class RequestContext:
         open_sink: SinkFactory,
         *,
         principal: Principal | None = None,
+        user: Any = None,
         client: str | None = None,
         session: Session | None = None,
         headers: Any = None,
@@ -92,6 +96,7 @@ class RequestContext:
         self.transport = transport
         self.open_sink = open_sink
         self.principal = principal
+        self.user = user
         self.client = client
         self.session = session
         self.headers = headers

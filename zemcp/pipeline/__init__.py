@@ -15,7 +15,7 @@ called as the next step is, ``layer(message, context) -> outcome``; it acts befo
 the steps inside it, and hears of a running call's end through
 :meth:`zemcp.eras.requestcontext.RequestContext.on_finish`. A layer with nothing to do for a
 server (its static ``applies(server)`` is false: telemetry that records nothing, the audit log
-off, authorization off) is left out of its pipeline, so that it costs a plain call nothing. Adding a concern is one module
+off) is left out of its pipeline, so that it costs a plain call nothing. Adding a concern is one module
 and its line in :data:`LAYERS`; the eras do not change. The same pipeline serves both eras and
 both transports.
 """

@@ -1,12 +1,13 @@
-"""The authorization layer: what the principal of each message may see and use.
+"""The authorization layer: what the principal and the user of each message may see and use.
 
-With authorization on, every message gets the :class:`zemcp.auth.access.Access` of its
-principal under the registrations' ``scopes=``: lists leave out what it may not use, and a
-``tools/call``, ``prompts/get``, ``resources/read``, ``resources/subscribe`` or
-``completion/complete`` of such a thing is refused with 403 ``insufficient_scope`` (MCP
-basic/authorization). The token itself was verified by the transport, and the scopes every
-request needs with it. A rule of another kind (the permissions of a site's user) joins
-here, in the :class:`Access` this layer gives the message.
+Every message with a principal, or of a server with a ``permission=`` registration, gets its
+:class:`zemcp.auth.access.Access`: under the registrations' ``scopes=`` (with authorization
+on), lists leave out what the principal may not use, and a ``tools/call``, ``prompts/get``,
+``resources/read``, ``resources/subscribe`` or ``completion/complete`` of such a thing is
+refused with 403 ``insufficient_scope`` (MCP basic/authorization); under their
+``permission=``, what the user may not use is left out and refused as an unknown name. The
+user is the one the transport's site established (``context.user``), else the principal. The
+token itself was verified by the transport, and the scopes every request needs with it.
 """
 
 from __future__ import annotations
@@ -30,16 +31,16 @@ class Authorization:
     """
 
     def __init__(self, server: Server, next: Serve):
+        # The server's own tables: registrations made later count too.
         self._scopes = server.scope_table
+        self._permissions = server.permission_table
         self._next = next
 
-    @staticmethod
-    def applies(server: Server) -> bool:
-        """Whether the server's authorization is on (without it no message has a principal)."""
-        return server.auth is not None
-
     def __call__(self, message: jsonrpc.Message, context: RequestContext) -> Outcome:
-        """Serve ``message`` with the access of its principal (everything, for a request without a token)."""
-        if context.principal is not None:
-            context.access = Access(context.principal, self._scopes)
+        """Serve ``message`` with the access of its principal and user (everything, for a
+        request without a token to a server without permissions)."""
+        principal = context.principal
+        if principal is not None or self._permissions:
+            user = context.user if context.user is not None else principal
+            context.access = Access(principal, self._scopes, user, self._permissions)
         return self._next(message, context)
