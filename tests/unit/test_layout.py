@@ -67,6 +67,7 @@ PUBLIC_MODULES = {
     "zemcp.cli.clickrun",
     "zemcp.cli.commands",
     "zemcp.testclient.mcptest",
+    "zemcp.django",
     "zemcp.protocol.headers",
 }
 

@@ -143,6 +143,23 @@ class McpApp:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         """The WSGI entry point (PEP 3333): answer one HTTP request."""
+        return self.serve(environ, start_response)
+
+    def serve(
+        self, environ: dict[str, Any], start_response: StartResponse, *, routed: bool = False, user: Any = None
+    ) -> Iterable[bytes]:
+        """Answer one HTTP request, as :meth:`__call__` does, for a framework that routed it here.
+
+        Args:
+            environ, start_response: as PEP 3333 gives them.
+            routed: the framework routed the request to the MCP endpoint (a view of its
+                URLconf): the path is not checked, nor the Host (the framework's own check,
+                Django's ``ALLOWED_HOSTS``, decided it).
+            user: the user the framework's authentication established (``request.user``),
+                whom ``permission=`` rules are asked about; None without one.
+        Returns:
+            the response's body, as a WSGI application returns it.
+        """
         if not self._threading_checked:
             self._threading_checked = True
             if not environ.get("wsgi.multithread"):
@@ -158,7 +175,7 @@ class McpApp:
             # Every response to an allowed page, streams included, says the page may read it.
             start_response = cors.with_response_headers(start_response, origin)
         try:
-            response = self.dispatch(WsgiRequest(environ))
+            response = self.dispatch(WsgiRequest(environ, routed=routed, user=user))
         except HTTPException as exc:  # werkzeug's own refusals (bad headers and the like)
             response = self._refuse(exc.code or 400, INVALID_REQUEST, f"{exc.name}: {exc.description}")
         if _body_left_unread(environ):
@@ -173,11 +190,18 @@ class McpApp:
 
         Every refusal is counted where it is made (:func:`zemcp.http.outcomes.refused`).
         """
-        refusal = self._check_origin_and_host(request)
+        routed = isinstance(request, WsgiRequest) and request.routed
+        refusal = self._check_origin_and_host(request, check_host=not routed)
         if refusal is not None:
             return refusal
         # Judged once per distinct PATH_INFO, as werkzeug reads it: clients post to one path.
-        path = _remembered(self._paths, request.environ.get("PATH_INFO", ""), lambda _: endpoint_path(request.environ))
+        path = (
+            self.endpoint
+            if routed
+            else _remembered(
+                self._paths, request.environ.get("PATH_INFO", ""), lambda _: endpoint_path(request.environ)
+            )
+        )
         if path == self._metrics_path and path:
             return self._metrics(request)
         if self.auth is not None and self.auth.metadata_path in (
@@ -319,7 +343,7 @@ class McpApp:
             headers={"Cache-Control": f"public, max-age={METADATA_MAX_AGE}"},
         )
 
-    def _check_origin_and_host(self, request: Request) -> Response | None:
+    def _check_origin_and_host(self, request: Request, check_host: bool = True) -> Response | None:
         origin = request.environ.get("HTTP_ORIGIN")
         if origin is not None and not _remembered(self._origin_cache, origin, self._origin_allowed):
             log.warning("refused Origin %s", logsafe.clip(origin))
@@ -327,7 +351,12 @@ class McpApp:
                 403, INVALID_REQUEST, f"Forbidden: Origin {origin!r} is not allowed; add it to ZEMCP_ALLOWED_ORIGINS"
             )
         host = request.environ.get("HTTP_HOST")
-        if host is not None and self._check_host and not _remembered(self._host_cache, host, _is_loopback_name):
+        if (
+            host is not None
+            and check_host
+            and self._check_host
+            and not _remembered(self._host_cache, host, _is_loopback_name)
+        ):
             log.warning("refused Host %s on a loopback bind. %s", logsafe.clip(host), HOST_FIX)
             return self._refuse(
                 403,
@@ -450,6 +479,7 @@ class McpApp:
             TCP,
             open_sink,
             principal=principal,
+            user=request.user if isinstance(request, WsgiRequest) else None,
             client=client,
             headers=request.headers,
             trace=trace,

@@ -29,10 +29,16 @@ class WsgiRequest(Request):
     Args:
         environ: the WSGI environ; ``environ["werkzeug.request"]`` is set to the request, as
             werkzeug does.
+        routed: a framework routed the request to the MCP endpoint (a Django view): its path
+            is not checked again, and its host was checked by the framework (``ALLOWED_HOSTS``).
+        user: the user the framework's authentication established, or None.
     """
 
-    def __init__(self, environ: dict[str, Any]) -> None:  # werkzeug's __init__ is replaced on purpose
+    def __init__(self, environ: dict[str, Any], *, routed: bool = False, user: Any = None) -> None:
+        # werkzeug's __init__ is replaced on purpose.
         self.environ = environ
+        self.routed = routed
+        self.user = user
         self.shallow = False
         self.method = environ.get("REQUEST_METHOD", "GET").upper()
         self.headers = EnvironHeaders(environ)
