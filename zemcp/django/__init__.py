@@ -21,10 +21,15 @@ import io
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from django.http.response import HttpResponseBase
-from django.views.decorators.csrf import csrf_exempt
+try:
+    from django.db import transaction
+    from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+    from django.http.response import HttpResponseBase
+    from django.views.decorators.csrf import csrf_exempt
+except ImportError as exc:  # said plainly: the site's own install lacks the extra
+    raise ImportError(
+        f"zemcp.django needs Django ({exc}): pip install 'zemcp[django]' (or '.[django]' in a zemcp checkout)"
+    ) from exc
 
 from zemcp.core.server import Server
 from zemcp.http.transport import McpApp
