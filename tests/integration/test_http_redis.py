@@ -24,7 +24,14 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.support.clients import ModernClient
 from tests.support.gunicorn import connection_to_a_worker, trace_records
 from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
-from tests.support.placement import answer_on, open_standalone, redis_settings, start_call, worker_connection
+from tests.support.placement import (
+    answer_on,
+    open_standalone,
+    redis_settings,
+    serving_workers,
+    start_call,
+    worker_connection,
+)
 from tests.support.sse import SseStream
 from tests.support.tsclient1 import run_legacy_calls
 
@@ -332,6 +339,7 @@ def test_the_python_sdk_in_legacy_mode_completes_50_eliciting_calls_over_4_worke
     """The official SDK client (mode="legacy"), a new TCP connection for every request, 50
     calls each answered with its own command: every result is the output of its own answer."""
     server = start_traced_server(**redis_settings(redis_server.url))
+    serving_workers(server, 4)  # workers boot one after another: every one is there to take connections
     commands = list(ANSWERS)
     asked = []
 
@@ -369,6 +377,7 @@ def test_the_typescript_sdk_1_completes_50_eliciting_calls_over_4_workers(
 ):
     """The TypeScript SDK 1.x client, a new TCP connection for every request, 50 eliciting calls."""
     server = start_traced_server(**redis_settings(redis_server.url))
+    serving_workers(server, 4)  # workers boot one after another: every one is there to take connections
     summary = run_legacy_calls(server.url, 50, 120, modules=ts_sdk1_modules)
     assert summary["exitCode"] == 0 and summary["failures"] == [], summary
     assert summary["ok"] == 50 and summary["elicitations"] == 50, summary

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx2
 import mcp
@@ -22,17 +20,16 @@ import requests
 from mcp import types
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.support.clients import SUPPORTED_VERSIONS, ModernClient
+from tests.support.clients import SUPPORTED_VERSIONS
 from tests.support.gunicorn import TraceRecord, trace_records, wait_trace
-from tests.support.placement import answer_on, redis_settings, start_call, worker_connection
+from tests.support.placement import answer_on, redis_settings, serving_workers, start_call, worker_connection
 
 WORKERS = 4
 #: gunicorn threads per worker: a pending budget of 4 (docs/configuration.md, "Derived values").
 THREADS = 8
 PENDING_BUDGET = 4
-#: [seconds] bound on the SDK scenario, and on waiting for every worker to serve.
+#: [seconds] bound on the SDK scenario.
 SCENARIO_TIMEOUT = 60
-READY_TIMEOUT = 20
 #: [seconds] bound on a request's line reaching the access log after its response ended.
 LOG_TIMEOUT = 5
 #: What ElicitTooMany says (docs/elicitation.md), as ze_execute reports it.
@@ -46,26 +43,6 @@ def is_call_stream(record: TraceRecord) -> bool:
         and bool(record.session_in)
         and (record.content_type or "").startswith("text/event-stream")
     )
-
-
-def serving_workers(server, count: int) -> set[int]:
-    """The pids of ``count`` workers of ``server``, once each of them has served a stateless
-    ``server status`` (workers boot one after another); waits up to :data:`READY_TIMEOUT` s."""
-    probe = ModernClient(server.url, name="worker-probe")
-
-    def pid(_: int) -> int | None:
-        response, reply = probe.call({"command": "server status"})
-        if response.status_code != 200:
-            return None  # that worker's threads are busy with the other probes: ask again
-        return int(re.search(r"^pid: (\d+)$", reply["result"]["content"][0]["text"], re.M).group(1))
-
-    seen: set[int] = set()
-    deadline = time.monotonic() + READY_TIMEOUT
-    with ThreadPoolExecutor(count) as pool:
-        while len(seen) < count:
-            assert time.monotonic() < deadline, f"only workers {seen} served within {READY_TIMEOUT} s"
-            seen |= {p for p in pool.map(pid, range(count)) if p is not None}
-    return seen
 
 
 def test_four_workers_hold_four_pending_budgets_of_one_sdk_client(start_traced_server, redis_server):

@@ -9,10 +9,13 @@ worker it wants, and then keeps that connection for the requests it must place t
 from __future__ import annotations
 
 import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import requests
 
-from tests.support.clients import HandshakeClient
+from tests.support.clients import HandshakeClient, ModernClient
 from tests.support.gunicorn import connection_to_a_worker
 from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
 from tests.support.sse import SseStream
@@ -75,3 +78,30 @@ def open_standalone(client: HandshakeClient, http: requests.Session) -> SseStrea
     stream = SseStream.from_requests(response, http)
     stream.read_priming()
     return stream
+
+
+#: [seconds] how long :func:`serving_workers` waits for the workers to serve.
+READY_TIMEOUT = 20
+
+
+def serving_workers(server: Any, count: int) -> set[int]:
+    """The pids of ``count`` workers of ``server``, once each of them has served a stateless
+    ``server status`` (workers boot one after another); waits up to :data:`READY_TIMEOUT` s.
+
+    Raises:
+        AssertionError: fewer than ``count`` workers served in that time."""
+    probe = ModernClient(server.url, name="worker-probe")
+
+    def pid(_: int) -> int | None:
+        response, reply = probe.call({"command": "server status"})
+        if response.status_code != 200:
+            return None  # that worker's threads are busy with the other probes: ask again
+        return int(re.search(r"^pid: (\d+)$", reply["result"]["content"][0]["text"], re.M).group(1))
+
+    seen: set[int] = set()
+    deadline = time.monotonic() + READY_TIMEOUT
+    with ThreadPoolExecutor(count) as pool:
+        while len(seen) < count:
+            assert time.monotonic() < deadline, f"only workers {seen} served within {READY_TIMEOUT} s"
+            seen |= {p for p in pool.map(pid, range(count)) if p is not None}
+    return seen
