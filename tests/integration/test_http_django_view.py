@@ -13,7 +13,7 @@ import importlib.util
 import pytest
 import requests
 
-from tests.support.clients import ModernClient, handshake_session
+from tests.support.clients import HandshakeClient, ModernClient, handshake_session
 from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
 
 pytestmark = pytest.mark.skipif(
@@ -75,3 +75,26 @@ def test_the_sites_allowed_hosts_decide_which_hosts_are_served(site, host, statu
     with requests.Session() as http:
         mounted = http.post(site.url, json=ping, headers=headers, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
     assert mounted.status_code == 403 and "not a loopback name" in mounted.text, mounted.text
+
+
+def test_handlers_see_the_sites_user_and_request_and_permissions_follow_the_user(site):
+    anonymous = handshake_session(site.base + VIEW)
+    assert "payroll" not in {tool["name"] for tool in anonymous.list_tools()}
+    unknown = anonymous.rpc_error("tools/call", {"name": "payroll", "arguments": {}})
+    assert unknown["message"] == "Unknown tool: 'payroll'; tools/list names the available tools", unknown
+    assert anonymous.rpc("tools/call", {"name": "whoami", "arguments": {}})["content"][0]["text"] == (
+        "anonymous at /site/mcp"
+    )
+
+    alice = {"X-Site-User": "alice", "X-Site-Permissions": "site.view_payroll"}
+    client = HandshakeClient(site.base + VIEW, headers=alice)
+    assert client.initialize().status_code == 200
+    assert "payroll" in {tool["name"] for tool in client.list_tools()}
+    assert client.rpc("tools/call", {"name": "payroll", "arguments": {}})["content"][0]["text"] == "the payroll"
+    assert client.rpc("tools/call", {"name": "whoami", "arguments": {}})["content"][0]["text"] == "alice at /site/mcp"
+
+    modern = ModernClient(site.base + VIEW)
+    request_id, response = modern.call_tool("whoami", headers=alice)
+    assert modern.result(response)["content"][0]["text"] == "alice at /site/mcp"
+    request_id, response = modern.call_tool("payroll", headers={"X-Site-User": "bob"})
+    assert modern.error(response, 400, -32602)["message"].startswith("Unknown tool: 'payroll'")

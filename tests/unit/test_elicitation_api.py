@@ -63,6 +63,7 @@ class Recorder:
     progress_token = None
     request_id = 1
     operation = NULL_OPERATION
+    site_request = None
 
     def __init__(self, timeout=600.0, outcome=None):
         self.client = Session("2025-06-18", {}, {"elicitation": {}})

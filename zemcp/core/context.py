@@ -67,12 +67,20 @@ class Context:
             is off.
         task_id: the ``taskId`` when the call runs as a task (MCP tasks, docs/tasks.md),
             else None.
+        user: whom the request acts for: the site's user (Django's ``request.user``) when a
+            framework view serves the endpoint, else :attr:`auth`; None without either. A task
+            keeps the user of the call that created it.
+        request: the site's request (Django's ``HttpRequest``) of the round being served when a
+            framework view serves the endpoint; None elsewhere, and in a task, which outlives
+            its request.
     """
 
-    def __init__(self, exchange: Exchange, auth: Principal | None = None):
+    def __init__(self, exchange: Exchange, auth: Principal | None = None, user: Any = None):
         self._exchange = exchange
         self._operation = exchange.operation
         self.auth = auth
+        self.user = user
+        self.request: Any = exchange.site_request
         self._last_progress: float | None = None
         self.client: ClientView = exchange.client
         self.session: Session | None = exchange.session

@@ -46,9 +46,12 @@ class Abortable:
         aborted: why the request can no longer be answered, or None.
         operation: the telemetry operation of the request the exchange serves (the era sets
             it from the request's context); a task's runs have none.
+        site_request: the framework's request the exchange serves (the era sets it from the
+            request's context); None without a framework view, and in a task.
     """
 
     operation: Operation = NULL_OPERATION
+    site_request: Any = None
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -110,11 +113,13 @@ class Exchange(Protocol):
             handshake-era request under a WSGI server that is not multithreaded).
         operation: the telemetry operation of the request (its span is current while the
             handler runs; its questions are CLIENT spans of it).
+        site_request: the framework's request (``ctx.request``), or None.
     """
 
     timeout: float
     can_wait: bool
     operation: Operation
+    site_request: Any
 
     @property
     def client(self) -> ClientView: ...

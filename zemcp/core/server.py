@@ -93,6 +93,8 @@ class Work(NamedTuple):
         auth: the principal of the request's access token (``ctx.auth``), None without
             authorization.
         tool, missing: of a ``tools/call``, the tool and the arguments it asks the user for.
+        user: whom the request acts for (``ctx.user``): the site's user when a framework
+            view serves the endpoint, else the principal; kept for the call's task too.
     """
 
     method: str
@@ -102,6 +104,7 @@ class Work(NamedTuple):
     auth: Principal | None = None
     tool: Tool | None = None
     missing: tuple[str, ...] = ()
+    user: Any = None
 
     @property
     def is_tool(self) -> bool:
@@ -271,8 +274,9 @@ class Server(Registrar):
         """
         self.state.serving()  # either era: from now on, what this process announces reaches every process
         outcome = self._methods[request.method](client, request, access)
-        principal = access.principal
-        return outcome._replace(auth=principal) if isinstance(outcome, Work) and principal is not None else outcome
+        if isinstance(outcome, Work) and access.user is not None:
+            return outcome._replace(auth=access.principal, user=access.user)
+        return outcome
 
     def cache_hint(self, request: jsonrpc.Request) -> CacheHint:
         """The caching hint of a cacheable request's result (MCP 2026-07-28 server/utilities/caching).
@@ -313,7 +317,7 @@ class Server(Registrar):
             if work.is_tool:
                 operation.capture_arguments(work.arguments)
             with operation.activate():
-                return jsonrpc.result(request_id, work.run(Context(exchange, work.auth)))
+                return jsonrpc.result(request_id, work.run(Context(exchange, work.auth, work.user)))
         except RoundEnded:
             raise
         except URLElicitationRequired as exc:

@@ -71,7 +71,9 @@ def view(target: Server | McpApp) -> Callable[[HttpRequest], HttpResponseBase]:
             return _no_write
 
         user = getattr(request, "user", None)
-        body = app.serve(environ, start_response, routed=True, user=user if _authenticated(user) else None)
+        body = app.serve(
+            environ, start_response, routed=True, user=user if _authenticated(user) else None, request=request
+        )
         return _django_response(body, started["status"], started["headers"])
 
     mcp.__doc__ = "The MCP endpoint (Streamable HTTP) of the site, served by zemcp."

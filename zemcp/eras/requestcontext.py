@@ -47,6 +47,8 @@ class RequestContext:
         principal: who the request's access token names; None without authorization.
         user: the user the transport's site authenticated (a framework's request user),
             whom ``permission=`` rules are asked about; None: the principal is asked about.
+        request: the framework's request object (Django's ``HttpRequest``), the handler's
+            ``ctx.request``; None without a framework view.
         client: the key of its client (:func:`zemcp.state.shares.client_key`), whose fair
             shares and rate limits it counts in; None for a transport with one client (stdio).
         session: the handshake-era session the message belongs to (the live session its
@@ -74,6 +76,7 @@ class RequestContext:
         "open_sink",
         "operation",
         "principal",
+        "request",
         "session",
         "trace",
         "transport",
@@ -87,6 +90,7 @@ class RequestContext:
         *,
         principal: Principal | None = None,
         user: Any = None,
+        request: Any = None,
         client: str | None = None,
         session: Session | None = None,
         headers: Any = None,
@@ -97,6 +101,7 @@ class RequestContext:
         self.open_sink = open_sink
         self.principal = principal
         self.user = user
+        self.request = request
         self.client = client
         self.session = session
         self.headers = headers

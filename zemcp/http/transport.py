@@ -146,7 +146,13 @@ class McpApp:
         return self.serve(environ, start_response)
 
     def serve(
-        self, environ: dict[str, Any], start_response: StartResponse, *, routed: bool = False, user: Any = None
+        self,
+        environ: dict[str, Any],
+        start_response: StartResponse,
+        *,
+        routed: bool = False,
+        user: Any = None,
+        request: Any = None,
     ) -> Iterable[bytes]:
         """Answer one HTTP request, as :meth:`__call__` does, for a framework that routed it here.
 
@@ -156,7 +162,9 @@ class McpApp:
                 URLconf): the path is not checked, nor the Host (the framework's own check,
                 Django's ``ALLOWED_HOSTS``, decided it).
             user: the user the framework's authentication established (``request.user``),
-                whom ``permission=`` rules are asked about; None without one.
+                whom ``permission=`` rules are asked about and a handler's ``ctx.user``; None
+                without one.
+            request: the framework's request (a handler's ``ctx.request``), or None.
         Returns:
             the response's body, as a WSGI application returns it.
         """
@@ -175,7 +183,7 @@ class McpApp:
             # Every response to an allowed page, streams included, says the page may read it.
             start_response = cors.with_response_headers(start_response, origin)
         try:
-            response = self.dispatch(WsgiRequest(environ, routed=routed, user=user))
+            response = self.dispatch(WsgiRequest(environ, routed=routed, user=user, site_request=request))
         except HTTPException as exc:  # werkzeug's own refusals (bad headers and the like)
             response = self._refuse(exc.code or 400, INVALID_REQUEST, f"{exc.name}: {exc.description}")
         if _body_left_unread(environ):
@@ -480,6 +488,7 @@ class McpApp:
             open_sink,
             principal=principal,
             user=request.user if isinstance(request, WsgiRequest) else None,
+            request=request.site_request if isinstance(request, WsgiRequest) else None,
             client=client,
             headers=request.headers,
             trace=trace,

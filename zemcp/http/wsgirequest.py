@@ -32,13 +32,17 @@ class WsgiRequest(Request):
         routed: a framework routed the request to the MCP endpoint (a Django view): its path
             is not checked again, and its host was checked by the framework (``ALLOWED_HOSTS``).
         user: the user the framework's authentication established, or None.
+        site_request: the framework's own request object, or None.
     """
 
-    def __init__(self, environ: dict[str, Any], *, routed: bool = False, user: Any = None) -> None:
+    def __init__(
+        self, environ: dict[str, Any], *, routed: bool = False, user: Any = None, site_request: Any = None
+    ) -> None:
         # werkzeug's __init__ is replaced on purpose.
         self.environ = environ
         self.routed = routed
         self.user = user
+        self.site_request = site_request
         self.shallow = False
         self.method = environ.get("REQUEST_METHOD", "GET").upper()
         self.headers = EnvironHeaders(environ)

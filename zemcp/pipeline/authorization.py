@@ -39,8 +39,8 @@ class Authorization:
     def __call__(self, message: jsonrpc.Message, context: RequestContext) -> Outcome:
         """Serve ``message`` with the access of its principal and user (everything, for a
         request without a token to a server without permissions)."""
-        principal = context.principal
-        if principal is not None or self._permissions:
-            user = context.user if context.user is not None else principal
+        principal, user = context.principal, context.user
+        if principal is not None or user is not None or self._permissions:
+            user = user if user is not None else principal
             context.access = Access(principal, self._scopes, user, self._permissions)
         return self._next(message, context)

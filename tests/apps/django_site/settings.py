@@ -12,6 +12,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "tests.apps.django_site.middleware.header_user",
     "tests.apps.django_site.middleware.mark",
 ]
 DATABASES: dict = {}

@@ -230,6 +230,7 @@ class HandshakeEra:
             context.client,
         )
         call.operation = context.operation
+        call.site_request = context.request
         try:
             session.begin(call)
         except ValueError as exc:

@@ -261,6 +261,7 @@ class ModernEra:
             self.settings.elicitation_timeout,
         )
         round_.operation = context.operation
+        round_.site_request = context.request
         # Closing the response stream is this era's cancellation (basic/patterns/cancellation).
         sink.on_close(lambda: None if sink.finished else round_.abort(ClientDisconnected()))
 
