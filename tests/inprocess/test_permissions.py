@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from typing import Any
 
 import pytest
 
 import zemcp
-from tests.support.clients import LATEST_VERSION, HandshakeClient, inprocess_modern
+from tests.support.clients import LATEST_VERSION, HandshakeClient, ModernClient, inprocess_modern
 from tests.support.wires import InProcessWire
 from zemcp.auth.access import Access
 from zemcp.cli.stdio import StdioTransport
+from zemcp.protocol.tasks import EXTENSION
+
+#: The client capabilities of a 2026-07-28 request that may get a task.
+TASKS = {"extensions": {EXTENSION: {}}}
 
 
 def staff_only(user: Any) -> bool:
@@ -73,6 +78,11 @@ def make_server(auth: bool = False) -> zemcp.Server:
         """A prompt for staff."""
         return "for staff"
 
+    @server.tool(task="optional")
+    def report(ctx: zemcp.Context) -> str:
+        """Runs as a task when asked: tells the user it acts for, and whether it has a request."""
+        return f"{ctx.user.subject if ctx.user is not None else 'nobody'}, request {ctx.request}"
+
     @server.resource("test://staff", permission=staff_only)
     def staff_file() -> str:
         """A file for staff."""
@@ -95,7 +105,7 @@ def names(items: list[dict[str, Any]], key: str = "name") -> list[str]:
 def test_a_user_without_the_permission_sees_nothing_of_it_and_gets_the_unknown_answers():
     app = zemcp.McpApp(make_server(auth=True))
     guest = handshake(app, "guest")
-    assert names(guest.list_tools()) == ["everyone"]
+    assert names(guest.list_tools()) == ["everyone", "report"]
     assert guest.rpc("prompts/list")["prompts"] == []
     assert guest.rpc("resources/list")["resources"] == []
     unknown = guest.rpc_error("tools/call", {"name": "no-such-tool", "arguments": {}})
@@ -119,7 +129,7 @@ def test_a_user_with_the_permission_sees_and_uses_it():
     app = zemcp.McpApp(make_server(auth=True))
     staff = handshake(app, "staff")
     # A permission name needs a user with has_perm, which an OAuth principal is not.
-    assert names(staff.list_tools()) == ["everyone", "payroll"]
+    assert names(staff.list_tools()) == ["everyone", "payroll", "report"]
     assert staff.rpc("tools/call", {"name": "payroll", "arguments": {}})["content"][0]["text"] == "the payroll"
     assert names(staff.rpc("prompts/list")["prompts"]) == ["staff_prompt"]
     assert staff.rpc("prompts/get", {"name": "staff_prompt"})["messages"][0]["content"]["text"] == "for staff"
@@ -129,7 +139,7 @@ def test_a_user_with_the_permission_sees_and_uses_it():
 
 def test_the_2026_era_hides_and_refuses_the_same_way():
     client = inprocess_modern(zemcp.McpApp(make_server()))
-    assert names(client.list_tools()) == ["everyone"]
+    assert names(client.list_tools()) == ["everyone", "report"]
     request_id, response = client.call_tool("payroll")
     error = client.error(response, 400, -32602)
     assert error["message"] == "Unknown tool: 'payroll'; tools/list names the available tools", error
@@ -154,7 +164,7 @@ def test_stdio_hides_and_refuses_the_same_way():
     data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
     StdioTransport(make_server(), io.BufferedReader(io.BytesIO(data)), out).serve()
     answers = {a["id"]: a for a in map(json.loads, out.getvalue().splitlines())}
-    assert names(answers[2]["result"]["tools"]) == ["everyone"]
+    assert names(answers[2]["result"]["tools"]) == ["everyone", "report"]
     assert answers[3]["error"]["message"] == "Unknown tool: 'payroll'; tools/list names the available tools"
 
 
@@ -185,3 +195,19 @@ def test_a_bad_permission_is_refused_at_registration(bad):
     server = zemcp.Server("bad", "1")
     with pytest.raises(ValueError, match="permission must be a permission name"):
         server.tool(permission=bad)(lambda: "x")
+
+
+def test_a_task_keeps_the_user_of_the_call_that_created_it_and_has_no_request():
+    client = ModernClient(InProcessWire(zemcp.McpApp(make_server(auth=True))), capabilities=TASKS)
+    staff = {"Authorization": "Bearer staff"}
+    created = client.wire.json(client.request("tools/call", {"name": "report", "arguments": {}}, headers=staff))
+    assert created["result"]["resultType"] == "task", created
+    task_id = created["result"]["taskId"]
+    deadline = time.monotonic() + 10
+    while True:
+        task = client.wire.json(client.request("tasks/get", {"taskId": task_id}, headers=staff))["result"]
+        if task["status"] == "completed" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert task["status"] == "completed", task
+    assert task["result"]["content"][0]["text"] == "staff, request None"
