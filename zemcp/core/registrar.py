@@ -210,12 +210,7 @@ class Registrar:
                 (2026-07-28, see :mod:`zemcp.protocol.caching`).
             scopes: OAuth scopes a caller needs, with authorization on, to see it listed and
                 to read it.
-            permission: who may see and use it: a permission name (``"app.codename"``,
-                checked with the request's user's ``has_perm``), a list of them (all needed),
-                or a callable ``permission(user) -> bool``; the user is the one the site's
-                authentication established, else the OAuth principal (None without either).
-                What a user may not use is left out of the lists and refused as an unknown
-                name, so nothing tells that it exists (docs/security.md, "Permissions").
+            permission: who may see and use it, as for :meth:`tool`.
         Returns:
             the decorator, which returns the function unchanged.
         Raises:
@@ -281,12 +276,7 @@ class Registrar:
                 (2026-07-28, see :mod:`zemcp.protocol.caching`).
             scopes: OAuth scopes a caller needs, with authorization on, to see it listed and
                 to get it.
-            permission: who may see and use it: a permission name (``"app.codename"``,
-                checked with the request's user's ``has_perm``), a list of them (all needed),
-                or a callable ``permission(user) -> bool``; the user is the one the site's
-                authentication established, else the OAuth principal (None without either).
-                What a user may not use is left out of the lists and refused as an unknown
-                name, so nothing tells that it exists (docs/security.md, "Permissions").
+            permission: who may see and use it, as for :meth:`tool`.
         Returns:
             the decorator, which returns the function unchanged (used bare: the function).
         Raises:
