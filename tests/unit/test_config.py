@@ -1,5 +1,6 @@
 """Settings: environment parsing, validation and the derived thread budget (zemcp.config)."""
 
+import re
 import subprocess
 import sys
 
@@ -247,3 +248,49 @@ def test_an_allowed_origin_not_of_the_form_a_browser_sends_is_refused(origin):
 def test_allowed_origins_keep_their_form_lowercased_without_a_trailing_slash():
     settings = Settings.from_env({"ZEMCP_ALLOWED_ORIGINS": "HTTPS://App.Example.com/, vscode-webview://abc:8080"})
     assert settings.allowed_origins == ("https://app.example.com", "vscode-webview://abc:8080")
+
+
+# -- a site's configuration (settings.ZEMCP, app.config["ZEMCP"]) ------------------------------
+
+
+def test_a_sites_configuration_takes_python_values_and_strings_under_the_variables_names():
+    settings = Settings.from_site(
+        {
+            "THREADS": 16,
+            "AUDIT_LOG": True,
+            "SESSION_TTL": "90",
+            "ALLOWED_ORIGINS": ["https://a.test"],
+            "AUTH_SCOPES": ["mcp", "read"],
+        },
+        "settings.ZEMCP",
+        environ={},
+    )
+    assert (settings.threads, settings.audit_log, settings.session_ttl) == (16, True, 90.0)
+    assert settings.allowed_origins == ("https://a.test",)
+    assert settings.auth_scopes == ("mcp", "read")
+    assert Settings.from_site({"THREADS": None}, "settings.ZEMCP", environ={}).threads == Settings().threads
+
+
+def test_the_environment_wins_over_a_sites_configuration():
+    settings = Settings.from_site({"THREADS": 16}, "settings.ZEMCP", environ={"ZEMCP_THREADS": "24"})
+    assert settings.threads == 24
+
+
+@pytest.mark.parametrize(
+    ("site", "message"),
+    [
+        ({"THREAD": 4}, "settings.ZEMCP has no setting 'THREAD': did you mean 'THREADS'?"),
+        ({"ZEMCP_THREADS": 4}, "did you mean 'THREADS'?"),
+        ({"THREADS": 1.5}, "settings.ZEMCP['THREADS']=1.5 is not a whole number"),
+        ({"THREADS": True}, "settings.ZEMCP['THREADS']=True is not a whole number"),
+        ({"AUDIT_LOG": 1}, "settings.ZEMCP['AUDIT_LOG']=1 is not True or False"),
+        ({"ALLOWED_ORIGINS": "https://a.test"}, None),
+        ({"ALLOWED_ORIGINS": [1]}, "is not a list of strings"),
+    ],
+)
+def test_a_sites_configuration_names_the_key_it_cannot_use(site, message):
+    if message is None:
+        assert Settings.from_site(site, "settings.ZEMCP", environ={}).allowed_origins == ("https://a.test",)
+        return
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Settings.from_site(site, "settings.ZEMCP", environ={})

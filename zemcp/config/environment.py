@@ -1,8 +1,10 @@
-"""Settings from the environment: ``ZEMCP_<FIELD NAME IN CAPITALS>``, parsed by the setting's
-declared kind (:data:`zemcp.config.declaration.Kind`)."""
+"""Settings from the environment, ``ZEMCP_<FIELD NAME IN CAPITALS>``, and from a site's own
+configuration (Django's ``settings.ZEMCP``, Flask's ``app.config["ZEMCP"]``: the same names
+without ``ZEMCP_``), parsed by the setting's declared kind (:data:`zemcp.config.declaration.Kind`)."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,3 +73,58 @@ def read(settings_class: type, environ: Mapping[str, str]) -> dict[str, Any]:
             continue
         values[name] = parse(declaration.kind, variable(name), raw.strip())
     return values
+
+
+def read_mapping(settings_class: type, mapping: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The field values a site's configuration sets: ``{"THREADS": 16, "AUDIT_LOG": True}``.
+
+    Each key is a variable's name without ``ZEMCP_``; a value is what the variable would hold
+    (a string) or the Python value it stands for: ``True``/``False`` for on/off, a number,
+    a list or tuple of strings for a list; ``None`` leaves the setting unset.
+
+    Args:
+        settings_class: the settings dataclass whose declared fields are read.
+        mapping: the site's configuration.
+        source: how the site names it, for messages (``settings.ZEMCP``).
+    Returns:
+        field name -> parsed value.
+    Raises:
+        ValueError: a key names no setting (the message suggests the closest) or a value is
+            of the wrong form (the message names the key and the form expected).
+    """
+    fields = declarations(settings_class)
+    values: dict[str, Any] = {}
+    for key, value in mapping.items():
+        name = key.lower() if isinstance(key, str) else ""
+        if name not in fields:
+            known = [field.upper() for field in fields]
+            close = difflib.get_close_matches(str(key).upper().removeprefix(ENV_PREFIX), known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(
+                f"{source} has no setting {key!r}: {hint}its names are the ZEMCP_* variables' without "
+                "ZEMCP_ (docs/configuration.md)"
+            )
+        if value is None:
+            continue
+        where = f"{source}[{key!r}]"
+        values[name] = _python_value(fields[name][1].kind, where, value)
+    return values
+
+
+def _python_value(kind: Kind, where: str, value: Any) -> object:
+    """One value of a site's configuration as its setting's field holds it."""
+    if isinstance(value, str):
+        return parse(kind, where, value.strip())
+    if kind == "bool" and isinstance(value, bool):
+        return value
+    if kind in _NUMBERS and isinstance(value, (int, float)) and not isinstance(value, bool):
+        number, form = _NUMBERS[kind]
+        if number is int and value != int(value):
+            raise ValueError(f"{where}={value!r} is not {form}")
+        return number(value)
+    if kind in ("list", "words") and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(value) if kind == "list" else " ".join(value)
+    expected = {"bool": "True or False", "list": "a list of strings", "words": "a list of strings"}.get(
+        kind, _NUMBERS[kind][1] if kind in _NUMBERS else "a string"
+    )
+    raise ValueError(f"{where}={value!r} is not {expected} (a string as the ZEMCP_* variable holds it works too)")

@@ -737,6 +737,29 @@ class Settings:
         values.update(overrides)
         return cls(**values)
 
+    @classmethod
+    def from_site(cls, site: Mapping[str, Any], source: str, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from a site's configuration, then the ``ZEMCP_*`` variables over it.
+
+        A deployment's environment wins over the site's code: the same ``ZEMCP_THREADS`` that
+        sizes a plain server sizes a site's.
+
+        Args:
+            site: the site's configuration (Django's ``settings.ZEMCP``, Flask's
+                ``app.config["ZEMCP"]``): the variables' names without ``ZEMCP_``, values as
+                strings or as the Python values they stand for (``{"THREADS": 16}``).
+            source: how the site names it, for messages (``settings.ZEMCP``).
+            environ: the variables to read; ``os.environ`` when omitted.
+        Returns:
+            a validated :class:`Settings`.
+        Raises:
+            ValueError: a key names no setting, or a value does not parse or is out of range
+                (the message names the key or variable and what is expected).
+        """
+        values = environment.read_mapping(cls, site, source)
+        values.update(environment.read(cls, os.environ if environ is None else environ))
+        return cls(**values)
+
 
 def is_loopback_host(host: str) -> bool:
     """True for ``localhost`` and loopback IP literals (brackets around IPv6 allowed)."""
