@@ -7,6 +7,8 @@
   ``settings.ZEMCP`` unless ``settings.ZEMCP["SERVER"]`` names the site's own; with
   ``"zemcp.django"`` in ``INSTALLED_APPS`` each app's ``mcp.py`` registers its tools on it, and
   ``manage.py zemcp inspect | stdio | call`` describe and serve it.
+- :func:`metadata_view`: the Protected Resource Metadata (RFC 9728) of zemcp's own OAuth
+  authorization, for the site to route.
 - :func:`settings`: zemcp's settings from ``settings.ZEMCP`` and the environment, for a site
   that builds its own server.
 
@@ -25,7 +27,7 @@ except ImportError as exc:
     ) from exc
 
 from zemcp.django.site import settings
-from zemcp.django.views import view
+from zemcp.django.views import metadata_view, view
 
 
 def __getattr__(name: str) -> Any:
@@ -37,4 +39,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'zemcp.django' has no attribute {name!r}")
 
 
-__all__ = ["server", "settings", "view"]
+__all__ = ["metadata_view", "server", "settings", "view"]

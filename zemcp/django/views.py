@@ -18,8 +18,10 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
@@ -35,6 +37,8 @@ from zemcp.protocol import jsonrpc
 
 if TYPE_CHECKING:
     from types import TracebackType
+
+log = logging.getLogger("zemcp.django")
 
 #: Response headers of zemcp's answer that Django sets itself (or that belong to the connection).
 _DJANGO_OWN = frozenset({"content-length", "connection", "transfer-encoding"})
@@ -73,6 +77,8 @@ def view(
     required = bool(site_authentication) if login_required is None else login_required
 
     def mcp(request: HttpRequest) -> HttpResponseBase:
+        if server.auth is not None:
+            _check_resource(server, request.path)
         user = getattr(request, "user", None)
         if not _authenticated(user):
             try:
@@ -108,6 +114,72 @@ def view(
 
     mcp.__doc__ = "The MCP endpoint (Streamable HTTP) of the site, served by zemcp."
     return _exempt(mcp)
+
+
+def metadata_view(target: Server | McpApp | None = None) -> Callable[[HttpRequest], HttpResponseBase]:
+    """The view of the Protected Resource Metadata (RFC 9728) of zemcp's own authorization
+    (``ZEMCP_AUTH``), for the site to route where RFC 9728 puts it: ``/.well-known/
+    oauth-protected-resource`` followed by the resource URL's path, at the host's root
+    (``path(".well-known/oauth-protected-resource/mcp", zemcp.django.metadata_view())`` for a
+    site at the root; under a path prefix the proxy routes it, docs/django.md).
+
+    Args:
+        target: as for :func:`view`.
+    Returns:
+        the view (GET, HEAD and the CORS preflight; CSRF-exempt, login-not-required).
+    Raises:
+        ImproperlyConfigured: the server has no authorization of its own (its users come
+            from the site's authentication: there is no metadata to serve), or its settings
+            are not the site's.
+    """
+    server = site.server() if target is None else target.server if isinstance(target, McpApp) else target
+    _check_settings(server)
+    if server.auth is None:
+        raise ImproperlyConfigured(
+            f"the server {server.name!r} has no OAuth authorization of its own (ZEMCP_AUTH is off), so there is "
+            "no protected resource metadata to serve: remove the route, or set AUTH in settings.ZEMCP"
+        )
+    app = target if isinstance(target, McpApp) else McpApp(server)
+
+    def metadata(request: HttpRequest) -> HttpResponseBase:
+        environ = dict(request.META)
+        environ.pop("gunicorn.socket", None)
+        started: dict[str, Any] = {}
+
+        def start_response(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None, /
+        ) -> Callable[[bytes], object]:
+            started["status"], started["headers"] = int(status.split(" ", 1)[0]), headers
+            return _no_write
+
+        body = app.serve(environ, start_response, routed=True, metadata=True, request=request)
+        return _django_response(body, started["status"], started["headers"])
+
+    metadata.__doc__ = "The Protected Resource Metadata (RFC 9728) of the site's MCP endpoint, served by zemcp."
+    return _exempt(metadata)
+
+
+#: The endpoint paths already found to differ from the resource URL's (each is logged once).
+_mismatched: set[str] = set()
+
+
+def _check_resource(server: Server, path: str) -> None:
+    """Log once when the endpoint's path, the site's path prefix included (``SCRIPT_NAME``,
+    ``FORCE_SCRIPT_NAME``), is not the resource URL's: clients would be sent to metadata and
+    tokens of another resource."""
+    assert server.auth is not None
+    resource = urlsplit(server.auth.resource).path.rstrip("/") or "/"
+    if path.rstrip("/") == resource.rstrip("/") or path in _mismatched:
+        return
+    _mismatched.add(path)
+    log.warning(
+        "the MCP endpoint is served at %s but the resource URL (ZEMCP_AUTH_RESOURCE) is %s, whose path is %s: "
+        "clients are sent to that resource's metadata and bring tokens for it; set the resource URL to this "
+        "endpoint's URL, the site's path prefix included",
+        path,
+        server.auth.resource,
+        resource,
+    )
 
 
 def _unauthorized(challenges: Iterable[str], message: str) -> HttpResponse:
@@ -175,4 +247,4 @@ def _exempt(view: Callable[[HttpRequest], HttpResponseBase]) -> Callable[[HttpRe
     return exempted
 
 
-__all__ = ["view"]
+__all__ = ["metadata_view", "view"]
