@@ -32,6 +32,7 @@ except ImportError as exc:  # said plainly: the site's own install lacks the ext
     ) from exc
 
 from zemcp.core.server import Server
+from zemcp.django.connections import recycle_connections
 from zemcp.http.transport import McpApp
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ def view(target: Server | McpApp) -> Callable[[HttpRequest], HttpResponseBase]:
         the view: CSRF-exempt, login-not-required, not wrapped in ``ATOMIC_REQUESTS``.
     """
     app = target if isinstance(target, McpApp) else McpApp(target)
+    recycle_connections(app.server)
 
     def mcp(request: HttpRequest) -> HttpResponseBase:
         environ = dict(request.META)

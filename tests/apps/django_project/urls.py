@@ -1,0 +1,17 @@
+"""The test Django project's routes: its pages, Django's login and admin, and the MCP endpoint."""
+
+from django.contrib import admin
+from django.contrib.auth.views import LoginView
+from django.urls import path
+
+import zemcp.django
+from tests.apps.django_project.notes import views
+from tests.apps.django_project.notes.mcp import server
+
+urlpatterns = [
+    path("", views.index),
+    path("held", views.held),
+    path("accounts/login/", LoginView.as_view()),
+    path("admin/", admin.site.urls),
+    path("mcp", zemcp.django.view(server)),
+]
