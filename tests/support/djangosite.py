@@ -33,6 +33,8 @@ APPLICATION = "tests.apps.django_project.wsgi:application"
 USERS = {"alice": ("alice-password", False), "bob": ("bob-password", False), "staff": ("staff-password", True)}
 #: The project's login page (Django's ``LoginView``).
 LOGIN_PATH = "/accounts/login/"
+#: The name the site's connections carry in ``pg_stat_activity`` unless ``SITE_DB_APPLICATION`` says.
+DEFAULT_APPLICATION = "django_project"
 #: [seconds] how long a ``manage.py`` command of the project may take.
 COMMAND_TIMEOUT = 120.0
 
@@ -101,14 +103,17 @@ def session_cookie(session_id: str) -> dict[str, str]:
     return {"Cookie": f"sessionid={session_id}"}
 
 
-def site_connections(postgres: PostgresServer, database: Database) -> list[dict[str, Any]]:
-    """The connections of the site to ``database`` that PostgreSQL lists in ``pg_stat_activity``:
-    each a dict of ``pid``, ``state`` (``idle``, ``active``, ``idle in transaction`` ...) and
-    ``query`` (the last one)."""
+def site_connections(
+    postgres: PostgresServer, database: Database, application: str = DEFAULT_APPLICATION
+) -> list[dict[str, Any]]:
+    """The connections of the site named ``application`` (``SITE_DB_APPLICATION``) to
+    ``database`` that PostgreSQL lists in ``pg_stat_activity``: each a dict of ``pid``,
+    ``state`` (``idle``, ``active``, ``idle in transaction`` ...) and ``query`` (the last one)."""
     with postgres.connect() as connection:
         rows = connection.execute(
-            "SELECT pid, state, query FROM pg_stat_activity WHERE datname = %s AND usename = %s",
-            (database.name, database.user),
+            "SELECT pid, state, query FROM pg_stat_activity WHERE datname = %s AND usename = %s"
+            " AND application_name = %s",
+            (database.name, database.user, application),
         ).fetchall()
     return [{"pid": pid, "state": state, "query": query} for pid, state, query in rows]
 

@@ -2,7 +2,8 @@
 
 The database comes from the environment (``SITE_DB_NAME``, ``SITE_DB_USER``,
 ``SITE_DB_PASSWORD``, ``SITE_DB_HOST``, ``SITE_DB_PORT``; ``SITE_CONN_MAX_AGE`` overrides the
-60 s connection age). Lists are plain lists, so a test settings module can extend them.
+60 s connection age, and ``SITE_DB_APPLICATION`` names the site's connections in PostgreSQL's
+``pg_stat_activity``, to tell two sites on one database apart). Lists are plain lists, so a test settings module can extend them.
 """
 
 import os
@@ -79,6 +80,7 @@ DATABASES = {
         "ATOMIC_REQUESTS": True,
         "CONN_MAX_AGE": int(os.environ.get("SITE_CONN_MAX_AGE", "60")),
         "CONN_HEALTH_CHECKS": True,
+        "OPTIONS": {"application_name": os.environ.get("SITE_DB_APPLICATION", "django_project")},
     }
 }
 
