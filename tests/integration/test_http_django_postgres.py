@@ -181,8 +181,8 @@ def test_a_request_without_a_session_is_never_sent_to_the_login_page(site):
     assert modern.error(response, 400, -32602)["message"].startswith("Unknown tool: 'my_notes'")
 
 
-def spread_calls(site: GunicornServer, cookie: dict[str, str]) -> list[str]:
-    """:data:`SPREAD` ``my_notes`` calls of each era at once (so that many handler threads of
+def spread_calls(site: GunicornServer, cookie: dict[str, str], tool: str = "my_notes") -> list[str]:
+    """:data:`SPREAD` calls of ``tool`` in each era at once (so that many handler threads of
     both workers run one); the texts they answered."""
     handshakes = [HandshakeClient(site.url, headers=cookie) for _ in range(SPREAD)]
     for client in handshakes:
@@ -190,9 +190,9 @@ def spread_calls(site: GunicornServer, cookie: dict[str, str]) -> list[str]:
 
     def one(index: int) -> str:
         if index % 2:
-            return text_of(handshakes[index // 2].rpc("tools/call", {"name": "my_notes", "arguments": {}}))
+            return text_of(handshakes[index // 2].rpc("tools/call", {"name": tool, "arguments": {}}))
         modern = ModernClient(site.url)
-        return text_of(modern.result(modern.call_tool("my_notes", headers=cookie)[1]))
+        return text_of(modern.result(modern.call_tool(tool, headers=cookie)[1]))
 
     try:
         with ThreadPoolExecutor(2 * SPREAD) as pool:
@@ -205,9 +205,8 @@ def spread_calls(site: GunicornServer, cookie: dict[str, str]) -> list[str]:
 def test_after_postgresql_drops_every_connection_of_the_site_the_next_calls_work(site, postgres, django_project_db):
     cookie = session_cookie(sign_in(site.base, "alice"))
     before = spread_calls(site, cookie)
-    # The async tool's ORM calls run on asgiref's thread, inside recycled_connections too.
-    client = ModernClient(site.url)
-    count = text_of(client.result(client.call_tool("count_notes", headers=cookie)[1]))
+    # The async tool's ORM calls run on asgiref's thread of each worker, inside recycled_connections.
+    counts = spread_calls(site, cookie, "count_notes")
     # CONN_MAX_AGE = 60: the connections stay open for the next calls.
     assert site_connections(postgres, django_project_db)
     assert terminate_site_connections(postgres, django_project_db) > 0
@@ -216,7 +215,7 @@ def test_after_postgresql_drops_every_connection_of_the_site_the_next_calls_work
     # (CONN_HEALTH_CHECKS) and replaced, on every thread that had one.
     for _ in range(3):
         assert spread_calls(site, cookie) == before
-    assert text_of(client.result(client.call_tool("count_notes", headers=cookie)[1])) == count
+        assert spread_calls(site, cookie, "count_notes") == counts
 
 
 def test_with_conn_max_age_0_the_handler_threads_keep_no_connection(
