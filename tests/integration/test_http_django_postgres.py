@@ -9,7 +9,7 @@ login page and the MCP clients of both eras carry the session cookie. Shown here
 - an eliciting call saves its row for the signed-in user, and while the user is asked no
   connection of the site is ``idle in transaction`` (a plain view under ``ATOMIC_REQUESTS``,
   which holds its transaction open, shows that the check finds one when there is one);
-- a request without a session is never sent to the login page;
+- a request without a session gets 401 with a challenge, never the login page;
 - the handler threads' connections are recycled as Django's request cycle recycles its own:
   after PostgreSQL drops them all, the next calls work (``CONN_HEALTH_CHECKS``), and with
   ``CONN_MAX_AGE = 0`` none stays open after the calls;
@@ -161,24 +161,21 @@ def test_the_transaction_check_finds_the_one_a_plain_view_holds_under_atomic_req
     assert in_transaction(postgres, django_project_db) == []
 
 
-def test_a_request_without_a_session_is_never_sent_to_the_login_page(site):
+def test_a_request_without_a_session_gets_401_never_the_login_page(site):
     """``LoginRequiredMiddleware`` sends the site's pages to its login page; the MCP endpoint
-    answers MCP instead: served as anonymous, who sees none of the user's tools."""
+    (``login_required=True``) answers 401 with a challenge instead, in both eras."""
     page = requests.get(site.base + "/", allow_redirects=False, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
     assert page.status_code == 302 and page.headers["Location"].startswith("/accounts/login/"), page.headers
 
-    client = HandshakeClient(site.url)
-    init = client.initialize()
-    assert init.status_code == 200 and "Location" not in init.headers, (init.status_code, init.headers)
+    init = HandshakeClient(site.url).initialize()
+    assert init.status_code == 401 and "Location" not in init.headers, (init.status_code, init.headers)
+    assert init.headers["WWW-Authenticate"].startswith("Bearer"), init.headers
     assert init.headers["Content-Type"].startswith("application/json"), init.headers
-    assert not {tool["name"] for tool in client.list_tools()} & (USER_TOOLS | {"all_notes"})
-    refused = client.rpc_error("tools/call", {"name": "add_note", "arguments": {}})
-    assert refused["message"].startswith("Unknown tool: 'add_note'"), refused
 
     modern = ModernClient(site.url)
     request_id, response = modern.call_tool("my_notes")
-    assert response.status_code == 400 and "Location" not in response.headers, (response.status_code, response.headers)
-    assert modern.error(response, 400, -32602)["message"].startswith("Unknown tool: 'my_notes'")
+    assert response.status_code == 401 and "Location" not in response.headers, (response.status_code, response.headers)
+    assert response.headers["WWW-Authenticate"].startswith("Bearer"), response.headers
 
 
 def spread_calls(site: GunicornServer, cookie: dict[str, str], tool: str = "my_notes") -> list[str]:

@@ -34,7 +34,7 @@ from werkzeug.sansio.utils import get_content_length
 from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
-from zemcp.auth.principal import Challenge, Principal, VerifierUnavailable
+from zemcp.auth.principal import Challenge, Principal, VerifierUnavailable, site_principal
 from zemcp.config import Settings, is_loopback_host
 from zemcp.core.server import Server
 from zemcp.eras.handshake.era import HandshakeEra
@@ -224,7 +224,11 @@ class McpApp:
         if request.method == "OPTIONS":
             return self._preflight(request)
         principal = None
-        if self.auth is not None:
+        if self.auth is None:
+            # The site's user, when a framework's authentication established one, is whom
+            # sessions, tasks and requestState are bound to, as a token's principal would be.
+            principal = site_principal(request.user) if isinstance(request, WsgiRequest) and request.user else None
+        else:
             try:
                 principal = self.auth.authenticate(request.headers.get("Authorization"))
             except Challenge as exc:

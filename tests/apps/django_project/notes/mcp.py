@@ -1,4 +1,5 @@
-"""The site's MCP server and the notes app's tools, served at ``/mcp`` (urls.py).
+"""The notes app's tools, on the site's MCP server (``zemcp.django`` imports this module when
+Django is ready; urls.py serves the server at ``/mcp``).
 
 ``add_note`` asks the user what to write, then saves it for ``ctx.user`` in a transaction
 opened after the answer; ``my_notes`` lists the user's own; ``all_notes`` is for users with
@@ -13,9 +14,8 @@ from django.db import transaction
 
 import zemcp
 from tests.apps.django_project.notes.models import Note
+from zemcp.django import server
 from zemcp.django.connections import recycled_connections
-
-server = zemcp.Server("notes", "1.0")
 
 #: The form ``add_note`` asks with.
 NOTE_FORM = {
