@@ -18,6 +18,7 @@ streaming" (see :mod:`zemcp.replies.sinks`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -165,6 +166,24 @@ class Server(Registrar):
         }
         # Asked on every request: made once.
         self._method_names = frozenset(self._methods)
+        self._handler_scopes: list[Callable[[Context], contextlib.AbstractContextManager[object]]] = []
+
+    def around_handlers(self, scope: Callable[[Context], contextlib.AbstractContextManager[object]]) -> None:
+        """Run every handler of this server inside ``scope(ctx)``, on whatever thread runs it.
+
+        A framework integration gives handlers what its own request cycle gives its views
+        (:mod:`zemcp.flask` pushes a copy of the Flask request context, or an app context
+        where there is no request): the scope is entered on the thread that runs the handler
+        (the request's, the handler pool's, a task's, the stdio transport's) just before it
+        runs, and left when it returns or raises; an ``async def`` handler's event loop runs
+        inside it. Scopes registered earlier are entered first.
+
+        Args:
+            scope: ``scope(ctx)`` -> a context manager; ``ctx`` is the handler's
+                :class:`zemcp.Context` (``ctx.request`` and ``ctx.user`` say whom it serves).
+                What the scope raises on entry fails the call as an internal error (logged).
+        """
+        self._handler_scopes.append(scope)
 
     # -- capabilities and sessions -----------------------------------------------------
 
@@ -303,7 +322,8 @@ class Server(Registrar):
 
         The handler runs with the span of the exchange's operation (:attr:`Exchange.operation
         <zemcp.core.exchange.Exchange.operation>`) current, so that its own spans are children
-        of the request's, and its questions to the client are spans of their own.
+        of the request's, and its questions to the client are spans of their own, inside the
+        scopes of :meth:`around_handlers`.
 
         Returns:
             the JSON-RPC response; None when the client cancelled the request (no response,
@@ -316,8 +336,14 @@ class Server(Registrar):
         try:
             if work.is_tool:
                 operation.capture_arguments(work.arguments)
+            ctx = Context(exchange, work.auth, work.user)
             with operation.activate():
-                return jsonrpc.result(request_id, work.run(Context(exchange, work.auth, work.user)))
+                if not self._handler_scopes:
+                    return jsonrpc.result(request_id, work.run(ctx))
+                with contextlib.ExitStack() as scopes:
+                    for scope in self._handler_scopes:
+                        scopes.enter_context(scope(ctx))
+                    return jsonrpc.result(request_id, work.run(ctx))
         except RoundEnded:
             raise
         except URLElicitationRequired as exc:
