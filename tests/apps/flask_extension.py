@@ -7,7 +7,7 @@ records that it ran in ``g`` and an ``after_request`` hook that marks every resp
 handlers that answer HTML; and ``app.config["ZEMCP"]``, from which the extension builds the
 server. The endpoint is ``/mcp`` with ``login_required=True``. Its tools:
 
-- ``greet``: asks for a name when none is given, and greets it for ``current_user``;
+- ``greet``: asks for a name when none is given, and greets it for ``ctx.user`` (and ``current_user``);
 - ``whoami``: what a handler sees of Flask (``current_user``, ``ctx.user``, ``g``, the
   request, ``current_app``);
 - ``payroll``: ``permission=`` a callable, for users with the ``payroll`` permission;
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from flask import Flask, current_app, g, has_request_context, request
-from flask_login import LoginManager, UserMixin, current_user
+from flask_login import LoginManager, UserMixin, current_user, login_required
 
 import zemcp
 from zemcp.flask import Zemcp
@@ -94,6 +94,13 @@ def login_page() -> str:
     return "<html><body>please sign in</body></html>"
 
 
+@app.get("/private")
+@login_required
+def private_page() -> str:
+    """A page for signed-in users: an anonymous browser is redirected to ``login_view``."""
+    return f"hello {current_user.id}"
+
+
 mcp = Zemcp(app, login_required=True)
 server = app.extensions["zemcp"].server
 
@@ -107,7 +114,9 @@ def greet(ctx: zemcp.Context, name: str = "") -> str:
             {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
             key="name",
         )["name"]
-    return f"hello {name}, from {current_user.id} (ctx.user {ctx.user.id})"
+    # current_user is the request's user; ctx.user is also there in a task and over stdio.
+    signed = current_user.id if current_user else "no request"
+    return f"hello {name}, from {ctx.user.id} (current_user: {signed})"
 
 
 @server.tool
