@@ -191,6 +191,8 @@ def _flask_response(body: Iterable[bytes], status: int, headers: list[tuple[str,
             if callable(close):
                 close()
         response = Response(content, status=status, content_type=content_type)
+        if content_type is None:  # werkzeug would call it text/html (a preflight's 204, a 202)
+            del response.headers["Content-Type"]
     for name, value in headers:
         if name.lower() not in _WERKZEUG_OWN:
             response.headers.add(name, value)
