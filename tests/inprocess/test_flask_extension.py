@@ -8,7 +8,7 @@ Each test builds a small Flask app of its own and drives it with werkzeug's test
 from __future__ import annotations
 
 import pytest
-from flask import Flask, g
+from flask import Flask, g, request
 from flask_wtf.csrf import CSRFProtect
 
 import zemcp
@@ -138,3 +138,18 @@ def test_flask_zemcp_call_runs_one_call_as_a_user():
     assert unknown.exit_code == 1 and "Unknown tool: 'nothing'" in unknown.output, unknown.output
     bad = runner.invoke(args=["zemcp", "call", "whoami", "[1]"])
     assert bad.exit_code == 2 and "a JSON object" in bad.output, bad.output
+
+
+def test_a_hook_that_read_the_body_leaves_it_to_zemcp():
+    """A before_request hook that reads the JSON body (cached by werkzeug) or the form (which a
+    JSON body is not) leaves zemcp a whole body to read."""
+    app = new_app()
+    seen = []
+
+    @app.before_request
+    def peek() -> None:
+        seen.append((request.form.to_dict(), (request.get_json(silent=True) or {}).get("method")))
+
+    Zemcp(app, whoami_server(app))
+    assert call_text(app, "whoami") == "nobody -"
+    assert seen == [({}, "tools/call")]

@@ -247,3 +247,29 @@ def test_flask_zemcp_stdio_serves_the_app_for_a_user_to_the_sdk_client(mode):
     assert elicitations == ["Whom should I greet?"]
     assert result.is_error is False, result
     assert result.content[0].text == "hello Zoe, from bob (current_user: no request)"
+
+
+def test_the_docs_example_elicits_for_the_apps_user(start_server):
+    """examples/flask_notes.py (docs/flask.md): ada adds a note she is asked for, in either era;
+    bob sees his own notes through current_user and not the editors' tool."""
+    site = start_server(app="examples.flask_notes:app")
+    ada = {"Authorization": "Bearer ada-token"}
+    modern = ModernClient(site.url)
+    _, response = modern.call_tool("add_note", {}, headers=ada)
+    first = modern.result(response)
+    assert first["inputRequests"]["elicitation-1"]["params"]["message"] == "What should the note say?", first
+    answer = {"elicitation-1": {"action": "accept", "content": {"text": "buy milk"}}}
+    _, response = modern.answer("add_note", first, answer, headers=ada)
+    assert text_of(modern.result(response)) == "noted for ada (1 notes)"
+    session = signed_in(site, ada)
+    call_id, response, stream = session.open_call("add_note", {})
+    elicitation = stream.next_message()
+    assert session.accept(elicitation["id"], {"text": "call mum"}).status_code == 202
+    assert text_of(stream.next_message()["result"]) == "noted for ada (2 notes)"
+    assert json.loads(text_of(session.rpc("tools/call", {"name": "all_notes", "arguments": {}}))) == {
+        "ada": ["buy milk", "call mum"]
+    }
+    bob = signed_in(site, {"Authorization": "Bearer bob-token"})
+    assert {tool["name"] for tool in bob.list_tools()} == {"add_note", "my_notes"}
+    mine = json.loads(text_of(bob.rpc("tools/call", {"name": "my_notes", "arguments": {}})))
+    assert mine == {"user": "bob", "asked_from": "127.0.0.1", "notes": []}

@@ -46,7 +46,7 @@ def _user(state: State, user_id: str | None) -> Any:
     if user_id is None:
         return None
     try:
-        return state.user_named(current_app, user_id)  # type: ignore[arg-type]
+        return state.user_named(current_app, user_id)
     except LookupError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -106,7 +106,7 @@ def call(tool: str, arguments: str, user_id: str | None) -> None:
     client = Client(lambda environ, start: state.mcp_app.serve(environ, start, routed=True, user=user))
     message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     response = client.post(state.mcp_app.endpoint or "/", json=message, headers=headers)
-    answer = _final_message(response.get_data(as_text=True), response.mimetype)
+    answer = _final_message(response.get_data(as_text=True), response.mimetype or "")
     if "error" in answer:
         raise click.ClickException(answer["error"]["message"])
     result = answer["result"]

@@ -17,7 +17,7 @@ import contextlib
 import threading
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from flask import g
 from flask.globals import request_ctx
@@ -44,7 +44,8 @@ class Captured(NamedTuple):
 
 def capture() -> Captured:
     """The current request's context and ``g``; call it in the view, inside the request context."""
-    return Captured(request_ctx._get_current_object(), {name: g.get(name) for name in g})
+    # request_ctx is a proxy, typed as what it stands for.
+    return Captured(cast(Any, request_ctx)._get_current_object(), {name: g.get(name) for name in g})
 
 
 class HandlerContexts:

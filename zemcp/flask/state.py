@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,9 +41,9 @@ class State:
         if self.authenticate is not None:
             user = self.authenticate(site_request)
         elif hasattr(current_app, "login_manager"):  # Flask-Login's LoginManager.init_app sets it
-            from flask_login import current_user
-
-            user = current_user._get_current_object()
+            # Imported by name: Flask-Login is the app's dependency, not zemcp's.
+            flask_login = importlib.import_module("flask_login")
+            user = flask_login.current_user._get_current_object()
         else:
             return None
         return user if user is not None and getattr(user, "is_authenticated", True) else None
