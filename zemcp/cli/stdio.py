@@ -35,6 +35,7 @@ import threading
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from zemcp import logformat, logsafe
+from zemcp.auth.principal import site_principal
 from zemcp.cli.lifetime import watch_parent
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server
@@ -88,6 +89,8 @@ class StdioTransport:
     def __init__(self, server: Server, reader: IO[bytes], writer: IO[bytes], user: Any = None):
         self.server = server
         self._user = user
+        # Whom the session and tasks belong to, as the principal of an HTTP site user is.
+        self._principal = site_principal(user) if user is not None else None
         self.handshake = HandshakeEra(server)
         self.modern = ModernEra(server)
         self._serve_handshake = compose(server, self.handshake.serve)
@@ -188,7 +191,7 @@ class StdioTransport:
     def _context(self) -> RequestContext:
         """The context of a message of this connection: one client, no headers, answers read on
         another thread (so handlers may wait), and a sink a pump thread drains."""
-        return RequestContext(PIPE, _pumped_sink, session=self._session, user=self._user)
+        return RequestContext(PIPE, _pumped_sink, session=self._session, principal=self._principal, user=self._user)
 
     def _handshake(self, message: jsonrpc.Message) -> None:
         session = self._session
