@@ -39,6 +39,8 @@ APP_NAME = "tests.apps.flask_extension"
 SITE_HEADER = "X-Served-By"
 ALICE = {"Authorization": "Bearer alice-token"}
 BOB = {"Authorization": "Bearer bob-token"}
+#: The 2026-07-28 tasks extension a client declares to have calls become tasks.
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 #: [seconds] bound on a whole stdio client scenario (the subprocess starts in it).
 SCENARIO_TIMEOUT = 40
 
@@ -273,3 +275,22 @@ def test_the_docs_example_elicits_for_the_apps_user(start_server):
     assert {tool["name"] for tool in bob.list_tools()} == {"add_note", "my_notes"}
     mine = json.loads(text_of(bob.rpc("tools/call", {"name": "my_notes", "arguments": {}})))
     assert mine == {"user": "bob", "asked_from": "127.0.0.1", "notes": []}
+
+
+def test_a_2026_task_belongs_to_the_user_who_created_it(site):
+    """A task created by alice (2026-07-28, tasks extension) is reached by her and by no one
+    else: bob's tasks/get is answered as for a task that does not exist."""
+    client = ModernClient(site.url, capabilities={"elicitation": {}, "extensions": {TASKS_EXTENSION: {}}})
+    response, reply = client.call({}, name="report", headers=ALICE)
+    assert reply["result"]["resultType"] == "task", reply
+    task_id = reply["result"]["taskId"]
+
+    def get(headers: dict) -> dict:
+        message = client.message("tasks/get", {"taskId": task_id})
+        return client.reply(client.post(message, headers=headers), message["id"])
+
+    assert get(ALICE)["result"]["taskId"] == task_id
+    refused = get(BOB)
+    assert "result" not in refused and refused["error"]["message"].startswith(f"Invalid params: no task {task_id!r}"), (
+        refused
+    )
