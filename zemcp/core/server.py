@@ -18,13 +18,13 @@ streaming" (see :mod:`zemcp.replies.sinks`).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
 import time
 import weakref
 from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any, NamedTuple
 
 from zemcp import logsafe
@@ -166,24 +166,7 @@ class Server(Registrar):
         }
         # Asked on every request: made once.
         self._method_names = frozenset(self._methods)
-        self._handler_scopes: list[Callable[[Context], contextlib.AbstractContextManager[object]]] = []
-
-    def around_handlers(self, scope: Callable[[Context], contextlib.AbstractContextManager[object]]) -> None:
-        """Run every handler of this server inside ``scope(ctx)``, on whatever thread runs it.
-
-        A framework integration gives handlers what its own request cycle gives its views
-        (:mod:`zemcp.flask` pushes a copy of the Flask request context, or an app context
-        where there is no request): the scope is entered on the thread that runs the handler
-        (the request's, the handler pool's, a task's, the stdio transport's) just before it
-        runs, and left when it returns or raises; an ``async def`` handler's event loop runs
-        inside it. Scopes registered earlier are entered first.
-
-        Args:
-            scope: ``scope(ctx)`` -> a context manager; ``ctx`` is the handler's
-                :class:`zemcp.Context` (``ctx.request`` and ``ctx.user`` say whom it serves).
-                What the scope raises on entry fails the call as an internal error (logged).
-        """
-        self._handler_scopes.append(scope)
+        self._handler_scopes: tuple[Callable[[Context], AbstractContextManager[object]], ...] = ()
 
     # -- capabilities and sessions -----------------------------------------------------
 
@@ -317,13 +300,38 @@ class Server(Registrar):
                 return NO_CACHE
         return NO_CACHE
 
+    def around_handlers(self, scope: Callable[[Context], AbstractContextManager[object]]) -> None:
+        """Enter ``scope(ctx)`` around every handler run of this server, on the thread that runs it.
+
+        A handler runs on its request's thread, on zemcp's handler pool or on a task thread,
+        none of them a thread the site's framework manages: what the framework does around a
+        request of its own (Django closes its stale database connections) a scope does around a
+        handler run (:mod:`zemcp.django.connections` registers that one); what a framework's
+        request gives its views a scope gives the handler (:mod:`zemcp.flask` pushes a copy of
+        the Flask request context of ``ctx.request``, or an app context without one). The scope is entered
+        just before the handler runs (an ``async def`` handler's event loop runs inside it),
+        and exited once it returned or raised, including when a 2026-07-28 round ends to ask
+        the client. Scopes are entered in the order they were registered; registering one
+        again changes nothing.
+
+        Args:
+            scope: a factory of context managers (a ``contextlib.contextmanager`` function),
+                called once per handler run with the handler's :class:`zemcp.Context`
+                (``ctx.request`` and ``ctx.user`` say whom the run serves).
+        Raises:
+            nothing here; what a scope raises on entry fails that handler run as an internal
+            error (logged), never the server.
+        """
+        if scope not in self._handler_scopes:
+            self._handler_scopes = (*self._handler_scopes, scope)
+
     def execute(self, work: Work, exchange: Exchange) -> dict[str, Any] | None:
         """Run ``work``'s handler with a Context on ``exchange``; never raises what the handler raised.
 
         The handler runs with the span of the exchange's operation (:attr:`Exchange.operation
         <zemcp.core.exchange.Exchange.operation>`) current, so that its own spans are children
-        of the request's, and its questions to the client are spans of their own, inside the
-        scopes of :meth:`around_handlers`.
+        of the request's, and its questions to the client are spans of their own; and inside
+        the scopes registered with :meth:`around_handlers`.
 
         Returns:
             the JSON-RPC response; None when the client cancelled the request (no response,
@@ -336,11 +344,11 @@ class Server(Registrar):
         try:
             if work.is_tool:
                 operation.capture_arguments(work.arguments)
-            ctx = Context(exchange, work.auth, work.user)
             with operation.activate():
+                ctx = Context(exchange, work.auth, work.user)
                 if not self._handler_scopes:
                     return jsonrpc.result(request_id, work.run(ctx))
-                with contextlib.ExitStack() as scopes:
+                with ExitStack() as scopes:
                     for scope in self._handler_scopes:
                         scopes.enter_context(scope(ctx))
                     return jsonrpc.result(request_id, work.run(ctx))

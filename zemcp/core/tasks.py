@@ -123,7 +123,6 @@ class TaskRunner:
         *,
         session: Session | None,
         client_key: str | None,
-        owner: str | None,
         ttl_ms: Any = None,
     ) -> TaskRecord:
         """Create a task that runs ``work`` (a :class:`zemcp.core.server.Work`) on the task pool.
@@ -131,14 +130,11 @@ class TaskRunner:
         The record is in the store before this returns, so a ``tasks/get`` finds it at once.
 
         Args:
-            work: the handler call.
+            work: the handler call (its principal owns the task).
             client: what the creating request declared.
             request: the creating ``tools/call`` (its ``_meta.progressToken`` stays valid).
             session: the handshake-era session, None in 2026-07-28.
             client_key: whose share of ``max_tasks`` it counts in.
-            owner: the key of the creating request's principal (a token's, or the site user's
-                when a framework authenticated the request), None without one: only requests of
-                the same owner reach the task later.
             ttl_ms: [milliseconds] the retention the client asked for (2025-11-25
                 ``params.task.ttl``, checked by the era), between 1 s and ``task_ttl``; None: ``task_ttl``.
         Returns:
@@ -163,7 +159,7 @@ class TaskRunner:
         progress = meta.get("progressToken") if isinstance(meta, dict) else None
         record = TaskRecord(
             id=secrets.token_urlsafe(24),
-            owner=owner,
+            owner=work.auth.key if work.auth is not None else None,
             session=session.id if session is not None else None,
             client=client_key,
             modern=session is None,

@@ -201,8 +201,7 @@ class HandshakeEra:
             if isinstance(outcome, Work):
                 task = tasks.requested(self.server, session, request, outcome)
                 if task is not None:
-                    owner = context.principal.key if context.principal is not None else None
-                    return tasks.create(self.server, session, request, outcome, task, context.client, owner)
+                    return tasks.create(self.server, session, request, outcome, task, context.client)
                 return self._start(session, request, outcome, context)
             return tasks.not_created(self.server, session, request, outcome) or jsonrpc.result(request.id, outcome)
         except ProtocolError as exc:

@@ -111,17 +111,14 @@ def create(
     work: Work,
     task: dict[str, Any],
     client_key: str | None,
-    owner: str | None,
 ) -> dict[str, Any]:
-    """Start ``work`` as a task of ``session``, owned by ``owner`` (the key of the request's
-    principal, None without one); returns the response: the ``CreateTaskResult`` (``{"task": Task}``).
+    """Start ``work`` as a task of ``session``; returns the response: the ``CreateTaskResult``
+    (``{"task": Task}``).
 
     Raises:
         zemcp.state.tasks.TaskLimitReached: ``max_tasks`` or the client's share of it is held.
     """
-    record = server.tasks.create(
-        work, session, request, session=session, client_key=client_key, owner=owner, ttl_ms=task.get("ttl")
-    )
+    record = server.tasks.create(work, session, request, session=session, client_key=client_key, ttl_ms=task.get("ttl"))
     return jsonrpc.result(request.id, {"task": task_object(record)})
 
 

@@ -165,13 +165,12 @@ class ModernEra:
         outcome = self.server.prepare(client, message, context.access)
         if isinstance(outcome, Work):
             if outcome.tool is not None and tasks.wants_task(self.server, client, outcome):
-                owner = context.principal.key if context.principal is not None else None
                 if outcome.missing:
                     # The missing arguments are asked by multi-round-trip before the task exists.
-                    work = tasks.asking_first(self.server, client, message, outcome, context.client, owner)
+                    work = tasks.asking_first(self.server, client, message, outcome, context.client)
                     return self._start(client, message, work, context)
                 return self.result(
-                    message.id, method, tasks.create(self.server, client, message, outcome, context.client, owner)
+                    message.id, method, tasks.create(self.server, client, message, outcome, context.client)
                 )
             return self._start(client, message, outcome, context)
         return self.result(message.id, method, outcome, self.server.cache_hint(message))

@@ -65,22 +65,21 @@ def wants_task(server: Server, client: ClientView, work: Work) -> bool:
 
 
 def create(
-    server: Server, client: ClientView, request: jsonrpc.Request, work: Work, client_key: str | None, owner: str | None
+    server: Server, client: ClientView, request: jsonrpc.Request, work: Work, client_key: str | None
 ) -> dict[str, Any]:
     """Start ``work`` as a task; returns the ``CreateTaskResult`` body (``resultType: "task"``).
 
     Args:
         client_key: whose share of ``max_tasks`` it counts in (:func:`zemcp.state.shares.client_key`).
-        owner: the key of the request's principal, None without one: only its requests reach the task.
     Raises:
         zemcp.state.tasks.TaskLimitReached: ``max_tasks`` or the client's share of it is held.
     """
-    record = server.tasks.create(work, client, request, session=None, client_key=client_key, owner=owner)
+    record = server.tasks.create(work, client, request, session=None, client_key=client_key)
     return {**task_object(record), "resultType": "task"}
 
 
 def asking_first(
-    server: Server, client: ClientView, request: jsonrpc.Request, work: Work, client_key: str | None, owner: str | None
+    server: Server, client: ClientView, request: jsonrpc.Request, work: Work, client_key: str | None
 ) -> Work:
     """``work`` as a round that first asks the user for the tool's missing arguments (by
     multi-round-trip, as any round), then creates the task with all of them; a failed
@@ -97,7 +96,7 @@ def asking_first(
             arguments=arguments, missing=(), run=tool_runner(tool, arguments, (), client.protocol_version)
         )
         try:
-            return create(server, client, request, complete, client_key, owner)
+            return create(server, client, request, complete, client_key)
         except TaskLimitReached as exc:
             # On the round's thread: the refusal is the call's JSON-RPC error.
             raise ProtocolError(INTERNAL_ERROR, str(exc)) from None

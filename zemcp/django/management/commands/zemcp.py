@@ -21,6 +21,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from zemcp.cli import inspect as inspection, stdio
 from zemcp.core.server import Server
 from zemcp.django import site
+from zemcp.django.connections import recycle_connections
 from zemcp.protocol.versions import LATEST
 
 
@@ -55,6 +56,7 @@ class Command(BaseCommand):
                 failed (the message says why).
         """
         server = site.server()
+        recycle_connections(server)
         if options["subcommand"] == "inspect":
             description = inspection.describe(server)
             self.stdout.write(
