@@ -2,7 +2,8 @@
 
 Each file is served by a test that runs it (tests/integration/test_serve_command.py for
 hello.py and rooms.py, tests/integration/test_http_clicktools.py for click_tools.py,
-tests/integration/test_http_task_clients.py for the task clients), so what the docs show is
+tests/integration/test_http_task_clients.py for the task clients,
+tests/integration/test_http_flask_extension.py for flask_notes.py), so what the docs show is
 what the tests run.
 """
 
@@ -20,6 +21,7 @@ EXAMPLES = [
     ("docs/authoring.md", "examples/rooms.py"),
     ("docs/tasks.md", "examples/task_client_2026.py"),
     ("docs/tasks.md", "examples/task_client_2025.py"),
+    ("docs/flask.md", "examples/flask_notes.py"),
 ]
 
 
