@@ -125,6 +125,9 @@ def _is_drf(entry: Any) -> bool:
 
 
 def _drf_request(request: HttpRequest) -> Any:
+    """DRF's request around ``request``, with the site's parsers (a DRF view gives its own; an
+    authentication such as django-oauth-toolkit's reads the parsed body)."""
     from rest_framework.request import Request
+    from rest_framework.settings import api_settings
 
-    return Request(request)
+    return Request(request, parsers=[parser() for parser in api_settings.DEFAULT_PARSER_CLASSES])

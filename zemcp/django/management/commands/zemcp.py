@@ -23,6 +23,17 @@ from zemcp.core.server import Server
 from zemcp.django import site
 from zemcp.protocol.versions import LATEST
 
+#: What ``manage.py zemcp`` does.
+SUBCOMMANDS = ("inspect", "stdio", "call")
+#: Each argument and option, and the subcommands that take it.
+TAKES = {
+    "TOOL": {"call"},
+    "ARGUMENTS": {"call"},
+    "--json": {"inspect"},
+    "--user": {"stdio", "call"},
+    "--log-level": {"stdio"},
+}
+
 
 class Command(BaseCommand):
     """``manage.py zemcp inspect | stdio | call``."""
@@ -30,43 +41,52 @@ class Command(BaseCommand):
     help = "Describe the site's MCP server, serve it over stdio, or call one of its tools."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        """The three subcommands and their options."""
-        commands = parser.add_subparsers(dest="subcommand", required=True, metavar="{inspect,stdio,call}")
-        described = commands.add_parser("inspect", help="list what the site's server offers, and who may use it")
-        described.add_argument("--json", action="store_true", help="print JSON instead of text")
-        served = commands.add_parser("stdio", help="serve the site's server on stdin and stdout for one client")
-        served.add_argument("--user", metavar="NAME", help="the username whom every request acts for")
-        served.add_argument(
+        """``inspect | stdio | call`` and their options (one parser, so that Django's own
+        options, ``--settings`` and the like, work after them too)."""
+        parser.add_argument("subcommand", choices=SUBCOMMANDS, help="what to do")
+        parser.add_argument("tool", nargs="?", help="(call) the tool's name")
+        parser.add_argument("arguments", nargs="?", help="(call) its arguments, a JSON object: '{\"n\": 3}'")
+        parser.add_argument("--json", action="store_true", help="(inspect) print JSON instead of text")
+        parser.add_argument("--user", metavar="NAME", help="(stdio, call) the username whom every request acts for")
+        parser.add_argument(
             "--log-level",
-            default="info",
             choices=["debug", "info", "warning", "error", "critical"],
-            help="lowest level of the log records written to stderr (default: info)",
+            help="(stdio) lowest level of the log records written to stderr (default: info)",
         )
-        called = commands.add_parser("call", help="call one tool and print its result")
-        called.add_argument("tool", help="the tool's name")
-        called.add_argument("arguments", nargs="?", default="{}", help="its arguments, a JSON object: '{\"n\": 3}'")
-        called.add_argument("--user", metavar="NAME", help="the username whom the call acts for")
 
     def handle(self, *args: Any, **options: Any) -> None:
         """Run the subcommand.
 
         Raises:
-            CommandError: no such user, arguments that are not a JSON object, or a call that
-                failed (the message says why).
+            CommandError: an option or argument the subcommand does not take, no such user,
+                arguments that are not a JSON object, or a call that failed (the message says why).
         """
+        subcommand = options["subcommand"]
+        given = {
+            "TOOL": options["tool"] is not None,
+            "ARGUMENTS": options["arguments"] is not None,
+            "--json": options["json"],
+            "--user": options["user"] is not None,
+            "--log-level": options["log_level"] is not None,
+        }
+        wrong = [name for name, present in given.items() if present and subcommand not in TAKES[name]]
+        if wrong:
+            raise CommandError(f"{subcommand} does not take {', '.join(wrong)} (manage.py zemcp --help)")
         server = site.server()
-        if options["subcommand"] == "inspect":
+        if subcommand == "inspect":
             description = inspection.describe(server)
             self.stdout.write(
                 json.dumps(description, indent=2) if options["json"] else inspection.render(description), ending=""
             )
-        elif options["subcommand"] == "stdio":
+        elif subcommand == "stdio":
             user = _user(options["user"])
             reader, writer = stdio.claim_stdio()
-            stdio.log_to_stderr(options["log_level"], server.settings.log_format)
+            stdio.log_to_stderr(options["log_level"] or "info", server.settings.log_format)
             stdio.run(server, reader, writer, user)
         else:
-            result = _call(server, options["tool"], options["arguments"], _user(options["user"]))
+            if options["tool"] is None:
+                raise CommandError("call needs the TOOL to call: manage.py zemcp call TOOL '{\"n\": 3}'")
+            result = _call(server, options["tool"], options["arguments"] or "{}", _user(options["user"]))
             self.stdout.write(json.dumps(result, indent=2))
             if result.get("isError"):
                 raise CommandError(f"the tool {options['tool']!r} answered a tool error (isError), printed above")
