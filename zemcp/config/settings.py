@@ -213,11 +213,21 @@ class Settings:
     audit_log: bool = setting(
         False,
         kind="bool",
-        doc="""Log one `zemcp.audit` record per `tools/call`, `prompts/get` and `resources/read` once it ends, those
-        refused for a missing scope or the call budget included (a rate-limited one is counted as a refusal instead):
-        `method`, `tool` (the tool or prompt name, or the resource URI), `outcome`, `duration`, `subject` (the access
-        token's subject) and `client` (the user, or the client address without authorization; none over stdio);
-        never arguments or results ([observability.md](observability.md#the-audit-log)). Off by default.""",
+        doc="""Log one `zemcp.audit` record per `tools/call` (a task's once its run ends), `prompts/get` and
+        `resources/read` once it ends, those refused for a missing scope or the call budget included (a rate-limited
+        one is counted as a refusal instead): `method`, `tool` (the tool or prompt name, or the resource URI),
+        `arguments` (their names), `outcome` (`ok`, `tool_error`, `declined`, `cancelled`, `refused`, `timeout`,
+        `input_required`, `error`) and its `reason`, `duration`, `user`, `subject`, `client`, `protocol_version`,
+        `session` and `task_id`; never results, and argument values only with `ZEMCP_AUDIT_ARGUMENT_VALUES`
+        ([observability.md](observability.md#the-audit-log)). Off by default. Hooks a site registers with
+        `server.on_audit` receive the records either way.""",
+    )
+    audit_argument_values: bool = setting(
+        False,
+        kind="bool",
+        doc="""Put the arguments' values in the audit records (`values`), besides their names: in the `zemcp.audit`
+        log and in what `server.on_audit` hooks receive. Off by default: arguments may hold secrets and what users
+        typed.""",
     )
     log_format: str = setting(
         "text",
