@@ -237,8 +237,9 @@ class Settings:
         doc="""How every log line of zemcp's processes is written: zemcp's own records, gunicorn's error log and, when
         `ZEMCP_ACCESS_LOG` is on, its access log, under `gunicorn.conf.py` and `zemcp run` (HTTP and stdio). `text`:
         the lines as they always were. `json`: one JSON object a line, with `time`, `level`, `logger`, `event`,
-        `message`, `pid` and, when a record has them, `method`, `tool`, `duration`, `outcome`, `session` (a
-        fingerprint), `subject`, `client`, `trace_id`, `span_id`, `exc_type`, `exc_text`
+        `message`, `pid` and, when a record has them, `method`, `tool`, `arguments`, `values`, `duration`, `outcome`,
+        `reason`, `session` (a fingerprint), `user`, `subject`, `client`, `protocol_version`, `task_id`, `trace_id`,
+        `span_id`, `exc_type`, `exc_text`
         ([observability.md](observability.md#structured-logs)). Either word in any case; any other value stops the
         server at start-up.""",
     )
