@@ -1,0 +1,1 @@
+"""The site whose MCP server the audit app records."""
