@@ -168,6 +168,37 @@ def test_stdio_hides_and_refuses_the_same_way():
     assert answers[3]["error"]["message"] == "Unknown tool: 'payroll'; tools/list names the available tools"
 
 
+def test_stdio_acts_for_the_user_it_was_given():
+    class Staff:
+        subject = "staff"
+
+        def has_perm(self, name: str) -> bool:
+            return name == "payroll.view_salary"
+
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LATEST_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "s", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "salaries", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "report", "arguments": {}}},
+    ]
+    out = io.BytesIO()
+    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    StdioTransport(make_server(), io.BufferedReader(io.BytesIO(data)), out, user=Staff()).serve()
+    answers = {a["id"]: a for a in map(json.loads, out.getvalue().splitlines())}
+    assert names(answers[2]["result"]["tools"]) == ["everyone", "payroll", "report", "salaries"]
+    assert answers[3]["result"]["content"][0]["text"] == "the salaries"
+    assert answers[4]["result"]["content"][0]["text"] == "staff, request None"
+
+
 def test_a_permission_name_is_asked_of_the_users_has_perm():
     class User:
         def __init__(self, *perms: str):

@@ -98,3 +98,103 @@ def test_handlers_see_the_sites_user_and_request_and_permissions_follow_the_user
     assert modern.result(response)["content"][0]["text"] == "alice at /site/mcp"
     request_id, response = modern.call_tool("payroll", headers={"X-Site-User": "bob"})
     assert modern.error(response, 400, -32602)["message"].startswith("Unknown tool: 'payroll'")
+
+
+#: The view that reads tokens the site issued (a DRF authentication class, then a callable).
+TOKEN_VIEW = "/site/mcp-token"
+
+
+def _post(url: str, message: dict, headers: dict) -> requests.Response:
+    with requests.Session() as http:
+        return http.post(
+            url, json=message, headers=headers, allow_redirects=False, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT)
+        )
+
+
+def test_login_required_middleware_redirects_pages_but_never_an_mcp_client(site):
+    with requests.Session() as http:
+        page = http.get(site.base + "/account", allow_redirects=False, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
+    assert page.status_code == 302 and "/accounts/login/" in page.headers["Location"], "the site's pages need a login"
+
+    # The endpoint for the site's users serves an anonymous client (login_required is off there).
+    assert handshake_session(site.base + VIEW).list_tools()
+
+    # The endpoint that needs a user answers 401 with the site's challenges, never a redirect.
+    client = HandshakeClient(site.base + TOKEN_VIEW)
+    initialize = client.initialize()
+    assert initialize.status_code == 401, initialize.text
+    assert initialize.headers["WWW-Authenticate"] == "SiteToken, Bearer"
+    error = initialize.json()["error"]
+    assert error["code"] == -32600 and "needs a user; send the token the site issued you" in error["message"]
+    modern = ModernClient(site.base + TOKEN_VIEW)
+    ping = modern.message("tools/list", {})
+    assert _post(modern.url, ping, modern.headers(ping)).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("credentials", "user"),
+    [
+        ({"Authorization": "Bearer alice-token"}, "alice"),  # the plain callable
+        ({"X-Site-Token": "alice-token"}, "alice"),  # the DRF authentication class
+    ],
+    ids=["callable", "drf"],
+)
+def test_a_token_the_site_issued_names_the_user_in_both_eras(site, credentials, user):
+    client = HandshakeClient(site.base + TOKEN_VIEW, headers=credentials)
+    assert client.initialize().status_code == 200
+    assert client.rpc("tools/call", {"name": "whoami", "arguments": {}})["content"][0]["text"] == (
+        f"{user} at {TOKEN_VIEW}"
+    )
+    assert "payroll" in {tool["name"] for tool in client.list_tools()}
+
+    modern = ModernClient(site.base + TOKEN_VIEW)
+    _, response = modern.call_tool("whoami", headers=credentials)
+    assert modern.result(response)["content"][0]["text"] == f"{user} at {TOKEN_VIEW}"
+    first = modern.ask_command(headers=credentials)
+    final = modern.answer_command(first, "help", headers=credentials)
+    assert final.get("resultType") == "complete" and final.get("isError") is False, final
+
+
+def test_a_token_the_site_refuses_is_answered_401_with_why(site):
+    client = HandshakeClient(site.base + TOKEN_VIEW, headers={"X-Site-Token": "stolen"})
+    refused = client.initialize()
+    assert refused.status_code == 401 and refused.headers["WWW-Authenticate"] == "SiteToken, Bearer"
+    assert refused.json()["error"]["message"] == "Unauthorized: unknown site token"
+
+
+def test_permissions_follow_the_tokens_user(site):
+    bob = HandshakeClient(site.base + TOKEN_VIEW, headers={"Authorization": "Bearer bob-token"})
+    assert bob.initialize().status_code == 200
+    assert "payroll" not in {tool["name"] for tool in bob.list_tools()}
+    assert bob.rpc_error("tools/call", {"name": "payroll", "arguments": {}})["message"].startswith(
+        "Unknown tool: 'payroll'"
+    )
+
+
+def test_a_session_belongs_to_the_user_whose_token_opened_it(site):
+    alice = HandshakeClient(site.base + TOKEN_VIEW, headers={"Authorization": "Bearer alice-token"})
+    assert alice.initialize().status_code == 200
+    # bob, with alice's session id: the session is unknown to him.
+    bob = HandshakeClient(site.base + TOKEN_VIEW, headers={"Authorization": "Bearer bob-token"})
+    bob.session_id = alice.session_id
+    bob.protocol_version = alice.protocol_version
+    stolen = bob.post(bob.call_message({}, name="whoami"))
+    assert stolen.status_code == 404, stolen.text
+    # alice still uses it.
+    assert alice.rpc("tools/call", {"name": "whoami", "arguments": {}})["content"][0]["text"].startswith("alice")
+
+
+def test_an_installed_apps_mcp_module_registers_its_tools_on_the_sites_server(site):
+    client = handshake_session(site.base + VIEW)
+    assert "catalogue_search" in {tool["name"] for tool in client.list_tools()}
+    found = client.rpc("tools/call", {"name": "catalogue_search", "arguments": {"query": "u"}})
+    assert found["content"][0]["text"] == '["Dune", "Ulysses"]'
+
+
+@pytest.mark.parametrize(("origin", "status"), [("https://pages.example.test", 200), ("https://elsewhere.test", 403)])
+def test_settings_zemcp_configures_the_sites_server(site, origin, status):
+    """settings.ZEMCP["ALLOWED_ORIGINS"] lets pages of that origin call the endpoint; others are refused."""
+    modern = ModernClient(site.base + VIEW)
+    ping = modern.message("tools/list", {})
+    response = _post(modern.url, ping, {**modern.headers(ping), "Origin": origin})
+    assert response.status_code == status, response.text

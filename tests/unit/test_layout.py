@@ -132,6 +132,12 @@ def of_zemcp(finders):
     return [repr(finder) for finder, owner in zip(finders, owners) if owner.__module__.split(".")[0] == "zemcp"]
 import zemcp
 seen = {"after_import_zemcp": of_zemcp(sys.meta_path), "missing": {}}
+# zemcp.django's server is made from the site's settings when first read: a Django process has them.
+try:
+    from django.conf import settings
+    settings.configure()
+except ImportError:
+    pass
 for path, names in json.loads(sys.argv[1]).items():
     module = importlib.import_module(path)
     if "__all__" in names:

@@ -58,6 +58,30 @@ class Principal:
         return [scope for scope in needed if not _covered(scope, self.scopes)]
 
 
+#: The ``issuer`` of the principal of a site's user (:func:`site_principal`): never an OAuth issuer's URL.
+SITE = "site"
+
+
+def site_principal(user: Any) -> Principal:
+    """The principal of a user a framework's authentication established (Django's or
+    Flask-Login's user): sessions, tasks and ``requestState`` are bound to it, and the fair
+    shares count under it, as for a token's principal. It carries no scopes: scopes are
+    OAuth's, and a site without zemcp's authorization checks none.
+
+    Args:
+        user: the site's user: its ``get_username()`` (Django), else its ``username``, else
+            ``get_id()`` (Flask-Login), else ``str(user)`` is the subject.
+    Returns:
+        ``Principal(subject, issuer="site")``.
+    """
+    for name in ("get_username", "username", "get_id"):
+        value = getattr(user, name, None)
+        value = value() if callable(value) else value
+        if value is not None and value != "":
+            return Principal(str(value), issuer=SITE)
+    return Principal(str(user), issuer=SITE)
+
+
 def _covered(scope: str, granted: frozenset[str]) -> bool:
     if scope in granted:
         return True

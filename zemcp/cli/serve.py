@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -300,3 +301,18 @@ def run(
         if target.partition(":")[0].endswith(".py"):
             options["reload_extra_files"] = [str(Path(target.partition(":")[0]).resolve())]
     _gunicorn_application(target, options, preload=not reload, watch=started_by_a_program).run()
+
+
+@main.command()
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True, help="Print the description as JSON instead of text.")
+def inspect(target: str, as_json: bool) -> None:
+    """List what the server TARGET names offers: its tools, resources, resource templates and
+    prompts, with their schemas and who may use each (permission= and scopes).
+
+    TARGET is as for zemcp run. Nothing is served and no client is needed.
+    """
+    from zemcp.cli import inspect as inspection
+
+    description = inspection.describe(load_target(target)[1])
+    click.echo(json.dumps(description, indent=2) if as_json else inspection.render(description), nl=as_json)

@@ -35,6 +35,7 @@ import threading
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from zemcp import logformat, logsafe
+from zemcp.auth.principal import site_principal
 from zemcp.cli.lifetime import watch_parent
 from zemcp.core.admission import Busy
 from zemcp.core.server import Server
@@ -81,10 +82,15 @@ class StdioTransport:
         server: the MCP server core.
         reader: where the client's messages arrive, one per line.
         writer: where the server's messages go, one per line (nothing else is written there).
+        user: whom every message acts for (``ctx.user``, asked by ``permission=`` rules): a
+            site's user, as ``manage.py zemcp stdio --user`` loads it; None for none.
     """
 
-    def __init__(self, server: Server, reader: IO[bytes], writer: IO[bytes]):
+    def __init__(self, server: Server, reader: IO[bytes], writer: IO[bytes], user: Any = None):
         self.server = server
+        self._user = user
+        # Whom the session and tasks belong to, as the principal of an HTTP site user is.
+        self._principal = site_principal(user) if user is not None else None
         self.handshake = HandshakeEra(server)
         self.modern = ModernEra(server)
         self._serve_handshake = compose(server, self.handshake.serve)
@@ -185,7 +191,7 @@ class StdioTransport:
     def _context(self) -> RequestContext:
         """The context of a message of this connection: one client, no headers, answers read on
         another thread (so handlers may wait), and a sink a pump thread drains."""
-        return RequestContext(PIPE, _pumped_sink, session=self._session)
+        return RequestContext(PIPE, _pumped_sink, session=self._session, principal=self._principal, user=self._user)
 
     def _handshake(self, message: jsonrpc.Message) -> None:
         session = self._session
@@ -357,9 +363,10 @@ def log_to_stderr(log_level: str, log_format: str = "text") -> None:
     logging.basicConfig(level=log_level.upper(), handlers=[handler])
 
 
-def run(server: Server, reader: IO[bytes], writer: IO[bytes]) -> None:
+def run(server: Server, reader: IO[bytes], writer: IO[bytes], user: Any = None) -> None:
     """Serve ``server`` on ``reader`` and ``writer`` (from :func:`claim_stdio`) until stdin
-    ends, as ``zemcp run --transport stdio`` does; call it from the main thread.
+    ends, as ``zemcp run --transport stdio`` does; call it from the main thread. ``user`` is
+    whom every message acts for (:class:`StdioTransport`).
 
     SIGTERM and SIGINT stop it cleanly, as the end of stdin does: the session ends, waiting
     handlers wake with ``SessionEnded``, and the function returns. So does the exit of the
@@ -368,7 +375,7 @@ def run(server: Server, reader: IO[bytes], writer: IO[bytes]) -> None:
     """
     main = threading.main_thread().ident
     assert main is not None  # the main thread has started: this code runs
-    transport = StdioTransport(server, reader, writer)
+    transport = StdioTransport(server, reader, writer, user)
 
     def stop(signum: int, frame: object) -> None:
         raise Stopped(signal.Signals(signum).name)

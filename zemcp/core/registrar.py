@@ -417,11 +417,24 @@ def _permission(permission: Any) -> Callable[[Any], bool] | None:
             f"permission must be a permission name ('app.codename'), a list of them, or a callable "
             f"permission(user) -> bool, got {permission!r}"
         )
-    needed = tuple(names)
+    return NamedPermissions(tuple(names))
 
-    def has_perms(user: Any) -> bool:
-        # A user without has_perm (none, or an OAuth principal) holds no named permission.
+
+class NamedPermissions:
+    """The rule of ``permission="app.codename"`` (or a list): the user holds every one of
+    ``names``, as the user's ``has_perm`` answers (Django's ``User.has_perm``); a user without
+    ``has_perm`` (none, or an OAuth principal) holds none.
+
+    Args:
+        names: the permission names, all needed.
+    """
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = names
+
+    def __call__(self, user: Any) -> bool:
         has_perm = getattr(user, "has_perm", None)
-        return callable(has_perm) and all(has_perm(name) for name in needed)
+        return callable(has_perm) and all(has_perm(name) for name in self.names)
 
-    return has_perms
+    def __str__(self) -> str:
+        return " and ".join(self.names)

@@ -34,7 +34,7 @@ from werkzeug.sansio.utils import get_content_length
 from werkzeug.wrappers import Request, Response
 
 from zemcp import logsafe
-from zemcp.auth.principal import Challenge, Principal, VerifierUnavailable
+from zemcp.auth.principal import Challenge, Principal, VerifierUnavailable, site_principal
 from zemcp.config import Settings, is_loopback_host
 from zemcp.core.server import Server
 from zemcp.eras.handshake.era import HandshakeEra
@@ -153,6 +153,7 @@ class McpApp:
         routed: bool = False,
         user: Any = None,
         request: Any = None,
+        metadata: bool = False,
     ) -> Iterable[bytes]:
         """Answer one HTTP request, as :meth:`__call__` does, for a framework that routed it here.
 
@@ -165,6 +166,8 @@ class McpApp:
                 whom ``permission=`` rules are asked about and a handler's ``ctx.user``; None
                 without one.
             request: the framework's request (a handler's ``ctx.request``), or None.
+            metadata: the framework routed the request to the Protected Resource Metadata
+                (RFC 9728) of zemcp's authorization, not to the endpoint (with ``routed``).
         Returns:
             the response's body, as a WSGI application returns it.
         """
@@ -183,7 +186,9 @@ class McpApp:
             # Every response to an allowed page, streams included, says the page may read it.
             start_response = cors.with_response_headers(start_response, origin)
         try:
-            response = self.dispatch(WsgiRequest(environ, routed=routed, user=user, site_request=request))
+            response = self.dispatch(
+                WsgiRequest(environ, routed=routed, user=user, site_request=request, metadata=metadata)
+            )
         except HTTPException as exc:  # werkzeug's own refusals (bad headers and the like)
             response = self._refuse(exc.code or 400, INVALID_REQUEST, f"{exc.name}: {exc.description}")
         if _body_left_unread(environ):
@@ -204,8 +209,8 @@ class McpApp:
             return refusal
         # Judged once per distinct PATH_INFO, as werkzeug reads it: clients post to one path.
         path = (
-            self.endpoint
-            if routed
+            (self.auth.metadata_path if self.auth is not None and request.metadata else self.endpoint)
+            if isinstance(request, WsgiRequest) and request.routed
             else _remembered(
                 self._paths, request.environ.get("PATH_INFO", ""), lambda _: endpoint_path(request.environ)
             )
@@ -224,7 +229,11 @@ class McpApp:
         if request.method == "OPTIONS":
             return self._preflight(request)
         principal = None
-        if self.auth is not None:
+        if self.auth is None:
+            # The site's user, when a framework's authentication established one, is whom
+            # sessions, tasks and requestState are bound to, as a token's principal would be.
+            principal = site_principal(request.user) if isinstance(request, WsgiRequest) and request.user else None
+        else:
             try:
                 principal = self.auth.authenticate(request.headers.get("Authorization"))
             except Challenge as exc:

@@ -33,16 +33,25 @@ class WsgiRequest(Request):
             is not checked again, and its host was checked by the framework (``ALLOWED_HOSTS``).
         user: the user the framework's authentication established, or None.
         site_request: the framework's own request object, or None.
+        metadata: the framework routed it to the Protected Resource Metadata (RFC 9728), not
+            to the endpoint.
     """
 
     def __init__(
-        self, environ: dict[str, Any], *, routed: bool = False, user: Any = None, site_request: Any = None
+        self,
+        environ: dict[str, Any],
+        *,
+        routed: bool = False,
+        user: Any = None,
+        site_request: Any = None,
+        metadata: bool = False,
     ) -> None:
         # werkzeug's __init__ is replaced on purpose.
         self.environ = environ
         self.routed = routed
         self.user = user
         self.site_request = site_request
+        self.metadata = metadata
         self.shallow = False
         self.method = environ.get("REQUEST_METHOD", "GET").upper()
         self.headers = EnvironHeaders(environ)

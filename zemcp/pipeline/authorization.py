@@ -34,6 +34,7 @@ class Authorization:
         # The server's own tables: registrations made later count too.
         self._scopes = server.scope_table
         self._permissions = server.permission_table
+        self._tokens = server.auth is not None
         self._next = next
 
     def __call__(self, message: jsonrpc.Message, context: RequestContext) -> Outcome:
@@ -42,5 +43,8 @@ class Authorization:
         principal, user = context.principal, context.user
         if principal is not None or user is not None or self._permissions:
             user = user if user is not None else principal
-            context.access = Access(principal, self._scopes, user, self._permissions)
+            # Without zemcp's authorization the principal is a site user's, with no token, so
+            # no scope is asked of it.
+            scoped = principal if self._tokens else None
+            context.access = Access(scoped, self._scopes, user, self._permissions)
         return self._next(message, context)

@@ -1,6 +1,4 @@
-"""A minimal Django project with the reference server mounted under ``/mcp``.
-
-gunicorn serves it as ``tests.apps.django_site.wsgi:application``. It has no database and
-no installed apps: one view (urls.py), and a middleware that marks the responses Django
-served (middleware.py).
+"""A Django project with no database: the site's MCP server as views of its URLconf (urls.py,
+mcp.py, an app's catalogue/mcp.py), and the reference server mounted under ``/mcp`` beside the
+site (wsgi.py). gunicorn serves it as ``tests.apps.django_site.wsgi:application``.
 """

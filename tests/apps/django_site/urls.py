@@ -1,39 +1,36 @@
-"""The Django site's own routes: one ordinary view, and the reference server as a view of the site.
+"""The Django site's own routes: two ordinary views, and the site's MCP server as views of the site.
 
-``/`` is the site's page; ``/site/mcp`` is the MCP endpoint as ``zemcp.django.view`` serves it,
-through the site's middleware (the README's Django pattern mounts another server at ``/mcp``
-beside the site instead: tests/apps/django_site/wsgi.py). Beside the reference server's
-``ze_execute``, ``whoami`` tells the handler's ``ctx.user`` and ``ctx.request``, and ``payroll``
-is for users with the ``site.view_payroll`` permission.
+``/`` is the site's public page, ``/account`` one that ``LoginRequiredMiddleware`` sends
+anonymous visitors away from (to the login page); ``/site/mcp`` is the MCP endpoint as
+``zemcp.django.view()`` serves the site's server, through the site's middleware, for users
+the site's middleware established; ``/site/mcp-token`` serves it to MCP clients with a bearer token the site issued, read by a
+Django REST framework authentication class and by a plain callable (middleware.py). (The
+README's Django pattern mounts another server at ``/mcp`` beside the site instead:
+tests/apps/django_site/wsgi.py.)
 """
 
+from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 
-import zemcp
 import zemcp.django
-from wsgi import create_app
+from tests.apps.django_site.middleware import HeaderToken, bearer_user
 
 
+@login_not_required
 def index(request: HttpRequest) -> HttpResponse:
-    """The site's own page."""
+    """The site's own public page."""
     return HttpResponse("the django site", content_type="text/plain")
 
 
-server = create_app().server
+def account(request: HttpRequest) -> HttpResponse:
+    """A page for logged-in users only (``LoginRequiredMiddleware`` redirects the others)."""
+    return HttpResponse(f"the account of {request.user}", content_type="text/plain")
 
 
-@server.tool
-def whoami(ctx: zemcp.Context) -> str:
-    """The site's user and the path of the site's request, as the handler sees them."""
-    user = ctx.user.username if ctx.user is not None else "anonymous"
-    return f"{user} at {ctx.request.path if ctx.request is not None else 'no request'}"
-
-
-@server.tool(permission="site.view_payroll")
-def payroll() -> str:
-    """For users with the site.view_payroll permission."""
-    return "the payroll"
-
-
-urlpatterns = [path("", index), path("site/mcp", zemcp.django.view(server))]
+urlpatterns = [
+    path("", index),
+    path("account", account),
+    path("site/mcp", zemcp.django.view()),
+    path("site/mcp-token", zemcp.django.view(authentication=[HeaderToken, bearer_user])),
+]

@@ -96,13 +96,16 @@ class Node:
                 self.id = f"{self.instance}.{pid}.{secrets.token_hex(4)}"
                 # A forked child hears the bus only once its own subscription is confirmed.
                 self._hearing = threading.Event()
+                # Started before the heartbeat is first written: once another process can see
+                # this node, an announcement of this one must not be taken for one made before
+                # it served (started), and dropped.
+                self._pid = pid
                 for target, name in (
                     (self._heartbeat_forever, "heartbeat"),
                     (self._inbox_forever, "inbox"),
                     (self._bus_forever, "bus"),
                 ):
                     threading.Thread(target=target, args=(self.id,), name=f"zemcp-redis-{name}", daemon=True).start()
-                self._pid = pid
         return self.id
 
     def hears_bus(self, timeout: float) -> bool:

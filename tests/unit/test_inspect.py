@@ -1,0 +1,90 @@
+"""zemcp inspect: what a server offers, with schemas and who may use each (zemcp.cli.inspect)."""
+
+import json
+
+from click.testing import CliRunner
+
+import zemcp
+from zemcp.cli.inspect import describe, render
+from zemcp.cli.serve import main
+
+
+def is_staff(user: object) -> bool:
+    """Staff only."""
+    return getattr(user, "is_staff", False)
+
+
+def make_server() -> zemcp.Server:
+    server = zemcp.Server("shop", "2.1")
+
+    @server.tool
+    def search(query: str, limit: int = 10) -> list[str]:
+        """Search the catalogue.
+
+        More words that the summary leaves out.
+        """
+        return []
+
+    @server.tool(permission=["shop.view_order", "shop.change_order"], scopes=["orders"])
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return order
+
+    @server.resource("shop://prices", permission=is_staff, mime_type="application/json")
+    def prices() -> str:
+        """The price list."""
+        return "{}"
+
+    @server.resource("shop://orders/{number}")
+    def order(number: str) -> str:
+        """One order."""
+        return number
+
+    @server.prompt(permission="shop.view_order")
+    def complaint(order: str, tone: str = "calm") -> str:
+        """Answer a complaint."""
+        return order
+
+    return server
+
+
+def test_describe_lists_every_registration_with_its_permission_and_scopes():
+    description = describe(make_server())
+    tools = {tool["name"]: tool for tool in description["tools"]}
+    assert (description["name"], description["version"]) == ("shop", "2.1")
+    assert tools["search"]["permission"] is None and tools["search"]["scopes"] == []
+    assert tools["search"]["inputSchema"]["required"] == ["query"]
+    assert tools["refund"]["permission"] == "shop.view_order and shop.change_order"
+    assert tools["refund"]["scopes"] == ["orders"]
+    assert description["resources"][0]["permission"] == f"{__name__}.is_staff"
+    assert description["resourceTemplates"][0]["uriTemplate"] == "shop://orders/{number}"
+    assert description["prompts"][0]["permission"] == "shop.view_order"
+
+
+def test_render_words_it_for_a_terminal():
+    text = render(describe(make_server()))
+    assert text.startswith("shop 2.1: 2 tools, 1 resource, 1 resource template, 1 prompt\n")
+    assert "  search: Search the catalogue.\n    permission: everyone\n    inputSchema: {" in text
+    assert (
+        "  refund: Refund an order.\n    permission: shop.view_order and shop.change_order\n    scopes: orders\n"
+        in text
+    )
+    assert f"  shop://prices: The price list.\n    permission: {__name__}.is_staff\n" in text
+    assert "    mimeType: application/json\n" in text
+    assert "  complaint: Answer a complaint.\n    permission: shop.view_order\n    arguments: order, tone?\n" in text
+
+
+def test_the_command_prints_text_or_json(tmp_path):
+    target = tmp_path / "shop.py"
+    target.write_text(
+        "import zemcp\n\nserver = zemcp.Server('shop', '2.1')\n\n\n@server.tool(permission='shop.view_order')\n"
+        "def refund(order: str) -> str:\n    '''Refund an order.'''\n    return order\n"
+    )
+    runner = CliRunner()
+    text = runner.invoke(main, ["inspect", str(target)])
+    assert text.exit_code == 0, text.output
+    assert "shop 2.1: 1 tool, 0 resources, 0 resource templates, 0 prompts" in text.output
+    assert "permission: shop.view_order" in text.output
+    as_json = runner.invoke(main, ["inspect", "--json", str(target)])
+    assert as_json.exit_code == 0, as_json.output
+    assert json.loads(as_json.output)["tools"][0]["permission"] == "shop.view_order"
