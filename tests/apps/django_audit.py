@@ -22,7 +22,7 @@ DATABASE = "file:zemcp-audit-example?mode=memory&cache=shared"
 
 
 def configure() -> None:
-    """Django settings as ``startproject`` makes them, with the example's app and urls."""
+    """Django settings as ``startproject`` makes them, with zemcp's app and the example's."""
     settings.configure(
         SECRET_KEY="zemcp-tests-django-audit",
         DEBUG=False,
@@ -34,7 +34,9 @@ def configure() -> None:
             "django.contrib.contenttypes",
             "django.contrib.sessions",
             "django.contrib.messages",
+            "zemcp.django",
             "mcp_audit",
+            "trips",
         ],
         MIDDLEWARE=[
             "django.middleware.security.SecurityMiddleware",

@@ -130,11 +130,11 @@ INIT = {
 }
 
 
-def stdio(server: zemcp.Server, *messages: dict[str, Any]) -> list[dict[str, Any]]:
-    """Initialize over stdio, send ``messages``, end the input; every message written."""
+def stdio(server: zemcp.Server, *messages: dict[str, Any], user: Any = None) -> list[dict[str, Any]]:
+    """Initialize over stdio (acting for ``user``), send ``messages``, end the input; every message written."""
     lines = [json.dumps(m) for m in (INIT, *messages)]
     out = io.BytesIO()
-    StdioTransport(server, io.BufferedReader(io.BytesIO("\n".join(lines).encode() + b"\n")), out).serve()
+    StdioTransport(server, io.BufferedReader(io.BytesIO("\n".join(lines).encode() + b"\n")), out, user).serve()
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
@@ -410,3 +410,14 @@ class PlainUser:
 )
 def test_the_user_is_recorded_by_a_readable_name(user, name):
     assert user_name(user) == name
+
+
+def test_a_call_over_stdio_for_a_site_s_user_names_the_user(caplog):
+    caplog.set_level("INFO", logger="zemcp.audit")
+    records: list[zemcp.AuditRecord] = []
+    answers = stdio(make_server(records, audit_log=True), call(1, "refuses", {}), user=DjangoLikeUser())
+    assert answers[-1]["result"]["isError"]
+    (record,) = records
+    assert (record.user, record.client, record.outcome) == ("ada", None, "tool_error")
+    (logged,) = [r for r in caplog.records if r.name == "zemcp.audit"]
+    assert logged.getMessage().startswith(f"tools/call 'refuses' by 'ada' over {LATEST_VERSION}: tool_error in ")

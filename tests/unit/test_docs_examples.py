@@ -22,7 +22,7 @@ EXAMPLES = [
     ("docs/tasks.md", "examples/task_client_2026.py"),
     ("docs/tasks.md", "examples/task_client_2025.py"),
     ("docs/django.md", "docs/examples/django_audit/mcp_audit/models.py"),
-    ("docs/django.md", "docs/examples/django_audit/mcp_audit/apps.py"),
+    ("docs/django.md", "docs/examples/django_audit/mcp_audit/mcp.py"),
     ("docs/django.md", "docs/examples/django_audit/mcp_audit/admin.py"),
 ]
 

@@ -149,7 +149,7 @@ class AuditTrail:
             raise RuntimeError(
                 "this server is served already (McpApp(server), zemcp.django.view(server) or stdio was built) "
                 "without the audit layer, so this hook would never be called: register audit hooks before the "
-                "server is served (in the module that makes the server, or in an AppConfig.ready()), or turn "
+                "server is served (in the module that makes the server, or in an app's mcp.py in a Django site), or turn "
                 "ZEMCP_AUDIT_LOG on"
             )
         self._hooks.append(hook)

@@ -1,1 +1,1 @@
-"""The site whose MCP server the audit app records."""
+"""The site whose MCP calls the audit app records."""

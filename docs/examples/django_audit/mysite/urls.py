@@ -4,9 +4,8 @@ from django.contrib import admin
 from django.urls import path
 
 import zemcp.django
-from mysite.mcp import server
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("mcp", zemcp.django.view(server)),
+    path("mcp", zemcp.django.view()),
 ]

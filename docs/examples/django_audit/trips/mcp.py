@@ -1,8 +1,7 @@
-"""The site's MCP server: one tool that asks the user before it books."""
+"""The app's tools, on the site's server."""
 
 import zemcp
-
-server = zemcp.Server("mysite")
+from zemcp.django import server
 
 DATE = {"type": "object", "properties": {"date": {"type": "string", "title": "Date"}}, "required": ["date"]}
 
