@@ -9,8 +9,10 @@
 * tests/support/browser.py: headless Chromium and a page on another origin (``chromium``,
   ``page_server``).
 * tests/support/oauth_server.py: an OAuth authorization server (``oauth_server``).
+* tests/support/postgres.py: a real PostgreSQL cluster of the tests' own (``postgres``).
+* tests/support/djangosite.py: the test Django project's database on it (``django_project_db``).
 * tests/support/markers.py: marks each test with what it needs (``gunicorn``, ``redis``,
-  ``node``, ``browser``, ``proxy``); ``slow`` is written on the test.
+  ``node``, ``browser``, ``proxy``, ``postgres``); ``slow`` is written on the test.
 
 The clients of both protocol eras, over HTTP or in process, are in tests/support/clients.py
 (docs/contributing.md).
@@ -23,5 +25,7 @@ pytest_plugins = [
     "tests.support.stacks",
     "tests.support.browser",
     "tests.support.oauth_server",
+    "tests.support.postgres",
+    "tests.support.djangosite",
     "tests.support.markers",
 ]

@@ -9,6 +9,7 @@ not zemcp's loopback Host rule, decides which hosts are served.
 """
 
 import importlib.util
+import time
 
 import pytest
 import requests
@@ -198,3 +199,26 @@ def test_settings_zemcp_configures_the_sites_server(site, origin, status):
     ping = modern.message("tools/list", {})
     response = _post(modern.url, ping, {**modern.headers(ping), "Origin": origin})
     assert response.status_code == status, response.text
+
+
+TASKS = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+def test_a_task_belongs_to_the_user_who_created_it_and_runs_for_that_user_without_a_request(site):
+    alice, bob = {"Authorization": "Bearer alice-token"}, {"Authorization": "Bearer bob-token"}
+    client = ModernClient(site.base + TOKEN_VIEW, capabilities=TASKS)
+    _, created = client.call({}, name="report", headers=alice)
+    task = created["result"]
+    assert task["resultType"] == "task", task
+
+    def get(headers: dict) -> dict:
+        message = client.message("tasks/get", {"taskId": task["taskId"]})
+        return client.reply(client.post(message, headers=headers), message["id"])
+
+    refused = get(bob)
+    assert refused["error"]["code"] == -32602, refused
+    deadline = time.monotonic() + 10
+    while (found := get(alice)["result"])["status"] == "working" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert found["status"] == "completed", found
+    assert found["result"]["content"][0]["text"] == "report for alice, request None"

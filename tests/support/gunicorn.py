@@ -4,9 +4,11 @@ The integration tests start ``gunicorn -c gunicorn.conf.py wsgi:app`` from the c
 the interpreter running pytest, on a free loopback port, and talk to it over 127.0.0.1 only.
 
 Fixtures:
-    start_server: factory ``start_server(app="wsgi:app", **settings)`` -> :class:`GunicornServer`;
-        keyword names are settings without the prefix (``elicitation_timeout=1`` sets
-        ``ZEMCP_ELICITATION_TIMEOUT=1``). Every server it started is stopped at teardown.
+    start_server: factory ``start_server(app="wsgi:app", environ=None, **settings)`` ->
+        :class:`GunicornServer`; keyword names are settings without the prefix
+        (``elicitation_timeout=1`` sets ``ZEMCP_ELICITATION_TIMEOUT=1``), ``environ`` other
+        variables of the server's environment (a site's own). Every server it started is
+        stopped at teardown.
     server: one server with short keep-alives for the whole run, for tests whose settings
         are the defaults (plus a 0.5 s keep-alive interval); its clients close after each test.
     client: an initialized :class:`~tests.support.clients.HandshakeClient` (with the
@@ -112,7 +114,8 @@ class GunicornServer:
     ``config=False`` gunicorn runs without gunicorn.conf.py, with its own defaults (the sync
     worker), as a site that mounts zemcp in its own gunicorn setup might. ``app`` is the
     WSGI app gunicorn loads (the reference server by default); ``cwd`` the directory it
-    starts in (the checkout by default, whose zemcp it then imports).
+    starts in (the checkout by default, whose zemcp it then imports); ``environ`` variables
+    of its environment other than the settings (a Django site's database, say).
     """
 
     def __init__(
@@ -123,6 +126,7 @@ class GunicornServer:
         config: bool = True,
         app: str = "wsgi:app",
         cwd: Path = REPO,
+        environ: dict[str, str] | None = None,
     ):
         self.port = free_port()
         self.base = f"http://{HOST}:{self.port}"
@@ -132,6 +136,7 @@ class GunicornServer:
         self.env.update({"ZEMCP_" + key.upper(): str(value) for key, value in settings.items()})
         self.env["ZEMCP_BIND"] = f"{HOST}:{self.port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith("ZEMCP_")}
+        env.update(environ or {})
         env.update(self.env)
         env["PYTHONUNBUFFERED"] = "1"
         fd, name = tempfile.mkstemp(prefix=f"gunicorn-{self.port}-", suffix=".log", dir=log_dir)
@@ -232,11 +237,12 @@ def _log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _server_factory(request: pytest.FixtureRequest, log_dir: Path, gunicorn_args: tuple[str, ...] = ()) -> Iterator:
-    """Yield ``start(app="wsgi:app", **settings)``, which starts a gunicorn for the test; stop them all after it."""
+    """Yield ``start(app="wsgi:app", environ=None, **settings)``, which starts a gunicorn for the
+    test; stop them all after it."""
     servers: list[GunicornServer] = []
 
-    def start(app: str = "wsgi:app", **settings: Any) -> GunicornServer:
-        server = GunicornServer(settings, log_dir, gunicorn_args, app=app)
+    def start(app: str = "wsgi:app", environ: dict[str, str] | None = None, **settings: Any) -> GunicornServer:
+        server = GunicornServer(settings, log_dir, gunicorn_args, app=app, environ=environ)
         servers.append(server)
         _remember(request, server)
         return server

@@ -21,6 +21,7 @@ MARKING_FIXTURES: dict[str, frozenset[str]] = {
     "node": frozenset({"ts_sdk1_modules", "node_modules"}),
     "browser": frozenset({"chromium"}),
     "proxy": frozenset({"start_stack", "stack"}),
+    "postgres": frozenset({"postgres"}),
 }
 #: Folders under tests/ whose every test starts the server in a process of its own: gunicorn
 #: (through gunicorn.conf.py, ``zemcp run`` or a ``.ci`` scenario) or ``zemcp run`` over stdio.
@@ -31,7 +32,8 @@ REDIS_BACKEND = "redis"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with what it needs (``gunicorn``, ``redis``, ``node``, ``browser``, ``proxy``).
+    """Mark each test with what it needs (``gunicorn``, ``redis``, ``node``, ``browser``, ``proxy``,
+    ``postgres``).
 
     A test is marked by the fixtures it uses (:data:`MARKING_FIXTURES`), by its folder
     (:data:`SERVER_FOLDERS`), and by a :data:`REDIS_BACKEND` parameter. ``slow`` (a test that

@@ -38,6 +38,7 @@ def test_inspect_lists_the_sites_server_with_the_tools_of_its_apps_and_their_per
         "ze_execute": None,
         "whoami": None,
         "payroll": "site.view_payroll",
+        "report": None,
         "catalogue_search": None,
     }
 

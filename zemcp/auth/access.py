@@ -35,16 +35,18 @@ class Access:
     """What a request's principal and user may see and use.
 
     Args:
-        principal: who the request's token names; None when authorization is off (then no
-            scope is needed).
+        principal: whom the request acts for: who its token names, or the site user's
+            principal (:func:`zemcp.auth.principal.site_principal`); None for no one.
         scopes: the registrations' needed scopes (the server's table, read at each check, so
             that later registrations count).
         user: whom ``permission=`` rules are asked about: the site's user, else the principal.
         permissions: the registrations' ``permission=`` rules, ``(kind, key) -> rule(user)``
             (the server's table).
+        scoped: the principal's scopes are checked (it came from a token); False for a site
+            user's principal, which holds no token, or without authorization.
     """
 
-    __slots__ = ("_permissions", "_scopes", "principal", "user")
+    __slots__ = ("_permissions", "_scoped_principal", "_scopes", "principal", "user")
 
     def __init__(
         self,
@@ -52,8 +54,10 @@ class Access:
         scopes: ScopeTable,
         user: Any = None,
         permissions: Mapping[tuple[str, str], Callable[[Any], bool]] | None = None,
+        scoped: bool = True,
     ):
         self.principal = principal
+        self._scoped_principal = principal if scoped else None
         self._scopes = scopes
         self.user = user
         self._permissions = permissions or {}
@@ -62,7 +66,7 @@ class Access:
     def filters(self) -> bool:
         """True when some item may be hidden from a list (a principal and a registration with
         scopes, or a registration with a permission)."""
-        return (self.principal is not None and bool(self._scopes)) or bool(self._permissions)
+        return (self._scoped_principal is not None and bool(self._scopes)) or bool(self._permissions)
 
     def visible(self, kind: str, key: str) -> bool:
         """True when the principal and user may use ``kind`` ``key`` (``"tool"``,
@@ -97,7 +101,7 @@ class Access:
             raise InsufficientScope(list(self._scopes[(kind, key)]), what)
 
     def _scoped(self, kind: str, key: str) -> bool:
-        principal = self.principal
+        principal = self._scoped_principal
         return principal is None or not principal.missing(self._scopes.get((kind, key), ()))
 
 

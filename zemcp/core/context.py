@@ -63,8 +63,9 @@ class Context:
         session: the handshake-era session, or None for a 2026-07-28 request (no sessions).
         request_id: the JSON-RPC id of the request being handled.
         auth: who the request's access token names (:class:`zemcp.auth.Principal`:
-            ``subject``, ``client_id``, ``scopes``, ``claims``), or None when authorization
-            is off.
+            ``subject``, ``client_id``, ``scopes``, ``claims``); with authorization off, the
+            principal of the site's user under a framework view (``issuer`` ``"site"``, the
+            username as ``subject``, no scopes) or of ``stdio --user``; else None.
         task_id: the ``taskId`` when the call runs as a task (MCP tasks, docs/tasks.md),
             else None.
         user: whom the request acts for: the site's user (Django's ``request.user``) when a

@@ -24,6 +24,7 @@ import os
 import time
 import weakref
 from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from typing import Any, NamedTuple
 
 from zemcp import logsafe
@@ -170,6 +171,7 @@ class Server(Registrar):
         }
         # Asked on every request: made once.
         self._method_names = frozenset(self._methods)
+        self._handler_scopes: tuple[Callable[[], AbstractContextManager[object]], ...] = ()
 
     def on_audit(self, hook: AuditHook) -> AuditHook:
         """Hand every audit record of this server to ``hook``: a site stores them where it wants
@@ -328,12 +330,35 @@ class Server(Registrar):
                 return NO_CACHE
         return NO_CACHE
 
+    def around_handlers(self, scope: Callable[[], AbstractContextManager[object]]) -> None:
+        """Enter ``scope()`` around every handler run of this server, on the thread that runs it.
+
+        A handler runs on its request's thread, on zemcp's handler pool or on a task thread,
+        none of them a thread the site's framework manages: what the framework does around a
+        request of its own (Django closes its stale database connections) a scope does around a
+        handler run (:mod:`zemcp.django.connections` registers that one). The scope is entered
+        just before the handler runs (an ``async def`` handler's event loop runs inside it),
+        and exited once it returned or raised, including when a 2026-07-28 round ends to ask
+        the client. Scopes are entered in the order they were registered; registering one
+        again changes nothing.
+
+        Args:
+            scope: a factory of context managers (a ``contextlib.contextmanager`` function),
+                called once per handler run.
+        Raises:
+            nothing here; what a scope raises on entry fails that handler run as an internal
+            error (logged), never the server.
+        """
+        if scope not in self._handler_scopes:
+            self._handler_scopes = (*self._handler_scopes, scope)
+
     def execute(self, work: Work, exchange: Exchange) -> dict[str, Any] | None:
         """Run ``work``'s handler with a Context on ``exchange``; never raises what the handler raised.
 
         The handler runs with the span of the exchange's operation (:attr:`Exchange.operation
         <zemcp.core.exchange.Exchange.operation>`) current, so that its own spans are children
-        of the request's, and its questions to the client are spans of their own.
+        of the request's, and its questions to the client are spans of their own; and inside
+        the scopes registered with :meth:`around_handlers`.
 
         Returns:
             the JSON-RPC response; None when the client cancelled the request (no response,
@@ -347,7 +372,12 @@ class Server(Registrar):
             if work.is_tool:
                 operation.capture_arguments(work.arguments)
             with operation.activate():
-                return jsonrpc.result(request_id, work.run(Context(exchange, work.auth, work.user)))
+                if not self._handler_scopes:
+                    return jsonrpc.result(request_id, work.run(Context(exchange, work.auth, work.user)))
+                with ExitStack() as scopes:
+                    for scope in self._handler_scopes:
+                        scopes.enter_context(scope())
+                    return jsonrpc.result(request_id, work.run(Context(exchange, work.auth, work.user)))
         except RoundEnded:
             raise
         except URLElicitationRequired as exc:

@@ -21,6 +21,7 @@ from django.utils.module_loading import import_string
 
 from zemcp.config import Settings
 from zemcp.core.server import Server
+from zemcp.django.connections import recycle_connections
 from zemcp.http.transport import McpApp
 
 #: The key of ``settings.ZEMCP`` that names the site's own server; every other key is a setting.
@@ -57,6 +58,8 @@ def server() -> Server:
     with _lock:
         if _server is None:
             _server = _load()
+            # Its handlers use the site's database on zemcp's threads, whoever serves it.
+            recycle_connections(_server)
         return _server
 
 

@@ -32,6 +32,7 @@ from django.views.decorators.csrf import csrf_exempt
 from zemcp.core.server import Server
 from zemcp.django import site
 from zemcp.django.authentication import Authenticator, Refused, SiteAuthentication
+from zemcp.django.connections import recycle_connections
 from zemcp.http.transport import McpApp
 from zemcp.protocol import jsonrpc
 
@@ -72,6 +73,7 @@ def view(
     """
     server = site.server() if target is None else target.server if isinstance(target, McpApp) else target
     _check_settings(server)
+    recycle_connections(server)
     app = target if isinstance(target, McpApp) else McpApp(server)
     site_authentication = SiteAuthentication(authentication)
     required = bool(site_authentication) if login_required is None else login_required

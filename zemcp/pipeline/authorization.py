@@ -45,6 +45,5 @@ class Authorization:
             user = user if user is not None else principal
             # Without zemcp's authorization the principal is a site user's, with no token, so
             # no scope is asked of it.
-            scoped = principal if self._tokens else None
-            context.access = Access(scoped, self._scopes, user, self._permissions)
+            context.access = Access(principal, self._scopes, user, self._permissions, scoped=self._tokens)
         return self._next(message, context)

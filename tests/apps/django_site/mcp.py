@@ -2,7 +2,8 @@
 site's zemcp settings, and two tools of the site.
 
 Beside the reference server's ``ze_execute``, ``whoami`` tells the handler's ``ctx.user`` and
-``ctx.request``, and ``payroll`` is for users with the ``site.view_payroll`` permission. The
+``ctx.request``, ``payroll`` is for users with the ``site.view_payroll`` permission, and
+``report`` may run as a task. The
 site's apps add theirs from their ``mcp.py`` (catalogue/mcp.py).
 """
 
@@ -24,3 +25,10 @@ def whoami(ctx: zemcp.Context) -> str:
 def payroll() -> str:
     """For users with the site.view_payroll permission."""
     return "the payroll"
+
+
+@server.tool(task="optional")
+def report(ctx: zemcp.Context) -> str:
+    """Runs as a task when asked: tells whom it runs for, and whether it has a request."""
+    user = ctx.user.username if ctx.user is not None else "nobody"
+    return f"report for {user}, request {ctx.request}"

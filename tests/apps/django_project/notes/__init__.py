@@ -1,0 +1,1 @@
+"""The test project's own app: notes, each owned by a user, and the MCP tools over them."""
