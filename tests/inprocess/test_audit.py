@@ -418,6 +418,6 @@ def test_a_call_over_stdio_for_a_site_s_user_names_the_user(caplog):
     answers = stdio(make_server(records, audit_log=True), call(1, "refuses", {}), user=DjangoLikeUser())
     assert answers[-1]["result"]["isError"]
     (record,) = records
-    assert (record.user, record.client, record.outcome) == ("ada", None, "tool_error")
+    assert (record.user, record.subject, record.client, record.outcome) == ("ada", None, None, "tool_error")
     (logged,) = [r for r in caplog.records if r.name == "zemcp.audit"]
     assert logged.getMessage().startswith(f"tools/call 'refuses' by 'ada' over {LATEST_VERSION}: tool_error in ")

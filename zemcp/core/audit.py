@@ -25,12 +25,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from zemcp import logsafe
+from zemcp.auth.principal import SITE
 from zemcp.core.errors import ClientTimeout
 from zemcp.observe.telemetry import INPUT_REQUIRED
 from zemcp.protocol.elicitation import ElicitAborted, ElicitCancelled, ElicitDeclined, ElicitTimeout, ElicitTooMany
 from zemcp.protocol.jsonrpc import ProtocolError
 
 if TYPE_CHECKING:
+    from zemcp.auth.principal import Principal
     from zemcp.config import Settings
 
 audit_log = logging.getLogger("zemcp.audit")
@@ -51,8 +53,8 @@ REFUSED = "refused"
 TIMEOUT = "timeout"
 #: The request was answered with a JSON-RPC error (an unknown tool, invalid params ...).
 ERROR = "error"
-#: (:data:`INPUT_REQUIRED`, ``input_required``) a 2026-07-28 round ended asking the user; each
-#: round of a call is a record of its own.
+# INPUT_REQUIRED (input_required): a 2026-07-28 round ended asking the user; each round of a
+# call is a record of its own.
 #: Every outcome a record can have.
 OUTCOMES = (OK, TOOL_ERROR, DECLINED, CANCELLED, REFUSED, TIMEOUT, INPUT_REQUIRED, ERROR)
 
@@ -240,6 +242,14 @@ def user_name(user: Any) -> str | None:
         if isinstance(value, str) and value:
             return value
     return str(user)
+
+
+def token_subject(principal: Principal | None) -> str | None:
+    """The subject of the access token a request carried: ``principal.subject``, unless the
+    principal is a site's user's (:func:`zemcp.auth.principal.site_principal`, no token) or None."""
+    if principal is None or principal.issuer == SITE:
+        return None
+    return principal.subject
 
 
 def started_at(seconds: float) -> datetime:

@@ -451,7 +451,7 @@ def _audit_record(
         # Cancelled (or stopped) before its handler ran, or while it ran: it ends so whatever the handler returned.
         ended, reason = audits.CANCELLED, type(aborted).__name__
     names, values = trail.arguments(work.arguments)
-    principal = work.auth
+    subject = audits.token_subject(work.auth)
     session = exchange.session
     return audits.AuditRecord(
         method=work.method,
@@ -462,8 +462,8 @@ def _audit_record(
         reason=reason,
         started=audits.started_at(created),
         duration=audits.since(created),
-        user=audits.user_name(work.user) or (principal.subject if principal is not None else None),
-        subject=principal.subject if principal is not None else None,
+        user=audits.user_name(work.user) or subject,
+        subject=subject,
         client=exchange.client_key,
         protocol_version=exchange.client.protocol_version,
         session=fingerprint(session.id) if session is not None else None,

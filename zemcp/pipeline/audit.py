@@ -93,8 +93,7 @@ def _record(
     names, values = (
         trail.arguments(message.params.get("arguments")) if message.method != "resources/read" else ((), None)
     )
-    principal = context.principal
-    subject = principal.subject if principal is not None else None
+    subject = audit.token_subject(context.principal)
     session = context.session
     return audit.AuditRecord(
         method=message.method,
