@@ -10,7 +10,7 @@
   ``page_server``).
 * tests/support/oauth_server.py: an OAuth authorization server (``oauth_server``).
 * tests/support/postgres.py: a real PostgreSQL cluster of the tests' own (``postgres``).
-* tests/support/djangosite.py: the test Django project's database on it (``django_project_db``).
+* tests/support/djangosite.py: the test Django project on it (``django_project_db``, ``notes_site``).
 * tests/support/markers.py: marks each test with what it needs (``gunicorn``, ``redis``,
   ``node``, ``browser``, ``proxy``, ``postgres``); ``slow`` is written on the test.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import threading
 import time
 from collections.abc import Iterator
@@ -36,7 +37,7 @@ class Recorder:
 
     def scope(self, name: str):
         @contextlib.contextmanager
-        def scoped() -> Iterator[None]:
+        def scoped(ctx: zemcp.Context) -> Iterator[None]:
             self.note("enter", name)
             try:
                 yield
@@ -135,7 +136,7 @@ def test_a_scope_that_fails_on_entry_fails_the_call_and_the_handler_never_runs()
     server = make_server(recorder)
 
     @contextlib.contextmanager
-    def failing() -> Iterator[None]:
+    def failing(ctx: zemcp.Context) -> Iterator[None]:
         raise RuntimeError("the database is out of reach")
         yield
 
@@ -145,3 +146,35 @@ def test_a_scope_that_fails_on_entry_fails_the_call_and_the_handler_never_runs()
     assert error["message"] == "Internal error while serving tools/call", error
     assert "run" not in recorder.kinds()
     assert recorder.kinds() == ["enter:a", "exit:a"], "the scopes entered before it are exited"
+
+
+def test_a_scope_is_given_the_handlers_context():
+    """The factory gets the run's Context (a framework scope reads ``ctx.request`` from it), and
+    what it sets up is what the handler, plain or async, sees."""
+    seen: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="outside")
+    server = zemcp.Server("scopes", "1")
+
+    @contextlib.contextmanager
+    def scoped(ctx: zemcp.Context) -> Iterator[None]:
+        token = seen.set(f"request {ctx.request_id} of {ctx.client.client_info['name']}")
+        try:
+            yield
+        finally:
+            seen.reset(token)
+
+    server.around_handlers(scoped)
+
+    @server.tool
+    def plain() -> str:
+        """What the scope set up."""
+        return seen.get()
+
+    @server.tool
+    async def waiting() -> str:
+        """What the scope set up, in the handler's event loop."""
+        return seen.get()
+
+    client = inprocess_modern(zemcp.McpApp(server))
+    for tool in ("plain", "waiting"):
+        request_id, response = client.call_tool(tool)
+        assert client.result(response)["content"][0]["text"] == f"request {request_id} of zemcp-modern-tests"

@@ -24,7 +24,6 @@ import importlib.util
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,12 +36,12 @@ from tests.support.djangosite import (
     session_cookie,
     sign_in,
     site_connections,
+    site_settings,
     terminate_site_connections,
 )
-from tests.support.gunicorn import GunicornServer, lend
+from tests.support.gunicorn import GunicornServer
 from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
 from tests.support.postgres import Database, PostgresServer
-from tests.support.redisserver import RedisServer
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("django") is None, reason="django is not installed (pip install 'zemcp[django]')"
@@ -58,22 +57,9 @@ UNKEPT = "conn_max_age_0"
 SETTLE = 10.0
 
 
-def site_settings(redis: RedisServer) -> dict[str, Any]:
-    """zemcp's settings of the notes site: two workers sharing ``redis``."""
-    return {"workers": 2, "redis_url": redis.url, "elicitation_timeout": 30}
-
-
-@pytest.fixture(scope="module")
-def _notes_site(_log_dir: Path, django_project_db: Database, _shared_redis: RedisServer):
-    site = GunicornServer(site_settings(_shared_redis), _log_dir, app=APPLICATION, environ=django_project_db.environ())
-    yield site
-    site.stop()
-
-
 @pytest.fixture
-def site(request: pytest.FixtureRequest, _notes_site: GunicornServer):
-    """The notes site for the whole module (its log in a failed test's report)."""
-    yield from lend(request, _notes_site)
+def site(notes_site: GunicornServer) -> GunicornServer:
+    return notes_site
 
 
 def handshake(site: GunicornServer, username: str | None) -> HandshakeClient:
@@ -163,19 +149,20 @@ def test_the_transaction_check_finds_the_one_a_plain_view_holds_under_atomic_req
 
 def test_a_request_without_a_session_gets_401_never_the_login_page(site):
     """``LoginRequiredMiddleware`` sends the site's pages to its login page; the MCP endpoint
-    (``login_required=True``) answers 401 with a challenge instead, in both eras."""
+    (its ``authentication=`` reading DRF and django-oauth-toolkit tokens) answers 401 with their
+    challenges instead, in both eras."""
     page = requests.get(site.base + "/", allow_redirects=False, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
     assert page.status_code == 302 and page.headers["Location"].startswith("/accounts/login/"), page.headers
 
     init = HandshakeClient(site.url).initialize()
     assert init.status_code == 401 and "Location" not in init.headers, (init.status_code, init.headers)
-    assert init.headers["WWW-Authenticate"].startswith("Bearer"), init.headers
+    assert init.headers["WWW-Authenticate"] == 'Token, Bearer realm="api"', init.headers
     assert init.headers["Content-Type"].startswith("application/json"), init.headers
 
     modern = ModernClient(site.url)
     request_id, response = modern.call_tool("my_notes")
     assert response.status_code == 401 and "Location" not in response.headers, (response.status_code, response.headers)
-    assert response.headers["WWW-Authenticate"].startswith("Bearer"), response.headers
+    assert response.headers["WWW-Authenticate"] == 'Token, Bearer realm="api"', response.headers
 
 
 def spread_calls(site: GunicornServer, cookie: dict[str, str], tool: str = "my_notes") -> list[str]:

@@ -5,8 +5,12 @@ Everything Django does here runs in subprocesses (``python -m django ... --setti
 operator would run ``manage.py``: the test process never configures Django itself.
 
 Fixtures:
+    notes_site: the project under ``gunicorn -c gunicorn.conf.py`` with two workers sharing
+        the run's Redis, for the whole run (per pytest-xdist worker); its log goes into the
+        report of a test that fails.
     django_project_db: the project's database for the whole run (per pytest-xdist worker),
-        migrated, with the users of :data:`USERS`.
+        migrated, with the users of :data:`USERS`, each with a Django REST framework token
+        (:data:`DRF_TOKENS`) and a django-oauth-toolkit access token (:data:`OAUTH_TOKENS`).
 """
 
 from __future__ import annotations
@@ -16,14 +20,17 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
 from tests.support import REPO
+from tests.support.gunicorn import GunicornServer, lend
 from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
 from tests.support.postgres import Database, PostgresServer
+from tests.support.redisserver import RedisServer
 
 #: The settings module of the test project.
 SETTINGS = "tests.apps.django_project.settings"
@@ -31,6 +38,10 @@ SETTINGS = "tests.apps.django_project.settings"
 APPLICATION = "tests.apps.django_project.wsgi:application"
 #: The project's users: name -> (password, is_staff). Staff users hold ``notes.view_note``.
 USERS = {"alice": ("alice-password", False), "bob": ("bob-password", False), "staff": ("staff-password", True)}
+#: The Django REST framework token of each user (``Authorization: Token <key>``).
+DRF_TOKENS = {name: f"{name}-drf-token" for name in USERS}
+#: The django-oauth-toolkit access token of each user (``Authorization: Bearer <token>``).
+OAUTH_TOKENS = {name: f"{name}-oauth-access-token" for name in USERS}
 #: The project's login page (Django's ``LoginView``).
 LOGIN_PATH = "/accounts/login/"
 #: The name the site's connections carry in ``pg_stat_activity`` unless ``SITE_DB_APPLICATION`` says.
@@ -39,12 +50,25 @@ DEFAULT_APPLICATION = "django_project"
 COMMAND_TIMEOUT = 120.0
 
 _MAKE_USERS = """
+from datetime import timedelta
 from django.contrib.auth.models import Permission, User
+from django.utils import timezone
+from oauth2_provider.models import AccessToken, Application
+from rest_framework.authtoken.models import Token
 view_note = Permission.objects.get(content_type__app_label="notes", codename="view_note")
+application = Application.objects.create(
+    name="mcp clients", client_type="public", authorization_grant_type="authorization-code",
+    redirect_uris="http://127.0.0.1/callback",
+)
 for name, (password, staff) in {users!r}.items():
     user = User.objects.create_user(name, password=password, is_staff=staff)
     if staff:
         user.user_permissions.add(view_note)
+    Token.objects.create(user=user, key={drf!r}[name])
+    AccessToken.objects.create(
+        user=user, application=application, token={oauth!r}[name], scope="read write",
+        expires=timezone.now() + timedelta(days=1),
+    )
 """
 
 
@@ -74,8 +98,26 @@ def django_project_db(postgres: PostgresServer) -> Iterator[Database]:
     """The test project's database, migrated, with the users of :data:`USERS`."""
     database = postgres.create_database("notes_site")
     manage(database, "migrate", "--no-input", "--verbosity", "0")
-    manage(database, "shell", "--no-imports", "-c", _MAKE_USERS.format(users=USERS))
+    manage(database, "shell", "--no-imports", "-c", _MAKE_USERS.format(users=USERS, drf=DRF_TOKENS, oauth=OAUTH_TOKENS))
     yield database
+
+
+def site_settings(redis: RedisServer) -> dict[str, Any]:
+    """zemcp's settings of the notes site: two workers sharing ``redis``."""
+    return {"workers": 2, "redis_url": redis.url, "elicitation_timeout": 30}
+
+
+@pytest.fixture(scope="session")
+def _notes_site(_log_dir: Path, django_project_db: Database, _shared_redis: RedisServer) -> Iterator[GunicornServer]:
+    site = GunicornServer(site_settings(_shared_redis), _log_dir, app=APPLICATION, environ=django_project_db.environ())
+    yield site
+    site.stop()
+
+
+@pytest.fixture
+def notes_site(request: pytest.FixtureRequest, _notes_site: GunicornServer) -> Iterator[GunicornServer]:
+    """The notes site of the run (its log in a failed test's report; its clients closed after the test)."""
+    yield from lend(request, _notes_site)
 
 
 def sign_in(base: str, username: str) -> str:

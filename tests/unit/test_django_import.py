@@ -1,4 +1,4 @@
-"""zemcp.django without Django: the import says what to install; a default install never imports Django."""
+"""zemcp.django and zemcp.flask without their frameworks: the import says what to install; a default install imports neither."""
 
 import subprocess
 import sys
@@ -21,3 +21,12 @@ def test_importing_zemcp_imports_no_framework():
     done = _python("import sys, zemcp; print(sorted(m for m in ('django', 'flask') if m in sys.modules))")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_zemcp_flask_without_flask_says_what_to_install():
+    done = _python(
+        "import sys; sys.modules['flask'] = None\n"
+        "try:\n    import zemcp.flask\nexcept ImportError as exc:\n    print(exc)"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "zemcp.flask needs Flask" in done.stdout and "pip install 'zemcp[flask]'" in done.stdout, done.stdout

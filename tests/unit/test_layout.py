@@ -68,6 +68,7 @@ PUBLIC_MODULES = {
     "zemcp.cli.commands",
     "zemcp.testclient.mcptest",
     "zemcp.django",
+    "zemcp.flask",
     "zemcp.protocol.headers",
 }
 

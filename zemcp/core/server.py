@@ -171,7 +171,7 @@ class Server(Registrar):
         }
         # Asked on every request: made once.
         self._method_names = frozenset(self._methods)
-        self._handler_scopes: tuple[Callable[[], AbstractContextManager[object]], ...] = ()
+        self._handler_scopes: tuple[Callable[[Context], AbstractContextManager[object]], ...] = ()
 
     def on_audit(self, hook: AuditHook) -> AuditHook:
         """Hand every audit record of this server to ``hook``: a site stores them where it wants
@@ -330,13 +330,15 @@ class Server(Registrar):
                 return NO_CACHE
         return NO_CACHE
 
-    def around_handlers(self, scope: Callable[[], AbstractContextManager[object]]) -> None:
-        """Enter ``scope()`` around every handler run of this server, on the thread that runs it.
+    def around_handlers(self, scope: Callable[[Context], AbstractContextManager[object]]) -> None:
+        """Enter ``scope(ctx)`` around every handler run of this server, on the thread that runs it.
 
         A handler runs on its request's thread, on zemcp's handler pool or on a task thread,
         none of them a thread the site's framework manages: what the framework does around a
         request of its own (Django closes its stale database connections) a scope does around a
-        handler run (:mod:`zemcp.django.connections` registers that one). The scope is entered
+        handler run (:mod:`zemcp.django.connections` registers that one); what a framework's
+        request gives its views a scope gives the handler (:mod:`zemcp.flask` pushes a copy of
+        the Flask request context of ``ctx.request``, or an app context without one). The scope is entered
         just before the handler runs (an ``async def`` handler's event loop runs inside it),
         and exited once it returned or raised, including when a 2026-07-28 round ends to ask
         the client. Scopes are entered in the order they were registered; registering one
@@ -344,7 +346,8 @@ class Server(Registrar):
 
         Args:
             scope: a factory of context managers (a ``contextlib.contextmanager`` function),
-                called once per handler run.
+                called once per handler run with the handler's :class:`zemcp.Context`
+                (``ctx.request`` and ``ctx.user`` say whom the run serves).
         Raises:
             nothing here; what a scope raises on entry fails that handler run as an internal
             error (logged), never the server.
@@ -372,12 +375,13 @@ class Server(Registrar):
             if work.is_tool:
                 operation.capture_arguments(work.arguments)
             with operation.activate():
+                ctx = Context(exchange, work.auth, work.user)
                 if not self._handler_scopes:
-                    return jsonrpc.result(request_id, work.run(Context(exchange, work.auth, work.user)))
+                    return jsonrpc.result(request_id, work.run(ctx))
                 with ExitStack() as scopes:
                     for scope in self._handler_scopes:
-                        scopes.enter_context(scope())
-                    return jsonrpc.result(request_id, work.run(Context(exchange, work.auth, work.user)))
+                        scopes.enter_context(scope(ctx))
+                    return jsonrpc.result(request_id, work.run(ctx))
         except RoundEnded:
             raise
         except URLElicitationRequired as exc:

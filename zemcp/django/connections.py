@@ -16,11 +16,15 @@ Needs Django (``pip install 'zemcp[django]'``); :mod:`zemcp.django` uses it for 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from typing import TYPE_CHECKING
 
 from django.db import close_old_connections
 
 from zemcp.core.server import Server
+
+if TYPE_CHECKING:
+    from zemcp.core.context import Context
 
 
 @contextmanager
@@ -46,7 +50,12 @@ def recycle_connections(server: Server) -> None:
     Args:
         server: the server a Django view serves; registering it twice changes nothing.
     """
-    server.around_handlers(recycled_connections)
+    server.around_handlers(_around_handler)
+
+
+def _around_handler(ctx: Context) -> AbstractContextManager[None]:
+    """:func:`recycled_connections` around a handler run, whatever it serves."""
+    return recycled_connections()
 
 
 __all__ = ["recycle_connections", "recycled_connections"]

@@ -1,0 +1,155 @@
+"""``zemcp.flask.Zemcp`` in this process: settings from ``app.config["ZEMCP"]``, ``authenticate=``,
+Flask-WTF's CSRFProtect, one endpoint per app and one app per server, and ``flask zemcp call``.
+
+Each test builds a small Flask app of its own and drives it with werkzeug's test client
+(tests/support/wires.py ``InProcessWire``) or Flask's CLI runner.
+"""
+
+from __future__ import annotations
+
+import pytest
+from flask import Flask, g, request
+from flask_wtf.csrf import CSRFProtect
+
+import zemcp
+import zemcp.flask
+from tests.support.clients import inprocess_modern
+from zemcp.flask import Zemcp
+
+
+def new_app(config: dict | None = None) -> Flask:
+    app = Flask("flask_inprocess")
+    app.config["SECRET_KEY"] = "zemcp-tests"
+    if config is not None:
+        app.config["ZEMCP"] = config
+    return app
+
+
+def whoami_server(app: Flask) -> zemcp.Server:
+    server = zemcp.Server("whoami", settings=zemcp.flask.settings(app))
+
+    @server.tool
+    def whoami(ctx: zemcp.Context) -> str:
+        """Whom the call acts for, and what the app's hook put in g."""
+        return f"{ctx.user or 'nobody'} {g.get('tenant', '-')}"
+
+    return server
+
+
+def call_text(app: Flask, tool: str, headers: dict | None = None) -> str:
+    client = inprocess_modern(app)
+    _, response = client.call_tool(tool, headers=headers)
+    result = client.result(response)
+    assert result["isError"] is False, result
+    return result["content"][0]["text"]
+
+
+def test_without_a_server_the_extension_builds_one_from_app_config():
+    app = new_app({"ELICITATION_TIMEOUT": 45, "THREADS": "12"})
+    Zemcp(app)
+    server = app.extensions["zemcp"].server
+    assert server.name == "flask_inprocess"
+    assert (server.settings.elicitation_timeout, server.settings.threads) == (45, 12)
+
+
+def test_a_bad_key_of_app_config_is_named():
+    with pytest.raises(ValueError, match=r"app.config\[\"ZEMCP\"\] has no setting 'THREAD': did you mean 'THREADS'\?"):
+        Zemcp(new_app({"THREAD": 4}))
+
+
+def test_a_server_built_with_other_settings_than_app_config_is_refused_saying_how_to_build_it():
+    app = new_app({"ELICITATION_TIMEOUT": 45})
+    server = zemcp.Server("notes", settings=zemcp.Settings(elicitation_timeout=30))
+    with pytest.raises(ValueError) as refused:
+        Zemcp(app, server)
+    assert str(refused.value) == (
+        "the MCP server 'notes' was built with settings other than app.config[\"ZEMCP\"] says (ELICITATION_TIMEOUT): "
+        "build it with zemcp.Server('notes', settings=zemcp.flask.settings(app)), or leave out server= and Zemcp "
+        "builds one from the app's configuration"
+    )
+    Zemcp(app, zemcp.Server("notes", settings=zemcp.flask.settings(app)))  # built as the message says
+
+
+def test_authenticate_gives_the_user_for_apps_without_flask_login():
+    app = new_app()
+
+    @app.before_request
+    def tenant() -> None:
+        g.tenant = "acme"
+
+    tokens = {"Bearer t1": "carol"}
+    Zemcp(app, whoami_server(app), authenticate=lambda request: tokens.get(request.headers.get("Authorization", "")))
+    assert call_text(app, "whoami", {"Authorization": "Bearer t1"}) == "carol acme"
+    assert call_text(app, "whoami") == "nobody acme"
+
+
+def test_login_required_without_a_user_answers_401_but_lets_a_preflight_through():
+    app = new_app()
+    Zemcp(app, whoami_server(app), authenticate=lambda request: None, login_required=True)
+    client = inprocess_modern(app)
+    _, response = client.call_tool("whoami")
+    assert response.status_code == 401 and response.headers["WWW-Authenticate"] == "Bearer"
+    preflight = client.wire.raw(
+        "OPTIONS", headers=[("Origin", "http://localhost"), ("Access-Control-Request-Method", "POST")]
+    )
+    assert preflight.status_code == 204, preflight.status_code
+    assert preflight.headers["Access-Control-Allow-Origin"] == "http://localhost"
+    assert "Content-Type" not in preflight.headers, "zemcp's answer, not one werkzeug made up"
+
+
+@pytest.mark.parametrize("csrf_first", [True, False], ids=["CSRFProtect first", "CSRFProtect after"])
+def test_the_endpoint_is_exempt_from_flask_wtf_csrf_protection(csrf_first):
+    app = new_app()
+
+    @app.post("/form")
+    def form() -> str:
+        return "posted"
+
+    if csrf_first:
+        CSRFProtect(app)
+    Zemcp(app, whoami_server(app))
+    if not csrf_first:
+        CSRFProtect(app)
+    assert app.test_client().post("/form").status_code == 400, "the app's other POSTs need a CSRF token"
+    assert call_text(app, "whoami") == "nobody -"
+
+
+def test_one_endpoint_per_app_and_one_app_per_server():
+    app = new_app()
+    server = whoami_server(app)
+    extension = Zemcp(app, server)
+    with pytest.raises(RuntimeError, match="already serves an MCP endpoint"):
+        extension.init_app(app)
+    with pytest.raises(RuntimeError, match="already served by the Flask app 'flask_inprocess'; give each app its own"):
+        Zemcp(new_app(), server)
+
+
+def test_flask_zemcp_call_runs_one_call_as_a_user():
+    users = {"dave": "dave (loaded)"}
+    app = new_app()
+    Zemcp(app, whoami_server(app), load_user=users.get)
+    runner = app.test_cli_runner()
+    done = runner.invoke(args=["zemcp", "call", "whoami", "--user", "dave"])
+    assert done.exit_code == 0, done.output
+    assert done.output == "dave (loaded) -\n"
+    missing = runner.invoke(args=["zemcp", "call", "whoami", "--user", "erin"])
+    assert missing.exit_code == 2 and "no user 'erin'" in missing.output, missing.output
+    unknown = runner.invoke(args=["zemcp", "call", "nothing"])
+    assert unknown.exit_code == 1 and "Unknown tool: 'nothing'" in unknown.output, unknown.output
+    bad = runner.invoke(args=["zemcp", "call", "whoami", "[1]"])
+    assert bad.exit_code == 2 and "a JSON object" in bad.output, bad.output
+
+
+def test_a_hook_that_read_the_body_leaves_it_to_zemcp():
+    """A before_request hook that reads the JSON body (cached by werkzeug) or the form (which a
+    JSON body is not) leaves zemcp a whole body to read."""
+    app = new_app()
+    seen = []
+
+    @app.before_request
+    def peek() -> None:
+        seen.append((request.form.to_dict(), (request.get_json(silent=True) or {}).get("method")))
+
+    Zemcp(app, whoami_server(app))
+    assert call_text(app, "whoami") == "nobody -"
+    assert seen == [({}, "tools/call")]

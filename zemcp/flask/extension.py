@@ -1,0 +1,248 @@
+"""The Flask extension: ``Zemcp(app, server)``, the MCP endpoint as a route of the app.
+
+:class:`Zemcp` follows Flask's extension pattern (``init_app``, ``app.extensions["zemcp"]``):
+at ``init_app`` it registers the endpoint as a route of the app for GET, POST, DELETE and
+OPTIONS (zemcp answers OPTIONS and CORS itself, so Flask's automatic OPTIONS is off), exempts
+it from Flask-WTF's ``CSRFProtect`` when the app has it, adds the ``flask zemcp`` commands,
+and has the server's handlers run in the Flask context of the request they serve
+(:mod:`zemcp.flask.handlercontext`). The view hands the request to
+:meth:`zemcp.McpApp.serve` as routed by the app (the app routed it and judged its host),
+with the app's user, and returns zemcp's answer as a Flask response: whole for JSON,
+streamed as it goes for an event stream. zemcp's answers are its own responses, never
+exceptions, so the app's error handlers never rewrite them.
+"""
+
+from __future__ import annotations
+
+import io
+import weakref
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from flask import Flask, Response, current_app, request
+
+from zemcp.config import Settings
+from zemcp.config.environment import read_mapping
+from zemcp.core.server import Server
+from zemcp.flask.handlercontext import HandlerContexts, capture
+from zemcp.flask.state import State
+from zemcp.http.outcomes import refused
+from zemcp.http.transport import McpApp
+from zemcp.protocol import jsonrpc
+from zemcp.replies.responses import error_response
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from flask.wrappers import Request
+
+#: The key of the extension's state in ``app.extensions``, and the endpoint name of the route.
+EXTENSION = "zemcp"
+#: Where the site configures zemcp, and how messages name it.
+CONFIG_KEY = "ZEMCP"
+CONFIG_SOURCE = 'app.config["ZEMCP"]'
+#: The methods the endpoint answers (HEAD comes with GET); the rest get Flask's 405.
+METHODS = ("GET", "POST", "DELETE", "OPTIONS")
+#: Response headers of zemcp's answer that werkzeug sets itself (or that belong to the connection).
+_WERKZEUG_OWN = frozenset({"content-length", "connection", "transfer-encoding", "content-type"})
+#: The app that serves each server whose handlers run in a Flask context: one app per server.
+_SERVED: weakref.WeakKeyDictionary[Server, str] = weakref.WeakKeyDictionary()
+
+
+def settings(app: Flask) -> Settings:
+    """zemcp's settings for ``app``: ``app.config["ZEMCP"]``, with the ``ZEMCP_*`` variables over it.
+
+    Build the app's server with them: ``zemcp.Server("notes", settings=zemcp.flask.settings(app))``.
+
+    Args:
+        app: the Flask app; ``app.config["ZEMCP"]`` is a dict of the variables' names without
+            ``ZEMCP_`` (``{"THREADS": 16}``), absent for none (docs/configuration.md).
+    Returns:
+        validated :class:`zemcp.Settings`.
+    Raises:
+        ValueError: a key names no setting, or a value does not parse (the message names the key).
+    """
+    return Settings.from_site(app.config.get(CONFIG_KEY) or {}, CONFIG_SOURCE)
+
+
+class Zemcp:
+    """The MCP endpoint of a Flask app (Flask's extension pattern).
+
+    Args:
+        app: the app, or None to call :meth:`init_app` later (an app factory).
+        server: the :class:`zemcp.Server` to serve; None builds one for each app at
+            :meth:`init_app`, named after the app (``app.name``), with :func:`settings` of it
+            (reach it as ``app.extensions["zemcp"].server`` to register tools).
+        rule: the URL rule of the endpoint.
+        authenticate: ``authenticate(request) -> user or None``: whom a request acts for, for
+            apps without Flask-Login (a bearer token the app issued, checked by the app). Without
+            it, Flask-Login's ``current_user`` when the app has a ``LoginManager`` (its
+            ``request_loader`` is how it takes ``Authorization: Bearer``), else no user.
+        login_required: answer a request without a user 401 with ``WWW-Authenticate: Bearer``
+            (never a redirect to a login page); CORS preflights pass.
+        load_user: ``load_user(user_id) -> user or None`` for ``flask zemcp stdio --user`` and
+            ``call --user``; Flask-Login's ``user_loader`` when omitted.
+    """
+
+    def __init__(
+        self,
+        app: Flask | None = None,
+        server: Server | None = None,
+        *,
+        rule: str = "/mcp",
+        authenticate: Callable[[Request], Any] | None = None,
+        login_required: bool = False,
+        load_user: Callable[[str], Any] | None = None,
+    ):
+        self.server = server
+        self.rule = rule
+        self.authenticate = authenticate
+        self.login_required = login_required
+        self.load_user = load_user
+        if app is not None:
+            self.init_app(app)
+
+    def init_app(self, app: Flask) -> None:
+        """Serve the endpoint as a route of ``app``; its state goes to ``app.extensions["zemcp"]``.
+
+        Raises:
+            RuntimeError: ``app`` already has zemcp's endpoint, or the server is already
+                served by another app.
+            ValueError: the server's settings differ from what ``app.config["ZEMCP"]`` says
+                (the message says how to build it), or that configuration is invalid.
+        """
+        if EXTENSION in app.extensions:
+            raise RuntimeError(f"the Flask app {app.name!r} already serves an MCP endpoint (app.extensions['zemcp'])")
+        if self.server is None:
+            server = Server(app.name, settings=settings(app))
+        else:
+            server = self.server
+            _check_settings(app, server)
+        served_by = _SERVED.get(server)
+        if served_by is not None:
+            raise RuntimeError(
+                f"the MCP server {server.name!r} is already served by the Flask app {served_by!r}; give each app "
+                "its own server (Zemcp() without a server builds one per app from its app.config)"
+            )
+        _SERVED[server] = app.name
+        contexts = HandlerContexts(app)
+        server.around_handlers(contexts.scope)
+        app.extensions[EXTENSION] = State(
+            server,
+            McpApp(server, endpoint=self.rule),
+            contexts,
+            authenticate=self.authenticate,
+            login_required=self.login_required,
+            load_user=self.load_user,
+        )
+        app.add_url_rule(
+            self.rule, endpoint=EXTENSION, view_func=mcp, methods=list(METHODS), provide_automatic_options=False
+        )
+        # Flask-WTF's CSRFProtect: exempted now if the app has it, else by a hook that runs
+        # before the one CSRFProtect.init_app adds later (hooks run in the order they were added).
+        if not _exempt_from_csrf(app):
+            app.before_request(_exempt_when_csrf_arrives)
+        from zemcp.flask.cli import commands
+
+        app.cli.add_command(commands)
+
+
+def mcp() -> Response:
+    """The MCP endpoint (Streamable HTTP) of the app, served by zemcp."""
+    state: State = current_app.extensions[EXTENSION]
+    site_request: Request = request._get_current_object()  # type: ignore[attr-defined]
+    user = state.user_of(site_request)
+    if user is None and state.login_required and site_request.method != "OPTIONS":
+        return _unauthorized(state)
+    environ = dict(site_request.environ)
+    # The answer goes back through Flask's response: a handler never writes to the client's
+    # socket itself here (zemcp's pool runs it).
+    environ.pop("gunicorn.socket", None)
+    if getattr(site_request, "_cached_data", None) is not None:
+        # A hook read the body already (request.get_data()): zemcp reads it from there.
+        environ["wsgi.input"] = io.BytesIO(site_request.get_data())
+    state.contexts.remember(site_request, capture())
+    started: dict[str, Any] = {}
+
+    def start_response(
+        status: str,
+        headers: list[tuple[str, str]],
+        exc_info: tuple[type[BaseException], BaseException, TracebackType] | tuple[None, None, None] | None = None,
+        /,
+    ) -> Callable[[bytes], object]:
+        started["status"], started["headers"] = int(status.split(" ", 1)[0]), headers
+        return _no_write
+
+    body = state.mcp_app.serve(environ, start_response, routed=True, user=user, request=site_request)
+    return _flask_response(body, started["status"], started["headers"])
+
+
+def _flask_response(body: Iterable[bytes], status: int, headers: list[tuple[str, str]]) -> Response:
+    """zemcp's WSGI answer as a Flask response: streamed for an event stream, whole otherwise."""
+    content_type = next((value for name, value in headers if name.lower() == "content-type"), None)
+    if content_type == "text/event-stream":
+        # The iterable itself: werkzeug writes each event as zemcp yields it, and closes it at the end.
+        response = Response(body, status=status, content_type=content_type, direct_passthrough=True)
+    else:
+        try:
+            content = b"".join(body)
+        finally:
+            close = getattr(body, "close", None)
+            if callable(close):
+                close()
+        response = Response(content, status=status, content_type=content_type)
+        if content_type is None:  # werkzeug would call it text/html (a preflight's 204, a 202)
+            del response.headers["Content-Type"]
+    for name, value in headers:
+        if name.lower() not in _WERKZEUG_OWN:
+            response.headers.add(name, value)
+    return response
+
+
+def _unauthorized(state: State) -> Response:
+    answer = error_response(
+        401,
+        jsonrpc.INVALID_REQUEST,
+        "Unauthorized: this MCP endpoint acts for a signed-in user of the site; send the site's bearer token "
+        "(Authorization: Bearer <token>)",
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+    return Response.force_type(refused(state.server, answer))  # type: ignore[return-value]
+
+
+def _check_settings(app: Flask, server: Server) -> None:
+    """Raise if ``server``'s settings differ from what ``app.config["ZEMCP"]`` (and the environment) set."""
+    configured = app.config.get(CONFIG_KEY)
+    if not configured:
+        return
+    wanted = settings(app)
+    differ = [
+        name.upper()
+        for name in read_mapping(Settings, configured, CONFIG_SOURCE)
+        if getattr(server.settings, name) != getattr(wanted, name)
+    ]
+    if differ:
+        raise ValueError(
+            f"the MCP server {server.name!r} was built with settings other than {CONFIG_SOURCE} says ({', '.join(differ)}): "
+            f"build it with zemcp.Server({server.name!r}, settings=zemcp.flask.settings(app)), or leave out server= "
+            "and Zemcp builds one from the app's configuration"
+        )
+
+
+def _exempt_from_csrf(app: Flask) -> bool:
+    """Exempt the endpoint from Flask-WTF's ``CSRFProtect`` if ``app`` has it (an MCP client
+    has no CSRF token; zemcp's Origin check guards against pages); whether it has."""
+    csrf = app.extensions.get("csrf")
+    if csrf is None:
+        return False
+    csrf.exempt(mcp)
+    return True
+
+
+def _exempt_when_csrf_arrives() -> None:
+    """A ``before_request`` hook: exempt the endpoint once a later ``CSRFProtect(app)`` is there."""
+    _exempt_from_csrf(current_app)
+
+
+def _no_write(data: bytes) -> None:
+    raise RuntimeError("zemcp answers through Flask's response; nothing is written directly")
