@@ -1,8 +1,9 @@
 """One row per use of an MCP tool, prompt or resource: zemcp's audit records, stored."""
 
-from django.db import close_old_connections, models
+from django.db import models
 
 import zemcp
+from zemcp.django.connections import recycled_connections
 
 
 class ToolCall(models.Model):
@@ -27,7 +28,9 @@ class ToolCall(models.Model):
     @classmethod
     def store(cls, record: zemcp.AuditRecord) -> None:
         """zemcp's audit hook: one row per record."""
-        try:
+        # The hook runs on a thread of zemcp's, outside Django's request cycle: its connection
+        # is recycled as the cycle would (CONN_MAX_AGE decides whether it stays open).
+        with recycled_connections():
             cls.objects.create(
                 started=record.started,
                 duration=record.duration,
@@ -41,7 +44,3 @@ class ToolCall(models.Model):
                 protocol_version=record.protocol_version or "",
                 task_id=record.task_id or "",
             )
-        finally:
-            # The hook runs on a thread of zemcp's, outside Django's request cycle: give the
-            # connection back as the cycle would (CONN_MAX_AGE decides whether it stays open).
-            close_old_connections()
