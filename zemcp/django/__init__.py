@@ -9,6 +9,8 @@
   ``manage.py zemcp inspect | stdio | call`` describe and serve it.
 - :func:`metadata_view`: the Protected Resource Metadata (RFC 9728) of zemcp's own OAuth
   authorization, for the site to route.
+- :func:`recycled_connections`: the database connections of a thread of your own closed or
+  recycled as Django's request cycle would (zemcp does it around every handler run).
 - :func:`settings`: zemcp's settings from ``settings.ZEMCP`` and the environment, for a site
   that builds its own server.
 
@@ -26,6 +28,7 @@ except ImportError as exc:
         f"zemcp.django needs Django ({exc}): pip install 'zemcp[django]' (or '.[django]' in a zemcp checkout)"
     ) from exc
 
+from zemcp.django.connections import recycled_connections
 from zemcp.django.site import settings
 from zemcp.django.views import metadata_view, view
 
@@ -39,4 +42,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'zemcp.django' has no attribute {name!r}")
 
 
-__all__ = ["metadata_view", "server", "settings", "view"]
+__all__ = ["metadata_view", "recycled_connections", "server", "settings", "view"]

@@ -14,8 +14,7 @@ from django.db import transaction
 
 import zemcp
 from tests.apps.django_project.notes.models import Note
-from zemcp.django import server
-from zemcp.django.connections import recycled_connections
+from zemcp.django import recycled_connections, server
 
 #: The form ``add_note`` asks with.
 NOTE_FORM = {
