@@ -3,7 +3,7 @@
 from django.db import models
 
 import zemcp
-from zemcp.django.connections import recycled_connections
+from zemcp.django import recycled_connections
 
 
 class ToolCall(models.Model):
