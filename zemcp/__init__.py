@@ -8,6 +8,7 @@ endpoint: the stateless 2026-07-28 revision and the handshake versions 2024-11-0
 """
 
 from zemcp.config import Settings
+from zemcp.core.audit import AuditRecord
 from zemcp.core.context import Context
 from zemcp.core.errors import (
     CannotWait,
@@ -45,6 +46,7 @@ __all__ = [
     "Settings",
     "Server",
     "Context",
+    "AuditRecord",
     "Ask",
     "Elicit",
     "ElicitURL",

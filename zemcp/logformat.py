@@ -30,7 +30,26 @@ from zemcp import logsafe
 FORMATS = ("text", "json")
 
 #: The fields a record may carry through ``extra=``, in the order a line gives them.
-FIELDS = ("method", "tool", "duration", "outcome", "session", "subject", "client", "trace_id", "span_id")
+FIELDS = (
+    "method",
+    "tool",
+    "arguments",
+    "values",
+    "duration",
+    "outcome",
+    "reason",
+    "session",
+    "user",
+    "subject",
+    "client",
+    "protocol_version",
+    "task_id",
+    "trace_id",
+    "span_id",
+)
+#: The most names a list field (``arguments``) shows; [characters] the most of ``values``.
+LIST_ITEMS = 64
+VALUES_CHARS = 2000
 
 #: The event of records of loggers whose last name part says nothing of their kind.
 LOGGER_EVENTS = {"gunicorn.error": "gunicorn", "gunicorn.access": "access"}
@@ -76,7 +95,8 @@ class JsonFormatter(logging.Formatter):
     (``"info"``), ``logger``, ``event`` (:func:`event_name`), ``message`` (the formatted
     message) and ``pid``; then those of :data:`FIELDS` the record carries in a valid form
     (``duration`` a finite number of seconds, ``session`` a fingerprint, ``trace_id`` 32 and
-    ``span_id`` 16 hex digits, the others strings, shortened); then, for a record with an
+    ``span_id`` 16 hex digits, ``arguments`` a list of strings, the others strings, shortened);
+    then, for a record with an
     exception, ``exc_type`` (its class name) and ``exc_text`` (the traceback, one string).
 
     A record without ``trace_id`` gets ``trace_id`` and ``span_id`` of the span recording in
@@ -137,7 +157,9 @@ def fields(record: logging.LogRecord) -> dict[str, Any]:
     """The :data:`FIELDS` the record carries in a valid form (others are left out).
 
     Returns:
-        field name -> value: ``duration`` a float, the others strings.
+        field name -> value: ``duration`` a float, ``arguments`` a list of at most
+        :data:`LIST_ITEMS` strings, ``values`` a string (JSON text the record gives, cut to
+        :data:`VALUES_CHARS`), the others strings.
     """
     found: dict[str, Any] = {}
     for name in FIELDS:
@@ -154,6 +176,14 @@ def fields(record: logging.LogRecord) -> dict[str, Any]:
             ident = _hex_id(value, 32 if name == "trace_id" else 16)
             if ident is not None:
                 found[name] = ident
+        elif name == "arguments":
+            if isinstance(value, (list, tuple)):
+                found[name] = [
+                    logsafe.shorten(v) if isinstance(v, str) else logsafe.clip(v) for v in value[:LIST_ITEMS]
+                ]
+        elif name == "values":
+            if isinstance(value, str):
+                found[name] = logsafe.shorten(value, VALUES_CHARS)
         else:
             found[name] = logsafe.shorten(value) if isinstance(value, str) else logsafe.clip(value)
     return found

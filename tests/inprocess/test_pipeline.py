@@ -15,7 +15,7 @@ import pytest
 
 import zemcp
 import zemcp.pipeline
-from tests.support.clients import LATEST_VERSION, inprocess_modern, inprocess_session
+from tests.support.clients import CLIENT_VERSION, LATEST_VERSION, MODERN_VERSION, inprocess_modern, inprocess_session
 from zemcp import Settings
 from zemcp.cli.stdio import StdioTransport
 from zemcp.eras.requestcontext import Running
@@ -123,15 +123,17 @@ def test_the_audit_log_records_each_use_with_its_outcome_in_both_eras_and_over_s
     stdio_calls(server, "hello")
     records = [r for r in caplog.records if r.name == "zemcp.audit"]
     http = "address 127.0.0.1"
-    assert [(r.method, r.tool, r.outcome, r.client) for r in records] == [
-        ("tools/call", "hello", "ok", http),
-        ("tools/call", "missing", "-32602", http),
-        ("tools/call", "plain", "ok", http),
-        ("tools/call", "hello", "ok", None),
+    assert [(r.method, r.tool, r.outcome, r.reason, r.client, r.protocol_version) for r in records] == [
+        ("tools/call", "hello", "ok", None, http, CLIENT_VERSION),
+        ("tools/call", "missing", "error", "-32602", http, CLIENT_VERSION),
+        ("tools/call", "plain", "ok", None, http, MODERN_VERSION),
+        ("tools/call", "hello", "ok", None, None, LATEST_VERSION),
     ]
     assert all(r.event == "audit" and r.subject is None and r.duration >= 0 for r in records)
-    assert records[0].getMessage() == "tools/call 'hello' by 'address 127.0.0.1': ok"
-    assert records[3].getMessage() == "tools/call 'hello' by the stdio client: ok"
+    assert (
+        records[0].getMessage().startswith(f"tools/call 'hello' by 'address 127.0.0.1' over {CLIENT_VERSION}: ok in ")
+    )
+    assert records[3].getMessage().startswith(f"tools/call 'hello' by the stdio client over {LATEST_VERSION}: ok in ")
 
 
 def test_the_audit_log_is_off_by_default(caplog):

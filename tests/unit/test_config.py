@@ -183,7 +183,7 @@ KIND_ANNOTATIONS = {
 def test_every_field_is_declared_with_a_kind_of_its_type():
     """Each field carries one declaration, whose kind (how its variable parses) fits its Python type."""
     declared = declarations(Settings)
-    assert len(declared) == 59
+    assert len(declared) == 60
     for name, (item, declaration) in declared.items():
         assert str(item.type) == KIND_ANNOTATIONS[declaration.kind], name
         assert declaration.doc.strip() or declaration.shares_row, f"{name} has no description"
@@ -221,7 +221,7 @@ def test_the_reference_rows_follow_the_declarations():
     assert any(row.startswith(shared) for row in rows)
     variables = [row.split(" | ")[0] for row in rows[2:]]
     assert variables.index("| `ZEMCP_SPEED`") == variables.index("| `ZEMCP_OTEL`") + 1
-    assert len(rows) == 2 + 58 + 1, "one row a field, the two client credentials sharing one, and ZEMCP_SPEED"
+    assert len(rows) == 2 + 59 + 1, "one row a field, the two client credentials sharing one, and ZEMCP_SPEED"
     assert "<second\\|minute\\|hour>" in reference.table(), "a pipe inside a cell is escaped"
 
 

@@ -1,10 +1,11 @@
-"""The runnable examples of the docs are the files in examples/, word for word.
+"""The runnable examples of the docs are files of the repository (examples/, docs/examples/), word for word.
 
 Each file is served by a test that runs it (tests/integration/test_serve_command.py for
 hello.py and rooms.py, tests/integration/test_http_clicktools.py for click_tools.py,
 tests/integration/test_http_task_clients.py for the task clients,
-tests/integration/test_http_flask_extension.py for flask_notes.py), so what the docs show is
-what the tests run.
+tests/integration/test_http_flask_extension.py for flask_notes.py,
+tests/inprocess/test_django_audit.py for the Django audit app of docs/examples/django_audit), so
+what the docs show is what the tests run.
 """
 
 import ast
@@ -22,6 +23,9 @@ EXAMPLES = [
     ("docs/tasks.md", "examples/task_client_2026.py"),
     ("docs/tasks.md", "examples/task_client_2025.py"),
     ("docs/flask.md", "examples/flask_notes.py"),
+    ("docs/django.md", "docs/examples/django_audit/mcp_audit/models.py"),
+    ("docs/django.md", "docs/examples/django_audit/mcp_audit/mcp.py"),
+    ("docs/django.md", "docs/examples/django_audit/mcp_audit/admin.py"),
 ]
 
 

@@ -54,28 +54,40 @@ def test_the_named_extras_are_carried_with_their_names_and_types():
     session_id = new_session_id("node")
     data = line(
         record(
-            name="zemcp.request",
-            event="request",
+            name="zemcp.audit",
+            event="audit",
             method="tools/call",
             tool="ze_execute",
+            arguments=["command", "x" * 100],
+            values='{"command": "ls"}',
             duration=2,
-            outcome="ok",
+            outcome="declined",
+            reason="ElicitDeclined",
             session=fingerprint(session_id),
+            user="ada",
             subject="alice",
             client="address 127.0.0.1",
+            protocol_version="2025-11-25",
+            task_id="abcdefgh",
             trace_id="0AF7651916CD43DD8448EB211C80319C",
             span_id=0xB7AD6B7169203331,
         )
     )
-    assert data["event"] == "request"
+    assert data["event"] == "audit"
     assert {name: data[name] for name in logformat.FIELDS} == {
         "method": "tools/call",
         "tool": "ze_execute",
+        "arguments": ["command", logsafe.shorten("x" * 100)],
+        "values": '{"command": "ls"}',
         "duration": 2.0,
-        "outcome": "ok",
+        "outcome": "declined",
+        "reason": "ElicitDeclined",
         "session": fingerprint(session_id),
+        "user": "ada",
         "subject": "alice",
         "client": "address 127.0.0.1",
+        "protocol_version": "2025-11-25",
+        "task_id": "abcdefgh",
         "trace_id": "0af7651916cd43dd8448eb211c80319c",
         "span_id": "b7ad6b7169203331",
     }
@@ -103,6 +115,8 @@ def test_other_extras_are_never_written():
         ("trace_id", 0),
         ("span_id", "0af7651916cd43dd8448eb211c80319c"),
         ("span_id", 2**64),
+        ("arguments", "command"),
+        ("values", {"command": "ls"}),
     ],
 )
 def test_a_field_of_the_wrong_form_is_left_out(name, value):

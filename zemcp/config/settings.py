@@ -213,11 +213,21 @@ class Settings:
     audit_log: bool = setting(
         False,
         kind="bool",
-        doc="""Log one `zemcp.audit` record per `tools/call`, `prompts/get` and `resources/read` once it ends, those
-        refused for a missing scope or the call budget included (a rate-limited one is counted as a refusal instead):
-        `method`, `tool` (the tool or prompt name, or the resource URI), `outcome`, `duration`, `subject` (the access
-        token's subject) and `client` (the user, or the client address without authorization; none over stdio);
-        never arguments or results ([observability.md](observability.md#the-audit-log)). Off by default.""",
+        doc="""Log one `zemcp.audit` record per `tools/call` (a task's once its run ends), `prompts/get` and
+        `resources/read` once it ends, those refused for a missing scope or the call budget included (a rate-limited
+        one is counted as a refusal instead): `method`, `tool` (the tool or prompt name, or the resource URI),
+        `arguments` (their names), `outcome` (`ok`, `tool_error`, `declined`, `cancelled`, `refused`, `timeout`,
+        `input_required`, `error`) and its `reason`, `duration`, `user`, `subject`, `client`, `protocol_version`,
+        `session` and `task_id`; never results, and argument values only with `ZEMCP_AUDIT_ARGUMENT_VALUES`
+        ([observability.md](observability.md#the-audit-log)). Off by default. Hooks a site registers with
+        `server.on_audit` receive the records either way.""",
+    )
+    audit_argument_values: bool = setting(
+        False,
+        kind="bool",
+        doc="""Put the arguments' values in the audit records (`values`), besides their names: in the `zemcp.audit`
+        log and in what `server.on_audit` hooks receive. Off by default: arguments may hold secrets and what users
+        typed.""",
     )
     log_format: str = setting(
         "text",
@@ -227,8 +237,9 @@ class Settings:
         doc="""How every log line of zemcp's processes is written: zemcp's own records, gunicorn's error log and, when
         `ZEMCP_ACCESS_LOG` is on, its access log, under `gunicorn.conf.py` and `zemcp run` (HTTP and stdio). `text`:
         the lines as they always were. `json`: one JSON object a line, with `time`, `level`, `logger`, `event`,
-        `message`, `pid` and, when a record has them, `method`, `tool`, `duration`, `outcome`, `session` (a
-        fingerprint), `subject`, `client`, `trace_id`, `span_id`, `exc_type`, `exc_text`
+        `message`, `pid` and, when a record has them, `method`, `tool`, `arguments`, `values`, `duration`, `outcome`,
+        `reason`, `session` (a fingerprint), `user`, `subject`, `client`, `protocol_version`, `task_id`, `trace_id`,
+        `span_id`, `exc_type`, `exc_text`
         ([observability.md](observability.md#structured-logs)). Either word in any case; any other value stops the
         server at start-up.""",
     )

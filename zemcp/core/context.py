@@ -447,6 +447,11 @@ class Context:
         """
         self._exchange.raise_if_aborted()
 
+    def _ended_by(self, exc: BaseException) -> None:
+        """For zemcp's own use (:meth:`zemcp.core.tools.Tool.run`): ``exc`` ended the handler
+        instead of a return; the audit record tells its outcome from it."""
+        self._exchange.ending = exc
+
     def _on_abort(self, callback: Callable[[BaseException], object]) -> Callable[[], None]:
         """For zemcp's own use (:func:`zemcp.core.coroutines.call`): run ``callback(reason)``
         when the request is aborted; returns the function that stops watching."""

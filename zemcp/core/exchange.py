@@ -48,10 +48,14 @@ class Abortable:
             it from the request's context); a task's runs have none.
         site_request: the framework's request the exchange serves (the era sets it from the
             request's context); None without a framework view, and in a task.
+        ending: the exception that ended the handler instead of a return (an outcome of
+            asking the client, an abort, or what the handler raised), noted by the tool that
+            ran it (:meth:`zemcp.core.tools.Tool.run`) for the audit record; None otherwise.
     """
 
     operation: Operation = NULL_OPERATION
     site_request: Any = None
+    ending: BaseException | None = None
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -114,12 +118,15 @@ class Exchange(Protocol):
         operation: the telemetry operation of the request (its span is current while the
             handler runs; its questions are CLIENT spans of it).
         site_request: the framework's request (``ctx.request``), or None.
+        ending: the exception that ended the handler instead of a return, or None
+            (:attr:`Abortable.ending`).
     """
 
     timeout: float
     can_wait: bool
     operation: Operation
     site_request: Any
+    ending: BaseException | None
 
     @property
     def client(self) -> ClientView: ...

@@ -33,6 +33,7 @@ from zemcp.auth.authorization import Authorization
 from zemcp.auth.principal import Principal
 from zemcp.config import Settings
 from zemcp.core.admission import Admission
+from zemcp.core.audit import AuditHook, AuditTrail
 from zemcp.core.context import Context
 from zemcp.core.errors import CallFinished, URLElicitationRequired
 from zemcp.core.exchange import Exchange, RoundEnded
@@ -146,8 +147,12 @@ class Server(Registrar):
         self.pending = self.state.pending
         self.replay_budget = self.state.replay_budget
         self.admission = Admission(self.settings, self.subscriptions)
+        #: Where the audit records of this server go: the ``zemcp.audit`` log and the hooks of :meth:`on_audit`.
+        self.audit = AuditTrail(self.settings)
         #: The tasks of this server in this process.
-        self.tasks = TaskRunner(self.settings, self.state.tasks, self.pending, self.execute, self.abort)
+        self.tasks = TaskRunner(
+            self.settings, self.state.tasks, self.pending, self.execute, self.abort, audit=self.audit
+        )
         self.started = time.time()
         #: Spans, metrics and request records of this server (:mod:`zemcp.observe`).
         # The exporters outlive a server (one per process): they must not keep it alive.
@@ -167,6 +172,31 @@ class Server(Registrar):
         # Asked on every request: made once.
         self._method_names = frozenset(self._methods)
         self._handler_scopes: tuple[Callable[[Context], AbstractContextManager[object]], ...] = ()
+
+    def on_audit(self, hook: AuditHook) -> AuditHook:
+        """Hand every audit record of this server to ``hook``: a site stores them where it wants
+        (a database table, a queue). Usable as a decorator.
+
+        One :class:`zemcp.AuditRecord` per ``tools/call`` (a task's when its run ends),
+        ``prompts/get`` and ``resources/read`` once it ends, in both eras and over both
+        transports, whether ``audit_log`` is on or not (a hook makes the records; the log
+        writes them only when on). The hook runs on the thread that served the call, before
+        the client gets the response: keep it short (or queue the record). An exception it
+        raises is logged on ``zemcp.audit`` and never reaches the call. Register hooks before
+        the server is served (``McpApp(server)``, ``zemcp.django.view(server)``, stdio): the
+        request pipeline is built then, and leaves the audit layer out when nothing records.
+
+        Args:
+            hook: ``hook(record)``; its return value is ignored.
+        Returns:
+            ``hook``, unchanged.
+        Raises:
+            TypeError: ``hook`` is not callable.
+            RuntimeError: the server is served already without the audit layer (the message
+                says what to do instead).
+        """
+        self.audit.add_hook(hook)
+        return hook
 
     # -- capabilities and sessions -----------------------------------------------------
 

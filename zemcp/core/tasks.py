@@ -26,12 +26,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from zemcp import logsafe
+from zemcp.core import audit as audits
 from zemcp.core.errors import CallFinished
 from zemcp.core.task_exchange import TaskExchange
 from zemcp.core.task_writes import KEPT, Change, Kept, KeptWrites
 from zemcp.protocol import jsonrpc
 from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled, ServerStopping
 from zemcp.protocol.tasks import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, timestamp
+from zemcp.state.session import fingerprint
 from zemcp.state.tasks import FINISHED_POLLS, TaskLimitReached, TaskRecord
 from zemcp.state.unavailable import StateUnavailable
 
@@ -85,6 +87,8 @@ class TaskRunner:
         execute: runs a handler with a Context on an exchange and returns its JSON-RPC
             response, None when it was cancelled (:meth:`zemcp.core.server.Server.execute`).
         abort: ends a running request's waits (:meth:`zemcp.core.server.Server.abort`).
+        audit: where the audit record of each task's run goes when it ends (the call that
+            created the task has none of its own); None, or an inactive trail, records nothing.
 
     Attributes:
         stopping: True once :meth:`stop` was called: no new task is taken.
@@ -97,8 +101,11 @@ class TaskRunner:
         table: WaitingCalls,
         execute: Callable[[Any, Any], dict[str, Any] | None],
         abort: Callable[[Any, ElicitAborted], None],
+        *,
+        audit: audits.AuditTrail | None = None,
     ):
         self.settings = settings
+        self._audit = audit
         self.store = store
         self.table = table
         self._execute = execute
@@ -189,7 +196,7 @@ class TaskRunner:
         # A cancel may come through any process (a shared store): the record tells this one.
         unwatch = self.store.watch(record.id, self._changed)
         try:
-            self._task_pool().submit(self._run, record.id, work, exchange, unwatch)
+            self._task_pool().submit(self._run, record.id, work, exchange, unwatch, now)
         except RuntimeError:
             # The interpreter is shutting down: no thread will run it.
             unwatch()
@@ -205,7 +212,9 @@ class TaskRunner:
         )
         return record
 
-    def _run(self, task_id: str, work: Any, exchange: TaskExchange, unwatch: Callable[[], None]) -> None:
+    def _run(
+        self, task_id: str, work: Any, exchange: TaskExchange, unwatch: Callable[[], None], created: float
+    ) -> None:
         response = None
         try:
             if self.stopping:
@@ -233,6 +242,8 @@ class TaskRunner:
                 with self._lock:
                     self._running.pop(task_id, None)
                     self._lock.notify_all()
+                if self._audit is not None and self._audit.active:
+                    self._audit.record(_audit_record(task_id, work, exchange, response, created, self._audit))
 
     def write(self, exchange: TaskExchange, kind: str, change: Change) -> TaskRecord | Literal[Kept.KEPT] | None:
         """Apply ``change`` to the record of the task ``exchange`` runs, now or, while the store
@@ -422,6 +433,42 @@ STOPPED_MESSAGE = (
     "the server process running this task stopped before the task finished (it ran past the graceful "
     "stop); start it again"
 )
+
+
+def _audit_record(
+    task_id: str,
+    work: Any,
+    exchange: TaskExchange,
+    response: dict[str, Any] | None,
+    created: float,
+    trail: audits.AuditTrail,
+) -> audits.AuditRecord:
+    """The audit record of a task's run that ended with ``response`` (None: cancelled), for
+    the user and client of the call that created it at ``created`` [seconds since the epoch]."""
+    ended, reason = audits.outcome(response, exchange.ending)
+    aborted = exchange.aborted
+    if aborted is not None and not isinstance(aborted, CallFinished):
+        # Cancelled (or stopped) before its handler ran, or while it ran: it ends so whatever the handler returned.
+        ended, reason = audits.CANCELLED, type(aborted).__name__
+    names, values = trail.arguments(work.arguments)
+    subject = audits.token_subject(work.auth)
+    session = exchange.session
+    return audits.AuditRecord(
+        method=work.method,
+        tool=work.target,
+        arguments=names,
+        values=values,
+        outcome=ended,
+        reason=reason,
+        started=audits.started_at(created),
+        duration=audits.since(created),
+        user=audits.user_name(work.user) or subject,
+        subject=subject,
+        client=exchange.client_key,
+        protocol_version=exchange.client.protocol_version,
+        session=fingerprint(session.id) if session is not None else None,
+        task_id=task_id,
+    )
 
 
 def _note_start(record: TaskRecord) -> bool:

@@ -311,6 +311,7 @@ class Tool:
             raise
         except elicitation.ElicitError as exc:
             log.info("tool %r: asking for %s ended: %s", self.name, ", ".join(missing), logsafe.outcome(exc))
+            _ended(ctx, exc)
             raise ToolError(f"Error: elicit: {exc}") from None
         return merged
 
@@ -320,7 +321,8 @@ class Tool:
 
         Args:
             arguments: the call's arguments.
-            ctx: the call's context.
+            ctx: the call's context; the exception that ends the handler instead of a return
+                is noted on its exchange (:attr:`zemcp.core.exchange.Abortable.ending`).
             missing: arguments to ask the user for first (:meth:`ask_missing`); the call
                 ends with its ``isError`` result when that fails.
         Raises:
@@ -354,16 +356,21 @@ class Tool:
             else:
                 # Called here rather than through coroutines.call: the handler runs one frame nearer the request.
                 value = coroutines.plain_value(self.handler(**kwargs), f"tool {self.name!r}")
-        except (elicitation.ElicitAborted, URLElicitationRequired, ProtocolError):
+        except elicitation.ElicitAborted as exc:
+            _ended(ctx, exc)
+            raise
+        except (URLElicitationRequired, ProtocolError):
             raise
         except ToolError as exc:
             return error_result(str(exc))
         except (elicitation.ElicitError, ClientRequestError) as exc:
             # An outcome of asking the client (declined, timed out, not declared ...), not a bug: no traceback.
             log.info("tool %r ended by an outcome of asking the client: %s", self.name, logsafe.outcome(exc))
+            _ended(ctx, exc)
             return error_result(str(exc))
         except HANDLER_ERRORS as exc:
             log.exception("tool %r raised", self.name)
+            _ended(ctx, exc)
             return error_result(str(exc) or type(exc).__name__)
         try:
             return to_result(value) if self.output_schema is None else self._structured_result(value)
@@ -424,6 +431,13 @@ class ToolRegistry:
     def definitions(self) -> list[dict[str, Any]]:
         """Every tool as ``tools/list`` shows it, in registration order (do not modify)."""
         return self._definitions
+
+
+def _ended(ctx: Any, exc: BaseException) -> None:
+    """Note on the call's exchange that ``exc`` ended the handler (the audit record's outcome);
+    a ``ctx`` that is no :class:`Context` (a direct call of :meth:`Tool.run`) has none."""
+    if isinstance(ctx, Context):
+        ctx._ended_by(exc)
 
 
 def _check_object_schema(tool: str, which: str, schema: Any) -> None:

@@ -65,6 +65,9 @@ class RequestContext:
         operation: the telemetry operation of the message (:mod:`zemcp.pipeline.telemetry`),
             :data:`zemcp.observe.telemetry.NULL_OPERATION` when nothing is recorded.
         access: what the principal may see and use (:mod:`zemcp.pipeline.authorization`).
+        ending: the exception that ended a running call's handler instead of a return (an
+            outcome of asking the client, an abort, or what the handler raised), once the call
+            ended (:meth:`finish`); None otherwise. The audit layer tells the outcome from it.
     """
 
     __slots__ = (
@@ -72,6 +75,7 @@ class RequestContext:
         "access",
         "can_wait",
         "client",
+        "ending",
         "headers",
         "open_sink",
         "operation",
@@ -109,6 +113,7 @@ class RequestContext:
         self.can_wait = can_wait
         self.operation: Operation = NULL_OPERATION
         self.access: Access = OPEN
+        self.ending: BaseException | None = None
         # Made by the first on_finish: most messages have no layer that waits for an end.
         self._finishers: list[Callable[[dict[str, Any] | None], object]] | None = None
 
@@ -122,9 +127,16 @@ class RequestContext:
             self._finishers = []
         self._finishers.append(callback)
 
-    def finish(self, response: dict[str, Any] | None) -> None:
+    def finish(self, response: dict[str, Any] | None, ending: BaseException | None = None) -> None:
         """The running call ended with ``response`` (None: cancelled, nothing is sent): run the
-        callbacks, innermost layer first, before the response is handed to the client."""
+        callbacks, innermost layer first, before the response is handed to the client.
+
+        Args:
+            response: the JSON-RPC response, or None.
+            ending: the exception that ended the handler instead of a return, if one did
+                (the exchange's :attr:`zemcp.core.exchange.Abortable.ending`); kept as :attr:`ending`.
+        """
+        self.ending = ending
         for callback in reversed(self._finishers or ()):
             callback(response)
 

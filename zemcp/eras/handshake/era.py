@@ -256,7 +256,7 @@ class HandshakeEra:
                     response = None  # never answer a cancelled request, whatever ended it
                 session.finish(call)
                 # The layers hear of the end before the response is handed over.
-                context.finish(response)
+                context.finish(response, call.ending)
                 sink.finish(response)
 
         return Running(job, sink, lambda: session.finish(call))

@@ -280,7 +280,7 @@ class ModernEra:
                 )
             finally:
                 # The layers hear of the end before the response is handed over.
-                context.finish(response)
+                context.finish(response, round_.ending)
                 sink.finish(response)
 
         return Running(job, sink)

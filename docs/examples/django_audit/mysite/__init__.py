@@ -1,0 +1,1 @@
+"""The site whose MCP calls the audit app records."""

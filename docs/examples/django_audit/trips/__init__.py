@@ -1,0 +1,1 @@
+"""An app of the site with one MCP tool, whose calls the audit app stores."""
