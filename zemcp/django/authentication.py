@@ -17,7 +17,7 @@ origin) comes first. Django REST framework is imported only when one of its clas
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.http import HttpRequest
 
@@ -127,7 +127,10 @@ def _is_drf(entry: Any) -> bool:
 def _drf_request(request: HttpRequest) -> Any:
     """DRF's request around ``request``, with the site's parsers (a DRF view gives its own; an
     authentication such as django-oauth-toolkit's reads the parsed body)."""
+    from rest_framework.parsers import BaseParser
     from rest_framework.request import Request
     from rest_framework.settings import api_settings
 
-    return Request(request, parsers=[parser() for parser in api_settings.DEFAULT_PARSER_CLASSES])
+    # The settings hold the classes, imported; the stubs type every setting loosely.
+    classes = cast("list[type[BaseParser]]", api_settings.DEFAULT_PARSER_CLASSES)
+    return Request(request, parsers=[parser() for parser in classes])
