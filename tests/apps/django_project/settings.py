@@ -98,3 +98,7 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# zemcp's settings (the names of the ZEMCP_* variables without ZEMCP_): every tool call leaves
+# a zemcp.audit record in the log.
+ZEMCP = {"AUDIT_LOG": True}
