@@ -153,3 +153,50 @@ def test_a_hook_that_read_the_body_leaves_it_to_zemcp():
     Zemcp(app, whoami_server(app))
     assert call_text(app, "whoami") == "nobody -"
     assert seen == [({}, "tools/call")]
+
+
+def test_with_zemcps_own_oauth_the_app_serves_the_protected_resource_metadata():
+    app = new_app(
+        {
+            "AUTH": "introspection",
+            "AUTH_RESOURCE": "https://notes.example.test/mcp",
+            "AUTH_ISSUER": "https://as.example.test",
+            # Never asked: no request here carries a token.
+            "AUTH_INTROSPECTION_URL": "https://as.example.test/introspect",
+            "AUTH_CLIENT_ID": "notes",
+        }
+    )
+    Zemcp(app)
+    http = app.test_client()
+    document = http.get("/.well-known/oauth-protected-resource/mcp")
+    assert document.status_code == 200, document.text
+    assert document.json["resource"] == "https://notes.example.test/mcp"
+    assert document.json["authorization_servers"] == ["https://as.example.test"]
+    refused = http.post(
+        "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Accept": "application/json, text/event-stream"},
+    )
+    assert refused.status_code == 401
+    challenge = refused.headers["WWW-Authenticate"]
+    assert 'resource_metadata="https://notes.example.test/.well-known/oauth-protected-resource/mcp"' in challenge
+
+
+def test_without_zemcps_own_oauth_there_is_no_metadata_route():
+    app = new_app()
+    Zemcp(app)
+    assert app.test_client().get("/.well-known/oauth-protected-resource/mcp").status_code == 404
+
+
+def test_app_config_turns_the_audit_log_on_and_a_hook_stores_records_with_the_apps_user(caplog):
+    caplog.set_level("INFO", logger="zemcp.audit")
+    app = new_app({"AUDIT_LOG": True})
+    server = whoami_server(app)
+    stored: list[zemcp.AuditRecord] = []
+    server.on_audit(stored.append)
+    tokens = {"Bearer t1": "carol"}
+    Zemcp(app, server, authenticate=lambda request: tokens.get(request.headers.get("Authorization", "")))
+    assert call_text(app, "whoami", {"Authorization": "Bearer t1"}) == "carol -"
+    (record,) = stored
+    assert (record.tool, record.user, record.outcome) == ("whoami", "carol", "ok")
+    assert "tools/call 'whoami' by 'carol' over 2026-07-28: ok" in caplog.text

@@ -84,8 +84,8 @@ class AuditRecord:
             an aware UTC datetime.
         duration: [seconds] from :attr:`started` to the end (a task's run included).
         user: whom the call acted for: the name of the site's user under a framework view
-            (``get_username()``, else ``username``, else ``str(user)``), else the access
-            token's subject; None without either (authorization off, stdio).
+            (``get_username()``, else ``username``, else ``get_id()``, else ``str(user)``),
+            else the access token's subject; None without either (authorization off, stdio).
         subject: the access token's subject; None without authorization.
         client: the key the client's fair shares count under (``principal [...]`` with
             authorization, else ``address <client address>``); None over stdio.
@@ -228,11 +228,11 @@ def creates_task(response: Any) -> bool:
 
 def user_name(user: Any) -> str | None:
     """A readable name of the user a call acted for: ``get_username()`` (Django), else
-    ``username`` (Flask-Login's users often), else an access token's ``subject``, else
-    ``str(user)``; None for no user."""
+    ``username`` (Flask-Login's users often), else ``get_id()`` (Flask-Login's ``UserMixin``),
+    else an access token's ``subject``, else ``str(user)``; None for no user."""
     if user is None:
         return None
-    for name in ("get_username", "username", "subject"):
+    for name in ("get_username", "username", "get_id", "subject"):
         value = getattr(user, name, None)
         if callable(value):
             try:

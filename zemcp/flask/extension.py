@@ -2,7 +2,8 @@
 
 :class:`Zemcp` follows Flask's extension pattern (``init_app``, ``app.extensions["zemcp"]``):
 at ``init_app`` it registers the endpoint as a route of the app for GET, POST, DELETE and
-OPTIONS (zemcp answers OPTIONS and CORS itself, so Flask's automatic OPTIONS is off), exempts
+OPTIONS (zemcp answers OPTIONS and CORS itself, so Flask's automatic OPTIONS is off), and with
+zemcp's own OAuth on the Protected Resource Metadata (RFC 9728) as another, exempts
 it from Flask-WTF's ``CSRFProtect`` when the app has it, adds the ``flask zemcp`` commands,
 and has the server's handlers run in the Flask context of the request they serve
 (:mod:`zemcp.flask.handlercontext`). The view hands the request to
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 
 #: The key of the extension's state in ``app.extensions``, and the endpoint name of the route.
 EXTENSION = "zemcp"
+#: The endpoint name of the route of the Protected Resource Metadata (with ``ZEMCP_AUTH`` on).
+METADATA = "zemcp_metadata"
 #: Where the site configures zemcp, and how messages name it.
 CONFIG_KEY = "ZEMCP"
 CONFIG_SOURCE = 'app.config["ZEMCP"]'
@@ -138,6 +141,16 @@ class Zemcp:
         app.add_url_rule(
             self.rule, endpoint=EXTENSION, view_func=mcp, methods=list(METHODS), provide_automatic_options=False
         )
+        if server.auth is not None:
+            # zemcp's own OAuth: its Protected Resource Metadata (RFC 9728), at the path the
+            # resource URL gives it.
+            app.add_url_rule(
+                server.auth.metadata_path,
+                endpoint=METADATA,
+                view_func=metadata,
+                methods=["GET", "OPTIONS"],
+                provide_automatic_options=False,
+            )
         # Flask-WTF's CSRFProtect: exempted now if the app has it, else by a hook that runs
         # before the one CSRFProtect.init_app adds later (hooks run in the order they were added).
         if not _exempt_from_csrf(app):
@@ -174,6 +187,24 @@ def mcp() -> Response:
         return _no_write
 
     body = state.mcp_app.serve(environ, start_response, routed=True, user=user, request=site_request)
+    return _flask_response(body, started["status"], started["headers"])
+
+
+def metadata() -> Response:
+    """The Protected Resource Metadata (RFC 9728) of zemcp's own OAuth authorization."""
+    state: State = current_app.extensions[EXTENSION]
+    site_request: Request = request._get_current_object()  # type: ignore[attr-defined]
+    environ = dict(site_request.environ)
+    environ.pop("gunicorn.socket", None)
+    started: dict[str, Any] = {}
+
+    def start_response(
+        status: str, headers: list[tuple[str, str]], exc_info: Any = None, /
+    ) -> Callable[[bytes], object]:
+        started["status"], started["headers"] = int(status.split(" ", 1)[0]), headers
+        return _no_write
+
+    body = state.mcp_app.serve(environ, start_response, routed=True, metadata=True, request=site_request)
     return _flask_response(body, started["status"], started["headers"])
 
 
