@@ -4,7 +4,8 @@ Each file is served by a test that runs it (tests/integration/test_serve_command
 hello.py and rooms.py, tests/integration/test_http_clicktools.py for click_tools.py,
 tests/integration/test_http_task_clients.py for the task clients,
 tests/integration/test_http_flask_extension.py for flask_notes.py,
-tests/inprocess/test_django_audit.py for the Django audit app of docs/examples/django_audit), so
+tests/inprocess/test_django_example.py for the Django site of docs/examples/django_site: its
+tool, its URLconf and its audit app), so
 what the docs show is what the tests run.
 """
 
@@ -23,9 +24,11 @@ EXAMPLES = [
     ("docs/tasks.md", "examples/task_client_2026.py"),
     ("docs/tasks.md", "examples/task_client_2025.py"),
     ("docs/flask.md", "examples/flask_notes.py"),
-    ("docs/django.md", "docs/examples/django_audit/mcp_audit/models.py"),
-    ("docs/django.md", "docs/examples/django_audit/mcp_audit/mcp.py"),
-    ("docs/django.md", "docs/examples/django_audit/mcp_audit/admin.py"),
+    ("docs/django.md", "docs/examples/django_site/trips/mcp.py"),
+    ("docs/django.md", "docs/examples/django_site/mysite/urls.py"),
+    ("docs/django.md", "docs/examples/django_site/mcp_audit/models.py"),
+    ("docs/django.md", "docs/examples/django_site/mcp_audit/mcp.py"),
+    ("docs/django.md", "docs/examples/django_site/mcp_audit/admin.py"),
 ]
 
 

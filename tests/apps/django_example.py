@@ -1,10 +1,10 @@
-"""The audit example of docs/django.md (docs/examples/django_audit) run in a Django process of its own.
+"""The audit example of docs/django.md (docs/examples/django_site) run in a Django process of its own.
 
-``python -m tests.apps.django_audit`` (from the checkout, with ``docs/examples/django_audit`` on
+``python -m tests.apps.django_example`` (from the checkout, with ``docs/examples/django_site`` on
 ``PYTHONPATH``) configures Django with an in-memory SQLite database shared by the process's
 threads, migrates, logs a user in, calls the site's eliciting tool through the MCP endpoint
-(the site's view) with the in-process clients of both eras, then reads the admin's changelist
-of the stored calls as a superuser. It prints one JSON object: the rows and the changelist's
+(the site's view) with the in-process clients of both eras, lists the tools of a user without
+its permission, then reads the admin's changelist of the stored calls as a superuser. It prints one JSON object: the rows and the changelist's
 status and text. Django's settings are process-wide, hence a process of its own.
 """
 
@@ -94,7 +94,11 @@ def main() -> None:
     from tests.support.wires import InProcessWire
 
     call_command("migrate", verbosity=0)
-    User.objects.create_user("ada", password="not-used")
+    from django.contrib.auth.models import Permission
+
+    ada = User.objects.create_user("ada", password="not-used")
+    ada.user_permissions.add(Permission.objects.get(content_type__app_label="trips", codename="add_trip"))
+    User.objects.create_user("bob", password="not-used")
     User.objects.create_superuser("root", password="not-used")
     site = Client()
     site.force_login(User.objects.get(username="ada"))
@@ -112,6 +116,22 @@ def main() -> None:
     ask = stream.next_message()
     session.answer(ask["id"], {"action": "decline"})
     declined = stream.rest()[-1]
+
+    from trips.models import Trip
+
+    trips = [(trip.traveller.get_username(), trip.city, trip.date) for trip in Trip.objects.order_by("id")]
+    # bob may not add trips: book is not among his tools.
+    other = Client()
+    other.force_login(User.objects.get(username="bob"))
+    bob = ModernClient(wire)
+    bob_tools = [
+        tool["name"]
+        for tool in bob.result(
+            bob.post(
+                bob.message("tools/list", {}), headers={SESSION_COOKIE: f"sessionid={other.cookies['sessionid'].value}"}
+            )
+        )["tools"]
+    ]
 
     admin = Client()
     admin.force_login(User.objects.get(username="root"))
@@ -133,6 +153,8 @@ def main() -> None:
         {
             "final": final,
             "declined": declined,
+            "trips": trips,
+            "bob_tools": bob_tools,
             "rows": rows,
             "changelist": {"status": changelist.status_code, "text": changelist.content.decode()},
         },

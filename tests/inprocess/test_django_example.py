@@ -1,6 +1,6 @@
 """The audit example of docs/django.md ("Storing the audit log") works as the page shows it.
 
-tests/apps/django_audit.py runs the example's app (docs/examples/django_audit) in a Django
+tests/apps/django_example.py runs the example's app (docs/examples/django_site) in a Django
 process of its own (Django's settings are process-wide), with an in-memory SQLite database:
 it migrates, calls the site's eliciting tool through the site's MCP view as a logged-in user
 in both eras, and reads the admin's changelist of the stored calls.
@@ -23,14 +23,14 @@ pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("django") is None, reason="django is not installed (pip install 'zemcp[django]')"
 )
 
-EXAMPLE = REPO / "docs/examples/django_audit"
+EXAMPLE = REPO / "docs/examples/django_site"
 
 
 def run_example() -> dict:
     """The JSON the example's run prints: the final answers, the stored rows, the changelist."""
     path = os.pathsep.join([str(REPO), str(EXAMPLE), os.environ.get("PYTHONPATH", "")])
     done = subprocess.run(
-        [sys.executable, "-m", "tests.apps.django_audit"],
+        [sys.executable, "-m", "tests.apps.django_example"],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
@@ -43,7 +43,9 @@ def run_example() -> dict:
 
 def test_each_call_through_the_site_is_a_row_with_the_site_s_user_and_the_admin_lists_it():
     ran = run_example()
-    assert ran["final"]["content"][0]["text"] == "booked Oslo on May 1"
+    assert ran["final"]["content"][0]["text"].endswith(": ada goes to Oslo on May 1")
+    assert ran["trips"] == [["ada", "Oslo", "May 1"]], "the trip is the site's user's; the declined one is not saved"
+    assert "book" not in ran["bob_tools"], "a user without trips.add_trip does not see the tool"
     assert ran["declined"]["result"]["isError"] is True
     rows = ran["rows"]
     assert [(r["method"], r["tool"], r["arguments"], r["user"]) for r in rows] == [
