@@ -8,7 +8,8 @@ holds names the token's user. The Python SDK runs in its legacy mode (initialize
 question pushed on the call's stream) and pinned to 2026-07-28 (the question in an
 ``input_required`` round); the TypeScript SDK 1.x speaks the handshake era.
 ``manage.py zemcp stdio --user`` serves the site to the Python SDK's stdio client as that
-user; ``manage.py zemcp inspect`` lists the notes tools with their permissions. Every call
+user; ``manage.py zemcp inspect`` lists the notes tools with their permissions; a task made
+with one user's token is unknown with another's. Every call
 leaves a ``zemcp.audit`` record naming its user and outcome (the site's ``settings.ZEMCP``
 turns the audit log on).
 """
@@ -32,7 +33,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.support import REPO
-from tests.support.clients import MODERN_VERSION, HandshakeClient
+from tests.support.clients import MODERN_VERSION, HandshakeClient, ModernClient
 from tests.support.djangosite import DRF_TOKENS, OAUTH_TOKENS, SETTINGS, manage, saved_notes
 from tests.support.net import READ_TIMEOUT
 from tests.support.nodeinstall import node_binary, run_bounded
@@ -197,3 +198,25 @@ def test_a_tool_the_user_may_not_use_is_unknown_to_them_and_audited_so(notes_sit
     error = client.rpc_error("tools/call", {"name": "all_notes", "arguments": {}})
     assert error["message"] == "Unknown tool: 'all_notes'; tools/list names the available tools", error
     assert audited(lambda: notes_site.log()[before:], "all_notes", user) == ["error"]
+
+
+TASKS = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+def test_a_task_of_one_token_user_is_not_found_with_another_users_token(notes_site):
+    (alice, alice_token), (_, bob_token) = TOKENS["drf"], TOKENS["oauth"]
+    client = ModernClient(notes_site.url, capabilities=TASKS)
+    _, created = client.call({}, name="export_notes", headers={"Authorization": alice_token})
+    task = created["result"]
+    assert task["resultType"] == "task", task
+
+    def get(authorization: str) -> dict:
+        message = client.message("tasks/get", {"taskId": task["taskId"]})
+        return client.reply(client.post(message, headers={"Authorization": authorization}), message["id"])
+
+    assert get(bob_token)["error"]["code"] == -32602
+    deadline = time.monotonic() + 10
+    while (found := get(alice_token)["result"])["status"] == "working" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert found["status"] == "completed", found
+    assert found["result"]["content"][0]["text"].startswith(f"{alice}: "), found

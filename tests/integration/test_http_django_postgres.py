@@ -48,7 +48,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 #: The note tools a signed-in user sees; ``all_notes`` is for holders of notes.view_note.
-USER_TOOLS = {"add_note", "my_notes", "count_notes", "count_notes_unsafe"}
+USER_TOOLS = {"add_note", "my_notes", "count_notes", "count_notes_unsafe", "export_notes"}
 #: Calls made at once to spread over the workers' handler threads.
 SPREAD = 6
 #: The application name of the site's connections with CONN_MAX_AGE = 0.

@@ -5,6 +5,7 @@ Django is ready; urls.py serves the server at ``/mcp``).
 opened after the answer; ``my_notes`` lists the user's own; ``all_notes`` is for users with
 the ``notes.view_note`` permission. ``count_notes_unsafe`` calls the ORM from ``async def``,
 which Django refuses; ``count_notes`` does it right, through ``sync_to_async``.
+``export_notes`` may run as a task.
 """
 
 from typing import Any
@@ -69,3 +70,10 @@ def _count(user: Any) -> int:
 async def count_notes(ctx: zemcp.Context) -> int:
     """How many notes the user has, the ORM run through sync_to_async."""
     return await _count(ctx.user)
+
+
+@server.tool(permission=signed_in, task="optional")
+def export_notes(ctx: zemcp.Context) -> str:
+    """The user's notes as one text, made as a task when the client asks (the ORM on a task thread)."""
+    texts = Note.objects.filter(owner=ctx.user).order_by("pk").values_list("text", flat=True)
+    return f"{ctx.user.get_username()}: {len(texts)} notes"
