@@ -52,7 +52,7 @@ def add_note(ctx: zemcp.Context, text: str = "") -> str:
 
 @server.tool
 def my_notes() -> dict:
-    """Your notes: Flask's current_user and request are this call's."""
+    """Your notes. Over HTTP, Flask's current_user and request are this call's."""
     return {"user": current_user.id, "asked_from": request.remote_addr, "notes": NOTES.get(current_user.id, [])}
 
 

@@ -45,16 +45,18 @@ def call_text(app: Flask, tool: str, headers: dict | None = None) -> str:
 
 
 def test_without_a_server_the_extension_builds_one_from_app_config():
-    app = new_app({"ELICITATION_TIMEOUT": 45, "THREADS": "12"})
+    app = new_app({"ELICITATION_TIMEOUT": 45, "MAX_SESSIONS": "12"})
     Zemcp(app)
     server = app.extensions["zemcp"].server
     assert server.name == "flask_inprocess"
-    assert (server.settings.elicitation_timeout, server.settings.threads) == (45, 12)
+    assert (server.settings.elicitation_timeout, server.settings.max_sessions) == (45, 12)
 
 
 def test_a_bad_key_of_app_config_is_named():
     with pytest.raises(ValueError, match=r"app.config\[\"ZEMCP\"\] has no setting 'THREAD': did you mean 'THREADS'\?"):
         Zemcp(new_app({"THREAD": 4}))
+    with pytest.raises(ValueError, match=r"app.config\[\"ZEMCP\"\] is a list: make it a dict"):
+        Zemcp(new_app(["THREADS"]))
 
 
 def test_a_server_built_with_other_settings_than_app_config_is_refused_saying_how_to_build_it():

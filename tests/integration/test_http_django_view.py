@@ -117,8 +117,13 @@ def test_login_required_middleware_redirects_pages_but_never_an_mcp_client(site)
         page = http.get(site.base + "/account", allow_redirects=False, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
     assert page.status_code == 302 and "/accounts/login/" in page.headers["Location"], "the site's pages need a login"
 
-    # The endpoint for the site's users serves an anonymous client (login_required is off there).
+    # The endpoint that says login_required=False serves an anonymous client.
     assert handshake_session(site.base + VIEW).list_tools()
+    # view() under LoginRequiredMiddleware needs a user: 401, not the login page; a user is served.
+    anonymous = HandshakeClient(site.base + "/site/mcp-login").initialize()
+    assert anonymous.status_code == 401 and anonymous.headers["WWW-Authenticate"] == "Bearer", anonymous.text
+    signed_in = HandshakeClient(site.base + "/site/mcp-login", headers={"X-Site-User": "carol"})
+    assert signed_in.initialize().status_code == 200
 
     # The endpoint that needs a user answers 401 with the site's challenges, never a redirect.
     client = HandshakeClient(site.base + TOKEN_VIEW)
@@ -222,3 +227,27 @@ def test_a_task_belongs_to_the_user_who_created_it_and_runs_for_that_user_withou
         time.sleep(0.1)
     assert found["status"] == "completed", found
     assert found["result"]["content"][0]["text"] == "report for alice, request None"
+
+
+def test_a_page_of_the_site_itself_may_call_the_endpoint_other_origins_are_refused(site):
+    """Same origin as the request's own Host (which ALLOWED_HOSTS judged): served without being
+    listed in ALLOWED_ORIGINS; another origin is refused 403, and a 401 to an allowed page
+    carries CORS headers so that the page can read its challenge."""
+    modern = ModernClient(site.base + VIEW)
+    ping = modern.message("tools/list", {})
+    host = site.base.removeprefix("http://")
+    same = _post(modern.url, ping, {**modern.headers(ping), "Origin": f"http://{host}"})
+    assert same.status_code == 200, same.text
+    other = _post(modern.url, ping, {**modern.headers(ping), "Origin": "http://elsewhere.test"})
+    assert other.status_code == 403 and "ALLOWED_ORIGINS in a Django or Flask site's ZEMCP settings" in other.text
+    token = ModernClient(site.base + TOKEN_VIEW)
+    refused = _post(token.url, ping, {**token.headers(ping), "Origin": "https://pages.example.test"})
+    assert refused.status_code == 401, refused.text
+    assert refused.headers["Access-Control-Allow-Origin"] == "https://pages.example.test", refused.headers
+    with requests.Session() as http:
+        preflight = http.options(
+            site.base + TOKEN_VIEW,
+            headers={"Origin": "https://pages.example.test", "Access-Control-Request-Method": "POST"},
+            timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
+        )
+    assert preflight.status_code == 204, (preflight.status_code, preflight.text)

@@ -256,7 +256,7 @@ def test_allowed_origins_keep_their_form_lowercased_without_a_trailing_slash():
 def test_a_sites_configuration_takes_python_values_and_strings_under_the_variables_names():
     settings = Settings.from_site(
         {
-            "THREADS": 16,
+            "MAX_SESSIONS": 16,
             "AUDIT_LOG": True,
             "SESSION_TTL": "90",
             "ALLOWED_ORIGINS": ["https://a.test"],
@@ -265,24 +265,33 @@ def test_a_sites_configuration_takes_python_values_and_strings_under_the_variabl
         "settings.ZEMCP",
         environ={},
     )
-    assert (settings.threads, settings.audit_log, settings.session_ttl) == (16, True, 90.0)
+    assert (settings.max_sessions, settings.audit_log, settings.session_ttl) == (16, True, 90.0)
     assert settings.allowed_origins == ("https://a.test",)
     assert settings.auth_scopes == ("mcp", "read")
-    assert Settings.from_site({"THREADS": None}, "settings.ZEMCP", environ={}).threads == Settings().threads
+    assert (
+        Settings.from_site({"MAX_SESSIONS": None}, "settings.ZEMCP", environ={}).max_sessions == Settings().max_sessions
+    )
 
 
 def test_the_environment_wins_over_a_sites_configuration():
-    settings = Settings.from_site({"THREADS": 16}, "settings.ZEMCP", environ={"ZEMCP_THREADS": "24"})
-    assert settings.threads == 24
+    settings = Settings.from_site({"MAX_SESSIONS": 16}, "settings.ZEMCP", environ={"ZEMCP_MAX_SESSIONS": "24"})
+    assert settings.max_sessions == 24
 
 
 @pytest.mark.parametrize(
     ("site", "message"),
     [
-        ({"THREAD": 4}, "settings.ZEMCP has no setting 'THREAD': did you mean 'THREADS'?"),
-        ({"ZEMCP_THREADS": 4}, "did you mean 'THREADS'?"),
-        ({"THREADS": 1.5}, "settings.ZEMCP['THREADS']=1.5 is not a whole number"),
-        ({"THREADS": True}, "settings.ZEMCP['THREADS']=True is not a whole number"),
+        ({"MAX_SESSION": 4}, "settings.ZEMCP has no setting 'MAX_SESSION': did you mean 'MAX_SESSIONS'?"),
+        ({"ZEMCP_MAX_SESSIONS": 4}, "did you mean 'MAX_SESSIONS'?"),
+        ({"MAX_SESSIONS": 1.5}, "settings.ZEMCP['MAX_SESSIONS']=1.5 is not a whole number"),
+        ({"MAX_SESSIONS": True}, "settings.ZEMCP['MAX_SESSIONS']=True is not a whole number"),
+        (["MAX_SESSIONS"], "settings.ZEMCP is a list: make it a dict of zemcp's settings"),
+        (
+            {"THREADS": 16},
+            "settings.ZEMCP['THREADS'] cannot come from the site: gunicorn (gunicorn.conf.py) reads it before the "
+            "site is loaded; set ZEMCP_THREADS in gunicorn's environment instead",
+        ),
+        ({"BIND": "0.0.0.0:80"}, "set ZEMCP_BIND in gunicorn's environment instead"),
         ({"AUDIT_LOG": 1}, "settings.ZEMCP['AUDIT_LOG']=1 is not True or False"),
         ({"ALLOWED_ORIGINS": "https://a.test"}, None),
         ({"ALLOWED_ORIGINS": [1]}, "is not a list of strings"),

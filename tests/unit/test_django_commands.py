@@ -40,6 +40,7 @@ def test_inspect_lists_the_sites_server_with_the_tools_of_its_apps_and_their_per
         "payroll": "site.view_payroll",
         "report": None,
         "catalogue_search": None,
+        "catalogue_size": None,
     }
 
 
@@ -49,10 +50,19 @@ def test_call_prints_a_tools_result():
     assert json.loads(done.stdout)["content"][0]["text"] == '["Dune", "Ulysses"]'
 
 
+def test_call_runs_an_async_tool_to_its_end():
+    done = manage("call", "catalogue_size")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["content"][0]["text"] == "3"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (("call", "payroll"), "CommandError: Unknown tool: 'payroll'; tools/list names the available tools"),
+        (("inspect", "whoami"), "CommandError: inspect does not take TOOL (manage.py zemcp --help)"),
+        (("stdio", "--json"), "CommandError: stdio does not take --json (manage.py zemcp --help)"),
+        (("call",), "CommandError: call needs the TOOL to call"),
         (("call", "whoami", "[1]"), "CommandError: ARGUMENTS is a JSON list: give an object"),
         (("call", "whoami", "{"), "CommandError: ARGUMENTS is not JSON"),
         (("call", "ze_execute", '{"command": "no such command"}'), "answered a tool error (isError), printed above"),
@@ -72,11 +82,17 @@ django.setup()
 import zemcp, zemcp.django
 try:
     if sys.argv[2] == "settings":
-        print(zemcp.django.settings().threads)
+        print(zemcp.django.settings().max_sessions)
     elif sys.argv[2] == "server":
-        print(zemcp.django.server.name, zemcp.django.server.settings.threads)
+        print(zemcp.django.server.name, zemcp.django.server.settings.max_sessions)
+    elif sys.argv[2] == "site-view":
+        zemcp.django.view()
+        print("served")
+    elif sys.argv[2] == "unmade-view":
+        from django.http import HttpRequest
+        zemcp.django.view(HttpRequest())
     else:
-        zemcp.django.view(zemcp.Server("other", settings=zemcp.Settings(threads=8)))
+        zemcp.django.view(zemcp.Server("other", settings=zemcp.Settings(max_sessions=8)))
         print("served")
 except Exception as exc:
     print(type(exc).__name__, exc)
@@ -97,8 +113,8 @@ def site(zemcp_settings: object, what: str) -> str:
 
 
 def test_settings_zemcp_sets_the_sites_server_named_after_the_project():
-    assert site({"THREADS": 12}, "settings") == "12"
-    assert site({"THREADS": 12}, "server") == "shop 12"
+    assert site({"MAX_SESSIONS": 12}, "settings") == "12"
+    assert site({"MAX_SESSIONS": 12}, "server") == "shop 12"
 
 
 @pytest.mark.parametrize(
@@ -110,9 +126,9 @@ def test_settings_zemcp_sets_the_sites_server_named_after_the_project():
             "ImproperlyConfigured settings.ZEMCP has no setting 'THREAD': did you mean 'THREADS'?",
         ),
         (
-            {"THREADS": "many"},
+            {"MAX_SESSIONS": "many"},
             "settings",
-            "ImproperlyConfigured settings.ZEMCP['THREADS']='many' is not a whole number",
+            "ImproperlyConfigured settings.ZEMCP['MAX_SESSIONS']='many' is not a whole number",
         ),
         (["THREADS"], "settings", "ImproperlyConfigured settings.ZEMCP is a list: make it a dict"),
         (
@@ -126,10 +142,22 @@ def test_settings_zemcp_sets_the_sites_server_named_after_the_project():
             "ImproperlyConfigured settings.ZEMCP['SERVER']='json.dumps' is a function, not a zemcp.Server",
         ),
         (
-            {"THREADS": 12},
+            {"MAX_SESSIONS": 12},
             "view",
             "ImproperlyConfigured the server 'other' was built with other settings than settings.ZEMCP and the ZEMCP_* "
-            "variables give (THREADS differ): build it with zemcp.Server(..., settings=zemcp.django.settings())",
+            "variables give (MAX_SESSIONS differ): build it with zemcp.Server(..., settings=zemcp.django.settings())",
+        ),
+        (
+            {},
+            "site-view",
+            "ImproperlyConfigured zemcp.django.view() serves the site's server, whose tools the installed apps' mcp.py "
+            'register: add "zemcp.django" to INSTALLED_APPS',
+        ),
+        (
+            {},
+            "unmade-view",
+            "TypeError zemcp.django.view makes the view: route zemcp.django.view() (or view(server)), not "
+            "zemcp.django.view",
         ),
     ],
 )

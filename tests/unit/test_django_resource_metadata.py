@@ -27,6 +27,7 @@ from django.urls import path
 resource = sys.argv[1]
 settings.configure(
     ROOT_URLCONF=__name__,
+    INSTALLED_APPS=["zemcp.django"],
     ALLOWED_HOSTS=["testserver"],
     FORCE_SCRIPT_NAME="/app",
     MIDDLEWARE=["django.middleware.common.CommonMiddleware"],

@@ -12,6 +12,12 @@ from zemcp.config.declaration import Kind, declarations
 
 ENV_PREFIX = "ZEMCP_"
 
+#: The settings gunicorn's configuration (zemcp.http.gunicorn_conf) reads, or sets in the
+#: environment, before it loads the application: a site's configuration cannot set them.
+SERVING = frozenset(
+    {"bind", "workers", "threads", "access_log", "log_format", "metrics_path", "instance", "request_state_key"}
+)
+
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 #: Kinds that parse as a number: kind -> (its type, what the message says a value must be).
@@ -89,9 +95,15 @@ def read_mapping(settings_class: type, mapping: Mapping[str, Any], source: str) 
     Returns:
         field name -> parsed value.
     Raises:
-        ValueError: a key names no setting (the message suggests the closest) or a value is
-            of the wrong form (the message names the key and the form expected).
+        ValueError: ``mapping`` is not a dict, a key names no setting (the message suggests the
+            closest) or one of :data:`SERVING`, or a value is of the wrong form (the message
+            names the key and the form expected).
     """
+    if not isinstance(mapping, Mapping):
+        raise ValueError(
+            f"{source} is a {type(mapping).__name__}: make it a dict of zemcp's settings "
+            '({"AUDIT_LOG": True, ...}; docs/configuration.md)'
+        )
     fields = declarations(settings_class)
     values: dict[str, Any] = {}
     for key, value in mapping.items():
@@ -103,6 +115,11 @@ def read_mapping(settings_class: type, mapping: Mapping[str, Any], source: str) 
             raise ValueError(
                 f"{source} has no setting {key!r}: {hint}its names are the ZEMCP_* variables' without "
                 "ZEMCP_ (docs/configuration.md)"
+            )
+        if name in SERVING:
+            raise ValueError(
+                f"{source}[{key!r}] cannot come from the site: gunicorn (gunicorn.conf.py) reads it before the site "
+                f"is loaded; set {variable(name)} in gunicorn's environment instead"
             )
         if value is None:
             continue

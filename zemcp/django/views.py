@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from django.apps import apps
+from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
@@ -34,12 +35,14 @@ from zemcp.django import site
 from zemcp.django.authentication import Authenticator, Refused, SiteAuthentication
 from zemcp.django.connections import recycle_connections
 from zemcp.http.transport import McpApp
-from zemcp.protocol import jsonrpc
 
 if TYPE_CHECKING:
     from types import TracebackType
 
 log = logging.getLogger("zemcp.django")
+
+#: Django's middleware that sends anonymous visitors to the login page (Django 5.1+).
+LOGIN_REQUIRED = "django.contrib.auth.middleware.LoginRequiredMiddleware"
 
 #: Response headers of zemcp's answer that Django sets itself (or that belong to the connection).
 _DJANGO_OWN = frozenset({"content-length", "connection", "transfer-encoding"})
@@ -63,33 +66,54 @@ def view(
             ``(HttpRequest) -> user or None`` (:mod:`zemcp.django.authentication`); asked
             when the site's middleware established no user.
         login_required: answer a request without a user 401 with the authentication's
-            ``WWW-Authenticate`` challenges. Default: True when ``authentication`` is given.
+            ``WWW-Authenticate`` challenges (``Bearer`` without ``authentication``). Default:
+            True when ``authentication`` is given or the site has ``LoginRequiredMiddleware``
+            (the view is exempt from its redirect, not from the need of a user).
     Returns:
         the view: CSRF-exempt, login-not-required, not wrapped in ``ATOMIC_REQUESTS``.
     Raises:
         ImproperlyConfigured: ``target``'s settings are not those ``settings.ZEMCP`` gives
-            (the message says how to build the server from them).
-        TypeError: an ``authentication`` entry is neither a DRF authentication nor a callable.
+            (the message says how to build the server from them), or the site's server is
+            served without ``"zemcp.django"`` in ``INSTALLED_APPS``.
+        TypeError: ``target`` is a request (``view`` routed without calling it), or an
+            ``authentication`` entry is neither a DRF authentication nor a callable.
     """
+    if isinstance(target, HttpRequest):
+        raise TypeError(
+            "zemcp.django.view makes the view: route zemcp.django.view() (or view(server)), not zemcp.django.view"
+        )
+    if target is None and not apps.is_installed("zemcp.django"):
+        raise ImproperlyConfigured(
+            "zemcp.django.view() serves the site's server, whose tools the installed apps' mcp.py register: add "
+            '"zemcp.django" to INSTALLED_APPS so that they are imported'
+        )
     server = site.server() if target is None else target.server if isinstance(target, McpApp) else target
     _check_settings(server)
     recycle_connections(server)
-    app = target if isinstance(target, McpApp) else McpApp(server)
     site_authentication = SiteAuthentication(authentication)
-    required = bool(site_authentication) if login_required is None else login_required
+    required = (
+        bool(site_authentication) or LOGIN_REQUIRED in django_settings.MIDDLEWARE
+        if login_required is None
+        else login_required
+    )
+    app = target if isinstance(target, McpApp) else McpApp(server, guarded=required)
 
     def mcp(request: HttpRequest) -> HttpResponseBase:
         if server.auth is not None:
             _check_resource(server, request.path)
         user = getattr(request, "user", None)
+        unauthorized = None
         if not _authenticated(user):
             try:
                 user = site_authentication.user(request) if site_authentication else None
             except Refused as exc:
-                return _unauthorized(site_authentication.challenges(request), f"Unauthorized: {exc.message}")
-            if user is None and required:
-                return _unauthorized(
-                    site_authentication.challenges(request) or ["Bearer"],
+                user, unauthorized = (
+                    None,
+                    (", ".join(site_authentication.challenges(request)), f"Unauthorized: {exc.message}"),
+                )
+            if user is None and required and unauthorized is None:
+                unauthorized = (
+                    ", ".join(site_authentication.challenges(request) or ["Bearer"]),
                     "Unauthorized: this MCP endpoint needs a user; send the token the site issued you "
                     "(Authorization header)",
                 )
@@ -111,7 +135,7 @@ def view(
             started["status"], started["headers"] = int(status.split(" ", 1)[0]), headers
             return _no_write
 
-        body = app.serve(environ, start_response, routed=True, user=user, request=request)
+        body = app.serve(environ, start_response, routed=True, user=user, request=request, unauthorized=unauthorized)
         return _django_response(body, started["status"], started["headers"])
 
     mcp.__doc__ = "The MCP endpoint (Streamable HTTP) of the site, served by zemcp."
@@ -182,14 +206,6 @@ def _check_resource(server: Server, path: str) -> None:
         server.auth.resource,
         resource,
     )
-
-
-def _unauthorized(challenges: Iterable[str], message: str) -> HttpResponse:
-    """A 401 whose ``WWW-Authenticate`` names each challenge (RFC 9110 section 11.6.1)."""
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": jsonrpc.INVALID_REQUEST, "message": message}}
-    response = HttpResponse(json.dumps(body), status=401, content_type="application/json")
-    response["WWW-Authenticate"] = ", ".join(challenges)
-    return response
 
 
 def _check_settings(server: Server) -> None:

@@ -5,8 +5,8 @@
 - ``flask zemcp stdio [--user ID]``: serve the app's server over MCP's stdio transport
   (basic/transports/stdio) for a local desktop client, acting for that user of the app
   (:func:`zemcp.cli.stdio.run`); logs go to stderr.
-- ``flask zemcp call TOOL [ARGUMENTS] [--user ID]``: one ``tools/call`` run in-process as a
-  2026-07-28 request (a client without elicitation), its result printed.
+- ``flask zemcp call TOOL [ARGUMENTS] [--user ID]``: one ``tools/call`` run in-process
+  (:func:`zemcp.cli.call.call_tool`, a client that cannot be asked), its result printed.
 
 Each runs inside an app context of the app (Flask's ``with_appcontext``); ``--user`` is loaded
 by the extension's ``load_user=`` or Flask-Login's ``user_loader``.
@@ -21,13 +21,9 @@ from typing import TYPE_CHECKING, Any
 import click
 from flask import current_app
 from flask.cli import AppGroup
-from werkzeug.test import Client
 
 from zemcp.cli import inspect as inspection
-from zemcp.protocol import versions
-from zemcp.protocol.envelope import META_CAPABILITIES, META_CLIENT_INFO, META_VERSION
-from zemcp.protocol.headers import standard_headers
-from zemcp.version import __version__
+from zemcp.cli.call import call_tool
 
 if TYPE_CHECKING:
     from zemcp.flask.state import State
@@ -79,8 +75,8 @@ def stdio(user_id: str | None, log_level: str) -> None:
 def call(tool: str, arguments: str, user_id: str | None) -> None:
     """Call TOOL with ARGUMENTS (a JSON object) and print its result.
 
-    The call is a 2026-07-28 request from a client without elicitation: a tool that asks the
-    user answers that it cannot. Exits 1 when the result is an error.
+    The call runs in this process as a client that cannot be asked anything: a tool that asks
+    the user answers that it cannot. Exits 1 when the result is an error.
     """
     try:
         parsed = json.loads(arguments)
@@ -89,24 +85,10 @@ def call(tool: str, arguments: str, user_id: str | None) -> None:
     if not isinstance(parsed, dict):
         raise click.BadParameter('the arguments are a JSON object, such as \'{"text": "hi"}\'')
     state = _state()
-    user = _user(state, user_id)
-    params = {
-        "name": tool,
-        "arguments": parsed,
-        "_meta": {
-            META_VERSION: versions.STATELESS,
-            META_CAPABILITIES: {},
-            META_CLIENT_INFO: {"name": "flask zemcp call", "version": __version__},
-        },
-    }
-    headers = {
-        **standard_headers("tools/call", params, versions.STATELESS),
-        "Accept": "application/json, text/event-stream",
-    }
-    client = Client(lambda environ, start: state.mcp_app.serve(environ, start, routed=True, user=user))
-    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
-    response = client.post(state.mcp_app.endpoint or "/", json=message, headers=headers)
-    answer = _final_message(response.get_data(as_text=True), response.mimetype or "")
+    try:
+        answer = call_tool(state.server, tool, parsed, _user(state, user_id), client="flask zemcp call")
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
     if "error" in answer:
         raise click.ClickException(answer["error"]["message"])
     result = answer["result"]
@@ -116,13 +98,3 @@ def call(tool: str, arguments: str, user_id: str | None) -> None:
         click.echo(json.dumps(result["structuredContent"], indent=2))
     if result.get("isError"):
         sys.exit(1)
-
-
-def _final_message(body: str, mimetype: str) -> dict[str, Any]:
-    """The JSON-RPC response in ``body``: the JSON itself, or the last ``data:`` of an event stream."""
-    if mimetype != "text/event-stream":
-        answer: dict[str, Any] = json.loads(body)
-        return answer
-    data = [line[5:].strip() for line in body.splitlines() if line.startswith("data:")]
-    messages = [json.loads(item) for item in data if item]
-    return next(m for m in reversed(messages) if "result" in m or "error" in m)

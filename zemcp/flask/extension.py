@@ -27,10 +27,7 @@ from zemcp.config.environment import read_mapping
 from zemcp.core.server import Server
 from zemcp.flask.handlercontext import HandlerContexts, capture
 from zemcp.flask.state import State
-from zemcp.http.outcomes import refused
 from zemcp.http.transport import McpApp
-from zemcp.protocol import jsonrpc
-from zemcp.replies.responses import error_response
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -132,7 +129,7 @@ class Zemcp:
         server.around_handlers(contexts.scope)
         app.extensions[EXTENSION] = State(
             server,
-            McpApp(server, endpoint=self.rule),
+            McpApp(server, endpoint=self.rule, guarded=self.login_required),
             contexts,
             authenticate=self.authenticate,
             login_required=self.login_required,
@@ -165,8 +162,15 @@ def mcp() -> Response:
     state: State = current_app.extensions[EXTENSION]
     site_request: Request = request._get_current_object()  # type: ignore[attr-defined]
     user = state.user_of(site_request)
-    if user is None and state.login_required and site_request.method != "OPTIONS":
-        return _unauthorized(state)
+    unauthorized = (
+        (
+            "Bearer",
+            "Unauthorized: this MCP endpoint acts for a signed-in user of the site; send the site's bearer token "
+            "(Authorization: Bearer <token>)",
+        )
+        if user is None and state.login_required
+        else None
+    )
     environ = dict(site_request.environ)
     # The answer goes back through Flask's response: a handler never writes to the client's
     # socket itself here (zemcp's pool runs it).
@@ -186,7 +190,9 @@ def mcp() -> Response:
         started["status"], started["headers"] = int(status.split(" ", 1)[0]), headers
         return _no_write
 
-    body = state.mcp_app.serve(environ, start_response, routed=True, user=user, request=site_request)
+    body = state.mcp_app.serve(
+        environ, start_response, routed=True, user=user, request=site_request, unauthorized=unauthorized
+    )
     return _flask_response(body, started["status"], started["headers"])
 
 
@@ -228,17 +234,6 @@ def _flask_response(body: Iterable[bytes], status: int, headers: list[tuple[str,
         if name.lower() not in _WERKZEUG_OWN:
             response.headers.add(name, value)
     return response
-
-
-def _unauthorized(state: State) -> Response:
-    answer = error_response(
-        401,
-        jsonrpc.INVALID_REQUEST,
-        "Unauthorized: this MCP endpoint acts for a signed-in user of the site; send the site's bearer token "
-        "(Authorization: Bearer <token>)",
-        headers={"WWW-Authenticate": "Bearer"},
-    )
-    return Response.force_type(refused(state.server, answer))  # type: ignore[return-value]
 
 
 def _check_settings(app: Flask, server: Server) -> None:

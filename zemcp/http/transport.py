@@ -96,9 +96,13 @@ class McpApp:
     Args:
         server: the MCP server core.
         endpoint: URL path of the endpoint; ``server.settings.endpoint`` when omitted.
+        guarded: every request reaches it through a framework's authentication that requires
+            a user (``zemcp.django.view(authentication=...)``, the Flask extension's
+            ``login_required``): no warning that a non-loopback bind without zemcp's
+            authorization is open to anyone.
     """
 
-    def __init__(self, server: Server, endpoint: str | None = None):
+    def __init__(self, server: Server, endpoint: str | None = None, *, guarded: bool = False):
         self.server = server
         self.settings: Settings = server.settings
         self.endpoint = (endpoint or self.settings.endpoint).rstrip("/")
@@ -121,13 +125,15 @@ class McpApp:
         self._addresses = ClientAddresses(trusted_networks(self.settings.forwarded_allow_ips))
         self._metrics_path = self.settings.metrics_path
         self._metrics_readers = [ipaddress.ip_network(n, strict=False) for n in self.settings.metrics_allow]
-        self._warn_if_exposed()
+        self._warn_if_exposed(guarded)
 
-    def _warn_if_exposed(self) -> None:
+    def _warn_if_exposed(self, guarded: bool) -> None:
         bind = self.settings.bind
         if bind.startswith("unix:") or self.settings.bind_is_loopback:
             return
         if self.auth is None:
+            if guarded:
+                return
             log.warning(
                 "AUTHORIZATION IS OFF and this server binds to %s, which is not a loopback address: anyone who "
                 "reaches it can call every tool. Turn authorization on (ZEMCP_AUTH=jwt or introspection, "
@@ -154,6 +160,7 @@ class McpApp:
         user: Any = None,
         request: Any = None,
         metadata: bool = False,
+        unauthorized: tuple[str, str] | None = None,
     ) -> Iterable[bytes]:
         """Answer one HTTP request, as :meth:`__call__` does, for a framework that routed it here.
 
@@ -168,6 +175,9 @@ class McpApp:
             request: the framework's request (a handler's ``ctx.request``), or None.
             metadata: the framework routed the request to the Protected Resource Metadata
                 (RFC 9728) of zemcp's authorization, not to the endpoint (with ``routed``).
+            unauthorized: ``(WWW-Authenticate challenges, message)`` when the framework's
+                authentication needs a user and found none: the request is answered 401 so,
+                once the Origin check and a CORS preflight have been answered.
         Returns:
             the response's body, as a WSGI application returns it.
         """
@@ -187,7 +197,14 @@ class McpApp:
             start_response = cors.with_response_headers(start_response, origin)
         try:
             response = self.dispatch(
-                WsgiRequest(environ, routed=routed, user=user, site_request=request, metadata=metadata)
+                WsgiRequest(
+                    environ,
+                    routed=routed,
+                    user=user,
+                    site_request=request,
+                    metadata=metadata,
+                    unauthorized=unauthorized,
+                )
             )
         except HTTPException as exc:  # werkzeug's own refusals (bad headers and the like)
             response = self._refuse(exc.code or 400, INVALID_REQUEST, f"{exc.name}: {exc.description}")
@@ -228,6 +245,11 @@ class McpApp:
             )
         if request.method == "OPTIONS":
             return self._preflight(request)
+        if isinstance(request, WsgiRequest) and request.unauthorized is not None:
+            # The framework's authentication needs a user and found none: refused here, after
+            # the Origin check and the preflight, so that a page of an allowed origin reads it.
+            challenge, message = request.unauthorized
+            return self._refuse(401, INVALID_REQUEST, message, headers={"WWW-Authenticate": challenge})
         principal = None
         if self.auth is None:
             # The site's user, when a framework's authentication established one, is whom
@@ -362,12 +384,20 @@ class McpApp:
 
     def _check_origin_and_host(self, request: Request, check_host: bool = True) -> Response | None:
         origin = request.environ.get("HTTP_ORIGIN")
-        if origin is not None and not _remembered(self._origin_cache, origin, self._origin_allowed):
+        host = request.environ.get("HTTP_HOST")
+        if (
+            origin is not None
+            and not _remembered(self._origin_cache, origin, self._origin_allowed)
+            # A framework's page of the site itself: the framework judged the Host (ALLOWED_HOSTS).
+            and not (not check_host and host is not None and urlsplit(origin).netloc.lower() == host.lower())
+        ):
             log.warning("refused Origin %s", logsafe.clip(origin))
             return self._refuse(
-                403, INVALID_REQUEST, f"Forbidden: Origin {origin!r} is not allowed; add it to ZEMCP_ALLOWED_ORIGINS"
+                403,
+                INVALID_REQUEST,
+                f"Forbidden: Origin {origin!r} is not allowed; add it to ZEMCP_ALLOWED_ORIGINS (ALLOWED_ORIGINS in "
+                "a Django or Flask site's ZEMCP settings)",
             )
-        host = request.environ.get("HTTP_HOST")
         if (
             host is not None
             and check_host

@@ -35,6 +35,8 @@ class WsgiRequest(Request):
         site_request: the framework's own request object, or None.
         metadata: the framework routed it to the Protected Resource Metadata (RFC 9728), not
             to the endpoint.
+        unauthorized: ``(WWW-Authenticate challenges, message)``: the framework's
+            authentication needs a user and found none.
     """
 
     def __init__(
@@ -45,6 +47,7 @@ class WsgiRequest(Request):
         user: Any = None,
         site_request: Any = None,
         metadata: bool = False,
+        unauthorized: tuple[str, str] | None = None,
     ) -> None:
         # werkzeug's __init__ is replaced on purpose.
         self.environ = environ
@@ -52,6 +55,7 @@ class WsgiRequest(Request):
         self.user = user
         self.site_request = site_request
         self.metadata = metadata
+        self.unauthorized = unauthorized
         self.shallow = False
         self.method = environ.get("REQUEST_METHOD", "GET").upper()
         self.headers = EnvironHeaders(environ)

@@ -2,8 +2,10 @@
 
 ``/`` is the site's public page, ``/account`` one that ``LoginRequiredMiddleware`` sends
 anonymous visitors away from (to the login page); ``/site/mcp`` is the MCP endpoint as
-``zemcp.django.view()`` serves the site's server, through the site's middleware, for users
-the site's middleware established; ``/site/mcp-token`` serves it to MCP clients with a bearer token the site issued, read by a
+``zemcp.django.view(login_required=False)`` serves the site's server, through the site's
+middleware, for users the site's middleware established and anonymous clients;
+``/site/mcp-login`` is ``view()`` as it stands under ``LoginRequiredMiddleware`` (users only);
+``/site/mcp-token`` serves it to MCP clients with a bearer token the site issued, read by a
 Django REST framework authentication class and by a plain callable (middleware.py). (The
 README's Django pattern mounts another server at ``/mcp`` beside the site instead:
 tests/apps/django_site/wsgi.py.)
@@ -31,6 +33,8 @@ def account(request: HttpRequest) -> HttpResponse:
 urlpatterns = [
     path("", index),
     path("account", account),
-    path("site/mcp", zemcp.django.view()),
+    # Anonymous MCP clients too, on purpose: LoginRequiredMiddleware would have them refused.
+    path("site/mcp", zemcp.django.view(login_required=False)),
+    path("site/mcp-login", zemcp.django.view()),
     path("site/mcp-token", zemcp.django.view(authentication=[HeaderToken, bearer_user])),
 ]

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
@@ -19,9 +18,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from zemcp.cli import inspect as inspection, stdio
+from zemcp.cli.call import call_tool
 from zemcp.core.server import Server
 from zemcp.django import site
-from zemcp.protocol.versions import LATEST
 
 #: What ``manage.py zemcp`` does.
 SUBCOMMANDS = ("inspect", "stdio", "call")
@@ -104,7 +103,7 @@ def _user(name: str | None) -> Any:
 
 
 def _call(server: Server, tool: str, arguments: str, user: Any) -> dict[str, Any]:
-    """One ``tools/call`` over an in-memory stdio connection: its result.
+    """One ``tools/call`` in this process (:func:`zemcp.cli.call.call_tool`): its result.
 
     Raises:
         CommandError: ``arguments`` is not a JSON object, or the call was answered with an error.
@@ -115,26 +114,10 @@ def _call(server: Server, tool: str, arguments: str, user: Any) -> dict[str, Any
         raise CommandError(f"ARGUMENTS is not JSON ({exc}): give an object such as '{{\"n\": 3}}'") from None
     if not isinstance(parsed, dict):
         raise CommandError(f"ARGUMENTS is a JSON {type(parsed).__name__}: give an object such as '{{\"n\": 3}}'")
-    messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": LATEST,
-                "capabilities": {},
-                "clientInfo": {"name": "manage.py zemcp call", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": parsed}},
-    ]
-    out = io.BytesIO()
-    lines = b"".join(json.dumps(message).encode() + b"\n" for message in messages)
-    stdio.StdioTransport(server, io.BufferedReader(io.BytesIO(lines)), out, user).serve()
-    answer = next((a for a in map(json.loads, out.getvalue().splitlines()) if a.get("id") == 2), None)
-    if answer is None:
-        raise CommandError(f"the call of {tool!r} was not answered (the server's log on stderr says why)")
+    try:
+        answer = call_tool(server, tool, parsed, user, client="manage.py zemcp call")
+    except RuntimeError as exc:
+        raise CommandError(str(exc)) from None
     if "error" in answer:
         raise CommandError(answer["error"]["message"])
     result: dict[str, Any] = answer["result"]
