@@ -129,6 +129,8 @@ def test_a_non_loopback_bind_without_authorization_warns_at_start(caplog):
     with caplog.at_level(logging.WARNING, "zemcp.transport"):
         zemcp.McpApp(zemcp.Server("x", settings=Settings(bind="127.0.0.1:8000")))
         zemcp.McpApp(zemcp.Server("x", settings=Settings(bind="0.0.0.0:8000"), auth=AUTH))
+        # A framework's authentication requires a user on every request that reaches it.
+        zemcp.McpApp(zemcp.Server("x", settings=Settings(bind="0.0.0.0:8000")), guarded=True)
     assert "AUTHORIZATION IS OFF" not in caplog.text
 
 
