@@ -9,6 +9,7 @@ import zemcp
 from tests.apps.decorated import DATA_ICON, PNG_ICON, SERVER_ICON, TOOL_META, build_server
 from tests.support.clients import inprocess_modern, inprocess_session
 
+
 @pytest.fixture
 def app():
     return zemcp.McpApp(build_server())
@@ -125,5 +126,10 @@ def test_a_prompt_and_a_resource_read_keep_their_meta(app):
         assert prompt["messages"] == [{"role": "user", "content": {"type": "text", "text": "Summarise tides"}}]
         contents = rpc("resources/read", {"uri": "test://forecast"})["contents"]
         assert contents == [
-            {"uri": "test://forecast", "mimeType": "text/plain", "text": "rain", "_meta": {"com.example/source": "radar"}}
+            {
+                "uri": "test://forecast",
+                "mimeType": "text/plain",
+                "text": "rain",
+                "_meta": {"com.example/source": "radar"},
+            }
         ]

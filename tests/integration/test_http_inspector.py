@@ -35,7 +35,6 @@ def decorated(start_server):
     return start_server("tests.apps.decorated:app")
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 def test_the_inspector_cli_lists_icons_and_meta(inspector_modules, decorated, era):
     tools = {tool["name"]: tool for tool in inspect(inspector_modules, decorated.url, era, "tools/list")["tools"]}
