@@ -3,8 +3,8 @@
 * tests/support/gunicorn.py: gunicorn serving zemcp (``start_server``, ``server``, ``client``,
   ``start_traced_server``, ``traced_server``, ``_log_dir``), and its log in failure reports.
 * tests/support/redisserver.py: a real redis-server (``redis_server``, ``start_redis``).
-* tests/support/node.py: the official TypeScript clients on Node 22 (``ts_sdk1_modules``,
-  ``node_modules``).
+* tests/support/node.py: the official TypeScript clients and the MCP Inspector on Node 22
+  (``ts_sdk1_modules``, ``node_modules``, ``inspector_modules``).
 * tests/support/stacks.py: zemcp instances behind HAProxy or nginx (``stack``, ``start_stack``).
 * tests/support/browser.py: headless Chromium and a page on another origin (``chromium``,
   ``page_server``).

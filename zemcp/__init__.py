@@ -37,6 +37,7 @@ from zemcp.protocol.elicitation import (
     RequestCancelled,
     SessionEnded,
 )
+from zemcp.protocol.icons import Icon
 from zemcp.protocol.jsonrpc import ProtocolError
 from zemcp.protocol.param_headers import McpHeader
 from zemcp.version import __version__
@@ -53,6 +54,7 @@ __all__ = [
     "Sample",
     "ListRoots",
     "McpHeader",
+    "Icon",
     "URLElicitationRequired",
     "ClientRequestError",
     "CapabilityMissing",

@@ -88,3 +88,38 @@ def test_the_command_prints_text_or_json(tmp_path):
     as_json = runner.invoke(main, ["inspect", "--json", str(target)])
     assert as_json.exit_code == 0, as_json.output
     assert json.loads(as_json.output)["tools"][0]["permission"] == "shop.view_order"
+
+
+def decorated_server() -> zemcp.Server:
+    server = zemcp.Server(
+        "atlas",
+        "1.0",
+        title="Atlas",
+        website_url="https://atlas.example/",
+        icons=[zemcp.Icon("https://atlas.example/logo.png", theme="dark")],
+    )
+
+    @server.tool(icons=[{"src": "data:image/png;base64," + "A" * 80}], meta={"com.example/area": "maps"})
+    def locate(place: str) -> str:
+        """Locate a place."""
+        return place
+
+    return server
+
+
+def test_icons_and_meta_in_json_and_in_text():
+    description = describe(decorated_server())
+    assert description["title"] == "Atlas" and description["websiteUrl"] == "https://atlas.example/"
+    assert description["icons"] == [{"src": "https://atlas.example/logo.png", "theme": "dark"}]
+    tool = description["tools"][0]
+    assert tool["icons"] == [{"src": "data:image/png;base64," + "A" * 80}]
+    assert tool["_meta"] == {"com.example/area": "maps"}
+    text = render(description)
+    assert text.startswith(
+        "atlas 1.0: 1 tool, 0 resources, 0 resource templates, 0 prompts\n  title: Atlas\n"
+        "  websiteUrl: https://atlas.example/\n  icons: https://atlas.example/logo.png (dark)\n"
+    )
+    # A data: URI is clipped to keep the line short; the JSON has it whole.
+    clipped = ("data:image/png;base64," + "A" * 80)[:57] + "..."
+    assert f"    icons: {clipped}\n" in text
+    assert '    _meta: {"com.example/area":"maps"}\n' in text

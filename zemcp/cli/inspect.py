@@ -4,8 +4,9 @@
 :func:`describe` lists every tool, resource, resource template and prompt as ``tools/list``,
 ``resources/list``, ``resources/templates/list`` and ``prompts/list`` define them (MCP
 server/tools, server/resources, server/prompts), with who may use each: its ``permission=``
-rule and the OAuth scopes it needs. Nothing is filtered: an operator sees what no single
-user may. :func:`render` words it for a terminal.
+rule and the OAuth scopes it needs, and the server's implementation info (``serverInfo``).
+Nothing is filtered: an operator sees what no single user may. :func:`render` words it for a
+terminal.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ def describe(server: Server) -> dict[str, Any]:
     Args:
         server: the server.
     Returns:
-        ``{"name", "version", "tools": [...], "resources": [...], "resourceTemplates": [...],
-        "prompts": [...]}``: each item is its definition as the list method gives it, plus
+        ``{"name", "version", "title"?, "description"?, "websiteUrl"?, "icons"?, "tools": [...],
+        "resources": [...], "resourceTemplates": [...], "prompts": [...]}`` (the server's
+        ``Implementation`` as the newest handshake version shows it, then the lists): each item is its definition as the list method gives it, plus
         ``"permission"`` (the rule of ``permission=``: its permission names joined by ``and``, or
         the callable's dotted name; None for everyone) and ``"scopes"`` (the OAuth scopes it
         needs, possibly empty).
@@ -48,7 +50,7 @@ def describe(server: Server) -> dict[str, Any]:
     }
     rules = server.permission_table
     scopes = server.scope_table
-    description: dict[str, Any] = {"name": server.name, "version": server.version}
+    description: dict[str, Any] = dict(server.implementation())
     for field, kind, key in LISTS:
         description[field] = [
             {
@@ -69,6 +71,10 @@ def render(description: dict[str, Any]) -> str:
     """
     counts = ", ".join(f"{len(description[field])} {_label(field, len(description[field]))}" for field, _, _ in LISTS)
     lines = [f"{description['name']} {description['version']}: {counts}"]
+    for key in ("title", "description", "websiteUrl"):
+        if description.get(key):
+            lines.append(f"  {key}: {description[key]}")
+    lines += _decorations(description, "  ")
     for field, _, key in LISTS:
         if not description[field]:
             continue
@@ -87,7 +93,25 @@ def render(description: dict[str, Any]) -> str:
                 lines.append(f"    arguments: {arguments or 'none'}")
             if item.get("mimeType"):
                 lines.append(f"    mimeType: {item['mimeType']}")
+            lines += _decorations(item, "    ")
     return "\n".join(lines) + "\n"
+
+
+def _decorations(item: dict[str, Any], indent: str) -> list[str]:
+    """A line for ``item``'s icons (their sources, clipped: a ``data:`` URI is long) and one for its ``_meta``."""
+    lines = []
+    if item.get("icons"):
+        sources = ", ".join(
+            _clip(icon["src"]) + (f" ({icon['theme']})" if "theme" in icon else "") for icon in item["icons"]
+        )
+        lines.append(f"{indent}icons: {sources}")
+    if item.get("_meta"):
+        lines.append(f"{indent}_meta: {json.dumps(item['_meta'], separators=(',', ':'))}")
+    return lines
+
+
+def _clip(src: str) -> str:
+    return src if len(src) <= 60 else src[:57] + "..."
 
 
 def _rule(rule: Callable[[Any], bool] | None) -> str | None:

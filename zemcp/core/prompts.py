@@ -4,7 +4,8 @@ A prompt is a plain function whose parameters are the prompt's arguments. Argume
 strings on the wire; a parameter without default is a required argument. Its description
 comes from ``Annotated[str, "description"]`` or from the docstring's ``Args:`` section. The
 function returns ``str`` (one user message) or a list of strings (user messages) and
-message dicts ``{"role", "content"}``. Pure Python: no HTTP here.
+message dicts ``{"role", "content"}``, or a whole ``GetPromptResult`` dict ``{"messages",
+"description"?, "_meta"?}``. Pure Python: no HTTP here.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import inspect
 import logging
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from zemcp import logsafe
@@ -24,7 +25,9 @@ from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError
 from zemcp.protocol import pagination
 from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 from zemcp.protocol.elicitation import ElicitAborted, ElicitError
+from zemcp.protocol.icons import checked_icons
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
+from zemcp.protocol.metadata import checked_meta
 
 log = logging.getLogger("zemcp.prompts")
 
@@ -62,6 +65,8 @@ class Prompt:
             (annotated ``Context`` or named ``ctx``), or None.
         cache: its part of the ``prompts/list`` caching hint (2026-07-28).
         is_async: whether ``handler`` is ``async def`` (run in a loop of its own per request).
+        icons: its ``icons`` (checked dicts, :func:`zemcp.protocol.icons.checked_icons`); empty for none.
+        meta: its ``_meta`` (checked, :func:`zemcp.protocol.metadata.checked_meta`); empty for none.
     """
 
     name: str
@@ -72,6 +77,8 @@ class Prompt:
     context_param: str | None = None
     cache: CacheHint = NO_CACHE
     is_async: bool = False
+    icons: tuple[dict[str, Any], ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
 
     def definition(self) -> dict[str, Any]:
         """The prompt as ``prompts/list`` shows it."""
@@ -81,6 +88,10 @@ class Prompt:
         if self.description:
             entry["description"] = self.description
         entry["arguments"] = [argument.definition() for argument in self.arguments]
+        if self.icons:
+            entry["icons"] = list(self.icons)
+        if self.meta:
+            entry["_meta"] = self.meta
         return entry
 
     def argument_names(self) -> list[str]:
@@ -88,7 +99,7 @@ class Prompt:
         return [argument.name for argument in self.arguments]
 
     def render(self, arguments: Any, ctx: Any = None) -> dict[str, Any]:
-        """``prompts/get`` for this prompt: ``{"description"?, "messages": [{"role", "content"}]}``.
+        """``prompts/get`` for this prompt: ``{"description"?, "messages": [{"role", "content"}], "_meta"?}``.
 
         Args:
             arguments: ``params.arguments``: an object of strings, or None.
@@ -97,7 +108,7 @@ class Prompt:
             ProtocolError: -32602 for arguments that are not an object of strings, an
                 argument the prompt does not have, or a missing required argument; -32603
                 when the handler raised, an elicitation it made did not end in an answer, or
-                it returned something that is not messages (logged).
+                it returned something that is not messages or a ``GetPromptResult`` (logged).
             zemcp.ElicitAborted: the request can no longer be answered.
         """
         arguments = self.check(arguments)
@@ -105,7 +116,9 @@ class Prompt:
         if self.context_param is not None:
             kwargs[self.context_param] = ctx
         try:
-            messages = to_messages(coroutines.call(self.handler, self.is_async, f"prompt {self.name!r}", ctx, **kwargs))
+            value = coroutines.call(self.handler, self.is_async, f"prompt {self.name!r}", ctx, **kwargs)
+            result = _whole_result(value, self.name) if isinstance(value, dict) else {}
+            result["messages"] = to_messages(result.pop("messages", value))
         except (ProtocolError, ElicitAborted):
             raise
         except (ElicitError, ClientRequestError) as exc:
@@ -118,8 +131,8 @@ class Prompt:
                 INTERNAL_ERROR,
                 f"Internal error: prompt {self.name!r} failed ({type(exc).__name__}); the server log has the details",
             ) from None
-        result: dict[str, Any] = {"description": self.description} if self.description else {}
-        result["messages"] = messages
+        if self.description and "description" not in result:
+            result = {"description": self.description, **result}
         return result
 
     def check(self, arguments: Any) -> dict[str, str]:
@@ -166,6 +179,8 @@ def make_prompt(
     title: str | None = None,
     description: str | None = None,
     cache: CacheHint = NO_CACHE,
+    icons: Any = (),
+    meta: Any = None,
 ) -> Prompt:
     """Build a :class:`Prompt` from a function.
 
@@ -175,8 +190,10 @@ def make_prompt(
         title: optional display name.
         description: defaults to the first paragraph of the docstring.
         cache: its part of the ``prompts/list`` caching hint.
+        icons: its icons (:func:`zemcp.protocol.icons.checked_icons`).
+        meta: its ``_meta`` (:func:`zemcp.protocol.metadata.checked_meta`); None for none.
     Raises:
-        ValueError: an empty name, a ``*args`` or ``**kwargs`` parameter, or a parameter
+        ValueError: an empty name, bad ``icons`` or ``_meta`` (the message says which rule), a ``*args`` or ``**kwargs`` parameter, or a parameter
             annotated with something other than ``str`` or ``str | None`` (prompt arguments
             are strings).
         TypeError: the function is an async generator function.
@@ -192,7 +209,19 @@ def make_prompt(
     except TypeError:
         context = None  # unresolvable hints: every parameter stays an argument, as _arguments allows
     arguments = _arguments(handler, name, docstring_entries(handler), context)
-    return Prompt(name, handler, title, description, tuple(arguments), context, cache, is_async)
+    where = f"prompt {name!r}"
+    return Prompt(
+        name,
+        handler,
+        title,
+        description,
+        tuple(arguments),
+        context,
+        cache,
+        is_async,
+        tuple(checked_icons(icons, where)),
+        {} if meta is None else checked_meta(meta, where),
+    )
 
 
 def _arguments(
@@ -228,6 +257,24 @@ def _arguments(
             )
         arguments.append(PromptArgument(param.name, description, param.default is inspect.Parameter.empty))
     return arguments
+
+
+def _whole_result(value: dict[str, Any], name: str) -> dict[str, Any]:
+    """A prompt's ``GetPromptResult`` dict checked, its ``messages`` still raw.
+
+    Raises:
+        TypeError: it has no ``messages``, or keys a ``GetPromptResult`` does not have.
+        ValueError: its ``_meta`` breaks the key rules (:func:`zemcp.protocol.metadata.checked_meta`).
+    """
+    unknown = sorted(str(key) for key in value if key not in ("messages", "description", "_meta"))
+    if "messages" not in value or unknown:
+        raise TypeError(
+            f"a prompt returning a dict returns a GetPromptResult: 'messages' and optionally "
+            f"'description' and '_meta', got the keys {sorted(map(str, value))}"
+        )
+    if "_meta" in value:
+        checked_meta(value["_meta"], f"the result of prompt {name!r}")
+    return dict(value)
 
 
 def to_messages(value: Any) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ announce the change to the clients listening for it (``notifications/*/list_chan
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from zemcp.auth.access import Access
@@ -18,9 +18,12 @@ from zemcp.core.prompts import PromptRegistry, make_prompt
 from zemcp.core.resources import ResourceRegistry
 from zemcp.core.tools import Tool, ToolRegistry
 from zemcp.protocol.caching import CacheHint
+from zemcp.protocol.icons import Icon
 from zemcp.state.fanout import FanOut
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+#: A registration's ``icons=``: :class:`zemcp.Icon` or dicts in the schema's shape.
+Icons = Sequence[Icon | Mapping[str, Any]]
 
 
 class Registrar:
@@ -67,6 +70,8 @@ class Registrar:
         elicit_message: str | None = None,
         rate_limit: str | None = None,
         task: str = "forbidden",
+        icons: Icons = (),
+        meta: dict[str, Any] | None = None,
     ) -> Callable[[_F], _F]: ...
 
     def tool(
@@ -87,6 +92,8 @@ class Registrar:
         elicit_message: str | None = None,
         rate_limit: str | None = None,
         task: str = "forbidden",
+        icons: Icons = (),
+        meta: dict[str, Any] | None = None,
     ) -> _F | Callable[[_F], _F]:
         """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
 
@@ -136,6 +143,13 @@ class Registrar:
                 (the default: never), ``"optional"`` (when the client asks for one) or
                 ``"required"`` (only as a task; a client that cannot ask for one gets an
                 error naming what it lacks). The same handler serves both ways.
+            icons: icons a client may show with it (MCP 2025-11-25 ``Icon``):
+                :class:`zemcp.Icon` or dicts ``{"src", "mimeType"?, "sizes"?, "theme"?}``; the
+                source an ``https:`` URL or a ``data:`` URI (docs/apps.md, "Icons"). Clients of
+                versions before 2025-11-25 get none.
+            meta: its ``_meta`` (a dict): keys an optional reverse-DNS prefix and a name, no
+                prefix whose second label is ``modelcontextprotocol`` or ``mcp`` (MCP
+                basic/index, "_meta"; docs/apps.md, "_meta"), values JSON.
         Returns:
             the decorator, which returns the function unchanged (bare use: the function).
         Raises:
@@ -143,7 +157,9 @@ class Registrar:
                 annotations or ``x-mcp-header`` marks, a bad caching hint, an
                 ``elicit_missing`` that names an unknown argument or one a form cannot ask
                 for (or, as True, finds none), a blank ``elicit_message``, a
-                ``rate_limit`` that is not a rate, a ``permission`` that is none of the forms above.
+                ``rate_limit`` that is not a rate, a ``permission`` that is none of the forms
+                above, bad ``icons`` or a ``meta`` key that breaks the rules (the message names
+                the icon or key and the rule).
             TypeError: a parameter or return type that cannot be expressed as JSON Schema,
                 or an async generator function.
         """
@@ -168,6 +184,8 @@ class Registrar:
                     elicit_message=elicit_message,
                     rate_limit=rate_limit,
                     task=task,
+                    icons=icons,
+                    meta=meta,
                 )
             )
             self._scopes[("tool", tool.name)] = needed
@@ -191,6 +209,8 @@ class Registrar:
         cache_scope: str = "private",
         scopes: tuple[str, ...] | list[str] = (),
         permission: Permission = None,
+        icons: Icons = (),
+        meta: dict[str, Any] | None = None,
     ) -> Callable[[_F], _F]:
         """Decorator registering a function as a resource, or as a resource template.
 
@@ -211,11 +231,13 @@ class Registrar:
             scopes: OAuth scopes a caller needs, with authorization on, to see it listed and
                 to read it.
             permission: who may see and use it, as for :meth:`tool`.
+            icons, meta: its ``icons`` and ``_meta``, as for :meth:`tool`.
         Returns:
             the decorator, which returns the function unchanged.
         Raises:
             ValueError: the URI is taken or malformed, the function's parameters do not
-                fit the template's variables, a bad caching hint, or a bad ``permission``.
+                fit the template's variables, a bad caching hint, a bad ``permission``, or
+                bad ``icons`` or ``meta``.
             TypeError: an async generator function.
         """
         cache = CacheHint(ttl_ms, cache_scope)
@@ -225,7 +247,16 @@ class Registrar:
 
         def register(func: _F) -> _F:
             self.resources.register(
-                func, uri, name=name, title=title, description=description, mime_type=mime_type, size=size, cache=cache
+                func,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                size=size,
+                cache=cache,
+                icons=icons,
+                meta=meta,
             )
             self._scopes[("resource", uri)] = needed
             self._permit("resource", uri, permitted)
@@ -248,6 +279,8 @@ class Registrar:
         cache_scope: str = "private",
         scopes: tuple[str, ...] | list[str] = (),
         permission: Permission = None,
+        icons: Icons = (),
+        meta: dict[str, Any] | None = None,
     ) -> Callable[[_F], _F]: ...
 
     def prompt(
@@ -260,6 +293,8 @@ class Registrar:
         cache_scope: str = "private",
         scopes: tuple[str, ...] | list[str] = (),
         permission: Permission = None,
+        icons: Icons = (),
+        meta: dict[str, Any] | None = None,
     ) -> _F | Callable[[_F], _F]:
         """Decorator registering a function as a prompt; usable bare (``@server.prompt``) too.
 
@@ -277,11 +312,12 @@ class Registrar:
             scopes: OAuth scopes a caller needs, with authorization on, to see it listed and
                 to get it.
             permission: who may see and use it, as for :meth:`tool`.
+            icons, meta: its ``icons`` and ``_meta``, as for :meth:`tool`.
         Returns:
             the decorator, which returns the function unchanged (used bare: the function).
         Raises:
             ValueError: a taken name, a parameter that cannot be a prompt argument, a bad
-                caching hint, or a bad ``permission``.
+                caching hint, a bad ``permission``, or bad ``icons`` or ``meta``.
             TypeError: an async generator function.
         """
         cache = CacheHint(ttl_ms, cache_scope)
@@ -292,7 +328,13 @@ class Registrar:
         def register(func: _F) -> _F:
             prompt = self.prompts.add(
                 make_prompt(
-                    func, name=None if callable(name) else name, title=title, description=description, cache=cache
+                    func,
+                    name=None if callable(name) else name,
+                    title=title,
+                    description=description,
+                    cache=cache,
+                    icons=icons,
+                    meta=meta,
                 )
             )
             self._scopes[("prompt", prompt.name)] = needed

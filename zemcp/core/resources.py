@@ -27,7 +27,9 @@ from zemcp.core.errors import HANDLER_ERRORS, ClientRequestError
 from zemcp.protocol import pagination
 from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
 from zemcp.protocol.elicitation import ElicitAborted, ElicitError
+from zemcp.protocol.icons import checked_icons
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
+from zemcp.protocol.metadata import checked_meta
 
 log = logging.getLogger("zemcp.resources")
 
@@ -138,9 +140,11 @@ class Resource:
         size: optional size [bytes] of the raw contents.
         cache: the caching hint of its ``resources/read``, and its part of ``resources/list``'s.
         is_async: whether ``handler`` is ``async def`` (run in a loop of its own per read).
+        icons: its ``icons`` (:func:`zemcp.protocol.icons.checked_icons`: checked at creation).
+        meta: its ``_meta`` (:func:`zemcp.protocol.metadata.checked_meta`: checked at creation).
     Raises:
-        ValueError: a URI without scheme, an empty name, a negative size, or a handler that
-            cannot be called without arguments.
+        ValueError: a URI without scheme, an empty name, a negative size, bad ``icons`` or
+            ``meta``, or a handler that cannot be called without arguments.
         TypeError: a handler that is an async generator function.
     """
 
@@ -152,12 +156,15 @@ class Resource:
     mime_type: str | None = "text/plain"
     size: int | None = None
     cache: CacheHint = NO_CACHE
+    icons: Any = ()
+    meta: Any = None
     context_param: str | None = field(init=False, default=None)
     is_async: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         _check_uri(self.uri)
         _check_name(self.name, self.uri)
+        self.icons, self.meta = _decoration(self.icons, self.meta, f"resource {self.uri!r}")
         if self.size is not None and (not isinstance(self.size, int) or self.size < 0):
             raise ValueError(f"resource {self.uri!r}: size must be a non-negative number of bytes, got {self.size!r}")
         self.context_param = _check_callable(self.handler, {}, self.uri)
@@ -167,6 +174,7 @@ class Resource:
         """The resource as ``resources/list`` shows it."""
         entry: dict[str, Any] = {"uri": self.uri, "name": self.name}
         _optional(entry, title=self.title, description=self.description, mimeType=self.mime_type, size=self.size)
+        _optional(entry, icons=self.icons or None, _meta=self.meta or None)
         return entry
 
 
@@ -186,9 +194,10 @@ class ResourceTemplate:
             ``resources/templates/list``'s.
         template: the parsed template.
         is_async: whether ``handler`` is ``async def`` (run in a loop of its own per read).
+        icons, meta: as for :class:`Resource`.
     Raises:
-        ValueError: a bad template (see :class:`UriTemplate`), an empty name, or a handler
-            that cannot be called with exactly the template's variables.
+        ValueError: a bad template (see :class:`UriTemplate`), an empty name, bad ``icons``
+            or ``meta``, or a handler that cannot be called with exactly the template's variables.
         TypeError: a handler that is an async generator function.
     """
 
@@ -199,6 +208,8 @@ class ResourceTemplate:
     description: str | None = None
     mime_type: str | None = "text/plain"
     cache: CacheHint = NO_CACHE
+    icons: Any = ()
+    meta: Any = None
     template: UriTemplate = field(init=False, repr=False)
     context_param: str | None = field(init=False, default=None)
     is_async: bool = field(init=False, default=False)
@@ -206,6 +217,7 @@ class ResourceTemplate:
     def __post_init__(self) -> None:
         _check_uri(self.uri_template)
         _check_name(self.name, self.uri_template)
+        self.icons, self.meta = _decoration(self.icons, self.meta, f"resource template {self.uri_template!r}")
         self.template = UriTemplate(self.uri_template)
         self.context_param = _check_callable(
             self.handler, dict.fromkeys(self.template.variables, ""), self.uri_template
@@ -216,6 +228,7 @@ class ResourceTemplate:
         """The template as ``resources/templates/list`` shows it."""
         entry: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
         _optional(entry, title=self.title, description=self.description, mimeType=self.mime_type)
+        _optional(entry, icons=self.icons or None, _meta=self.meta or None)
         return entry
 
 
@@ -260,6 +273,8 @@ class ResourceRegistry:
         mime_type: str | None = "text/plain",
         size: int | None = None,
         cache: CacheHint = NO_CACHE,
+        icons: Any = (),
+        meta: Any = None,
     ) -> Resource | ResourceTemplate:
         """Register ``handler`` for ``uri``: a template when ``uri`` has ``{...}``, else static.
 
@@ -272,24 +287,25 @@ class ResourceRegistry:
             mime_type: MIME type of the contents, or None to leave it out.
             size: [bytes] optional, static resources only.
             cache: the caching hint of its reads and its part of the list's (2026-07-28).
+            icons, meta: its ``icons`` and ``_meta`` (see :class:`Resource`).
         Returns:
             the registered :class:`Resource` or :class:`ResourceTemplate`.
         Raises:
             ValueError: the URI or template is taken or malformed, ``size`` was given for a
-                template, or the handler's parameters do not fit.
+                template, bad ``icons`` or ``meta``, or the handler's parameters do not fit.
         """
         name = callables.handler_name(handler, name, "resource")
         description = description if description is not None else docstring_summary(handler)
         if "{" in uri or "}" in uri:
             if size is not None:
                 raise ValueError(f"resource template {uri!r}: size applies to static resources only")
-            template = ResourceTemplate(uri, name, handler, title, description, mime_type, cache)
+            template = ResourceTemplate(uri, name, handler, title, description, mime_type, cache, icons, meta)
             if uri in self._templates:
                 raise ValueError(f"a resource template {uri!r} is already registered")
             self._templates[uri] = template
             self._template_definitions.append(template.definition())
             return template
-        resource = Resource(uri, name, handler, title, description, mime_type, size, cache)
+        resource = Resource(uri, name, handler, title, description, mime_type, size, cache, icons, meta)
         if uri in self._resources:
             raise ValueError(f"a resource {uri!r} is already registered")
         self._resources[uri] = resource
@@ -427,13 +443,15 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[dict[str, A
 
     Args:
         value: ``str`` (one text item), ``bytes`` (one blob item, base64-encoded), a content
-            dict with ``text`` (a string) or ``blob`` (base64 text), or a list of these.
+            dict with ``text`` (a string) or ``blob`` (base64 text) and optionally ``_meta``
+            (checked by :func:`zemcp.protocol.metadata.checked_meta`), or a list of these.
         uri: filled in as ``uri`` where an item has none.
         mime_type: filled in as ``mimeType`` where an item has none (left out when None).
     Returns:
         the list of content dicts.
     Raises:
         TypeError: something else was returned.
+        ValueError: an item's ``_meta`` breaks the key rules.
     """
     items = value if isinstance(value, list) else [value]
     contents = []
@@ -446,6 +464,8 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[dict[str, A
         elif isinstance(item, (bytes, bytearray)):
             contents.append({**base, "blob": base64.b64encode(item).decode("ascii")})
         elif isinstance(item, dict) and (isinstance(item.get("text"), str) or isinstance(item.get("blob"), str)):
+            if "_meta" in item:
+                checked_meta(item["_meta"], f"a content item of resource {uri}")
             contents.append({**base, **item})
         else:
             raise TypeError(
@@ -489,6 +509,11 @@ def _check_callable(handler: Callable[..., Any], kwargs: dict[str, str], uri: st
             f"{', '.join(kwargs)} as keyword arguments and need no others"
         ) from None
     return context
+
+
+def _decoration(icons: Any, meta: Any, where: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    # Checked once, at registration: the definition is built from the result.
+    return checked_icons(icons, where), {} if meta is None else checked_meta(meta, where)
 
 
 def _optional(entry: dict[str, Any], **members: Any) -> None:

@@ -1,7 +1,8 @@
 """A tool handler's return value shaped as a ``CallToolResult`` (MCP server/tools, "Tool Result").
 
 A handler returns a ``str`` (one text item), a list of content items, a full
-``CallToolResult`` dict, or any other value (sent as JSON text). A tool with an output
+``CallToolResult`` dict (which may carry ``_meta``, checked by
+:func:`zemcp.protocol.metadata.checked_meta`), or any other value (sent as JSON text). A tool with an output
 schema returns the structured value itself, sent as ``structuredContent`` and as its JSON
 text, as is a pydantic model without one. Pure Python: no HTTP here.
 """
@@ -14,6 +15,7 @@ from typing import Any
 from zemcp.core import pydantic_types
 from zemcp.core.schemas import structured_content
 from zemcp.core.type_schemas import to_json
+from zemcp.protocol.metadata import checked_meta
 
 
 def error_result(text: str) -> dict[str, Any]:
@@ -25,7 +27,7 @@ def to_result(value: Any) -> dict[str, Any]:
     """Shape a handler's return value as a ``CallToolResult``.
 
     ``str`` becomes one text item; a list of content items (dicts with ``type``) is taken as
-    the content; a dict with ``content`` is passed through; a pydantic model that dumps to an
+    the content; a dict with ``content`` is passed through (its ``_meta`` with it); a pydantic model that dumps to an
     object is that object as ``structuredContent`` (MCP server/tools, "Structured Content":
     allowed without an ``outputSchema``) and its JSON text; anything else (numbers, other
     lists and dicts, dataclasses, Enums, None) is sent as its JSON text.
@@ -33,7 +35,8 @@ def to_result(value: Any) -> dict[str, Any]:
     Raises:
         TypeError: the value has no JSON form (see :func:`zemcp.core.type_schemas.to_json`),
             or is a malformed ``CallToolResult``.
-        ValueError: the value holds NaN, an infinity or a reference cycle.
+        ValueError: the value holds NaN, an infinity or a reference cycle, or a ``_meta``
+            key breaks the rules of :func:`zemcp.protocol.metadata.checked_meta`.
     """
     if isinstance(value, str):
         return {"content": [{"type": "text", "text": value}], "isError": False}
@@ -51,7 +54,8 @@ def to_result(value: Any) -> dict[str, Any]:
 def structured_result(value: Any, wrapped: bool) -> dict[str, Any]:
     """Shape the return value of a tool with an output schema as a ``CallToolResult``.
 
-    A dict with ``structuredContent`` is the result as it is (``isError`` false added); any
+    A dict with ``structuredContent`` is the result as it is (``isError`` false added, its
+    ``_meta`` checked); any
     other value becomes the ``structuredContent`` (see
     :func:`zemcp.core.schemas.structured_content`), with its JSON text as the one text item.
     The tool checks the result against its output schema.
@@ -62,9 +66,10 @@ def structured_result(value: Any, wrapped: bool) -> dict[str, Any]:
             :func:`zemcp.core.schemas.wraps_result`).
     Raises:
         TypeError: the value has no JSON form.
-        ValueError: the value holds NaN, an infinity or a reference cycle.
+        ValueError: the value holds NaN, an infinity or a reference cycle, or a bad ``_meta`` key.
     """
     if isinstance(value, dict) and "structuredContent" in value:
+        _check_meta(value)
         return {"isError": False, **value}
     return _structured(structured_content(value, wrapped))
 
@@ -87,3 +92,9 @@ def _check_result(result: dict[str, Any]) -> None:
         raise TypeError("a CallToolResult's content must be a list of content items (dicts with a 'type')")
     if not isinstance(result.get("isError", False), bool):
         raise TypeError("a CallToolResult's isError must be true or false")
+    _check_meta(result)
+
+
+def _check_meta(result: dict[str, Any]) -> None:
+    if "_meta" in result:
+        checked_meta(result["_meta"], "the CallToolResult")

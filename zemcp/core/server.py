@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from zemcp import logsafe
 from zemcp.auth.access import OPEN, Access
@@ -37,7 +38,7 @@ from zemcp.core.audit import AuditHook, AuditTrail
 from zemcp.core.context import Context
 from zemcp.core.errors import CallFinished, URLElicitationRequired
 from zemcp.core.exchange import Exchange, RoundEnded
-from zemcp.core.registrar import Registrar
+from zemcp.core.registrar import Icons, Registrar
 from zemcp.core.resources import Resource, Subscriber
 from zemcp.core.results import error_result
 from zemcp.core.tasks import TaskRunner
@@ -47,6 +48,7 @@ from zemcp.protocol import jsonrpc, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import ClientView
 from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled, ServerStopping, SessionEnded
+from zemcp.protocol.icons import checked_icons
 from zemcp.protocol.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, ProtocolError
 from zemcp.protocol.pagination import PAGE_SIZE, list_result
 from zemcp.protocol.tasks import EXTENSION, TASKS_VERSION
@@ -120,11 +122,19 @@ class Server(Registrar):
     Args:
         name: ``serverInfo.name``.
         version: ``serverInfo.version``.
+        title: ``serverInfo.title``, a display name (2025-06-18 on).
+        description: ``serverInfo.description``: what the server is for (2025-11-25 on).
+        website_url: ``serverInfo.websiteUrl``: an absolute ``https:`` or ``http:`` URL (2025-11-25 on).
+        icons: ``serverInfo.icons``: :class:`zemcp.Icon` or dicts in the schema's shape, as
+            for :meth:`tool` (2025-11-25 on).
         instructions: optional ``instructions`` returned by initialize and ``server/discover``.
         settings: limits and timeouts; ``Settings.from_env()`` when omitted.
         auth: the authorization of the endpoint (:class:`zemcp.auth.Authorization`, for a
             verifier of your own); built from the ``auth_*`` settings when omitted (None
             when ``auth`` is ``off``).
+    Raises:
+        ValueError: a ``title`` or ``description`` that is not a string, a ``website_url``
+            that is not an absolute http(s) URL, or bad ``icons``.
     """
 
     def __init__(
@@ -132,6 +142,10 @@ class Server(Registrar):
         name: str,
         version: str = "0.0.0",
         *,
+        title: str | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        icons: Icons = (),
         instructions: str | None = None,
         settings: Settings | None = None,
         auth: Authorization | None = None,
@@ -139,6 +153,7 @@ class Server(Registrar):
         self.name = name
         self.version = version
         self.instructions = instructions
+        self._implementation = implementation_info(name, version, title, description, website_url, icons)
         self.settings = settings if settings is not None else Settings.from_env()
         self.auth = auth if auth is not None else Authorization.from_settings(self.settings, name)
         self.state = open_state(self.settings, self._session_ended)
@@ -199,6 +214,22 @@ class Server(Registrar):
         return hook
 
     # -- capabilities and sessions -----------------------------------------------------
+
+    def implementation(self, version: str = versions.LATEST) -> dict[str, Any]:
+        """The server's ``Implementation`` (``serverInfo`` of initialize, and
+        ``_meta["io.modelcontextprotocol/serverInfo"]`` of every 2026-07-28 result) with the
+        fields protocol ``version`` knows: ``title`` from 2025-06-18, ``description``,
+        ``websiteUrl`` and ``icons`` from 2025-11-25 (MCP schema ``Implementation``).
+
+        Returns:
+            a dict the caller must not change (shared by the requests of that version).
+        """
+        info = self._implementation
+        if not versions.since(version, versions.ICONS):
+            info = {k: v for k, v in info.items() if k not in ("description", "websiteUrl", "icons")}
+        if not versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT):
+            info = {k: v for k, v in info.items() if k != "title"}
+        return info
 
     def capabilities(self, version: str = versions.LATEST) -> dict[str, Any]:
         """``ServerCapabilities`` (initialize, ``server/discover``): exactly the features this
@@ -553,6 +584,38 @@ class Server(Registrar):
         }
 
 
+def implementation_info(
+    name: str, version: str, title: str | None, description: str | None, website_url: str | None, icons: Icons
+) -> dict[str, Any]:
+    """A server's whole ``Implementation`` (MCP 2025-11-25 schema), checked.
+
+    Args:
+        name, version, title, description, website_url, icons: as :class:`Server` takes them.
+    Returns:
+        ``{"name", "version", "title"?, "description"?, "websiteUrl"?, "icons"?}``.
+    Raises:
+        ValueError: as :class:`Server` says.
+    """
+    info: dict[str, Any] = {"name": name, "version": version}
+    for key, value in (("title", title), ("description", description)):
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"Server {name!r}: {key} must be a string, got {type(value).__name__}")
+        if value:
+            info[key] = value
+    if website_url is not None:
+        parts = urlsplit(website_url) if isinstance(website_url, str) else None
+        if parts is None or parts.scheme.lower() not in ("https", "http") or not parts.netloc:
+            raise ValueError(
+                f"Server {name!r}: website_url must be an absolute URL such as 'https://example.com/', "
+                f"got {website_url!r}"
+            )
+        info["websiteUrl"] = website_url
+    checked = checked_icons(icons, f"Server {name!r}")
+    if checked:
+        info["icons"] = checked
+    return info
+
+
 def _gauges(server: Server | None) -> dict[str, Any] | None:
     """The gauges of ``server``; None once it is gone (the exporters outlive a server)."""
     return server.gauges() if server is not None else None
@@ -579,11 +642,13 @@ def _for_version(result: dict[str, Any], key: str, client: ClientView, tasks: bo
     """Leave out of list items the fields the client's protocol version does not have.
 
     ``title`` and ``outputSchema`` arrived in 2025-06-18, tool ``annotations`` in 2025-03-26;
-    ``execution`` (which items have when ``tasks``) is only in 2025-11-25.
+    ``execution`` (which items have when ``tasks``) is only in 2025-11-25; ``icons`` arrived in
+    2025-11-25. ``_meta`` is in every version, and stays.
     """
     version = client.protocol_version
     drop = (
-        ({"title", "outputSchema"} if not versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT) else set())
+        ({"icons"} if not versions.since(version, versions.ICONS) else set())
+        | ({"title", "outputSchema"} if not versions.since(version, versions.TITLES_AND_STRUCTURED_OUTPUT) else set())
         | ({"annotations"} if not versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS) else set())
         | ({"execution"} if tasks and version != TASKS_VERSION else set())
     )

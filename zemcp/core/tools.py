@@ -38,7 +38,9 @@ from zemcp.core.results import error_result, structured_result, to_result
 from zemcp.core.type_schemas import to_python, type_hints
 from zemcp.protocol import elicitation, param_headers, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint, combine
+from zemcp.protocol.icons import checked_icons
 from zemcp.protocol.jsonrpc import ProtocolError
+from zemcp.protocol.metadata import checked_meta
 from zemcp.protocol.tasks import FORBIDDEN, check_support
 from zemcp.protocol.validators import SchemaValidator
 
@@ -94,6 +96,9 @@ class Tool:
         task: whether a call may run as a task (``execution.taskSupport``, MCP tasks):
             ``forbidden`` (never), ``optional`` (when the client asks for one) or
             ``required`` (only as a task).
+        icons: its ``icons``: :class:`zemcp.Icon` or dicts in the schema's shape
+            (:func:`zemcp.protocol.icons.checked_icons`).
+        meta: its ``_meta``, keys as :func:`zemcp.protocol.metadata.checked_meta` allows.
     Raises:
         ValueError: a bad name, a schema that is not an object schema, both
             ``output_schema`` and ``structured_output``, unknown annotation keys, or an
@@ -101,7 +106,8 @@ class Tool:
             an ``elicit_missing`` list naming an argument the schema does not have or a form
             cannot ask for, ``elicit_missing=True`` without a required argument a form can
             ask for, an ``elicit_message`` that is not a non-empty string, or a
-            ``rate_limit`` that is not a rate, or a ``task`` that is not a ``taskSupport`` value.
+            ``rate_limit`` that is not a rate, a ``task`` that is not a ``taskSupport`` value,
+            or bad ``icons`` or ``meta`` (the message names the icon or key and the rule).
         TypeError: a parameter or return type the schemas cannot express (the message
             names it and lists what is supported), ``structured_output`` without a
             return annotation, or a handler that is an async generator function.
@@ -118,6 +124,7 @@ class Tool:
         elicit_message: as given (None: a question naming the missing fields).
         rate_limit: ``rate_limit`` parsed, or None.
         task: ``forbidden``, ``optional`` or ``required``.
+        icons, meta: as checked (empty when none).
     """
 
     def __init__(
@@ -136,11 +143,15 @@ class Tool:
         elicit_message: str | None = None,
         rate_limit: str | None = None,
         task: str = FORBIDDEN,
+        icons: Any = (),
+        meta: Any = None,
     ):
         self.name = callables.handler_name(handler, name, "tool")
         self.task = check_support(task)
         if not _NAME.match(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-128 characters of A-Z, a-z, 0-9, '_', '.', '-'")
+        self.icons = checked_icons(icons, f"tool {self.name!r}")
+        self.meta = {} if meta is None else checked_meta(meta, f"tool {self.name!r}")
         self.rate_limit = None if rate_limit is None else parse_rate(rate_limit, f"tool {self.name!r}: rate_limit")
         self.handler = handler
         self._async = coroutines.handler_is_async(handler, f"tool {self.name!r}")
@@ -210,6 +221,10 @@ class Tool:
             tool["annotations"] = self.annotations
         if self.task != FORBIDDEN:
             tool["execution"] = {"taskSupport": self.task}
+        if self.icons:
+            tool["icons"] = self.icons
+        if self.meta:
+            tool["_meta"] = self.meta
         return tool
 
     def check_arguments(self, arguments: dict[str, Any]) -> str | None:

@@ -22,6 +22,9 @@ TITLES_AND_STRUCTURED_OUTPUT = "2025-06-18"
 #: Elicitation modes (form, url) and the wider requestedSchema subset (SEP-1034, SEP-1330);
 #: invalid tool arguments reported as tool errors (SEP-1303).
 ELICITATION_MODES = "2025-11-25"
+#: ``icons`` on tools, resources, resource templates, prompts and the implementation info, and
+#: the implementation's ``description`` and ``websiteUrl`` (SEP-973).
+ICONS = "2025-11-25"
 #: The stateless era (SEP-2575, SEP-2567): per-request envelope, ``resultType``, caching hints
 #: (SEP-2549), multi-round-trip requests instead of server-to-client requests (SEP-2322),
 #: ``elicitationId`` and error -32042 retired, resource-not-found as -32602.

@@ -168,7 +168,7 @@ class HandshakeEra:
         result: dict[str, Any] = {
             "protocolVersion": version,
             "capabilities": self.server.capabilities(version),
-            "serverInfo": {"name": self.server.name, "version": self.server.version},
+            "serverInfo": self.server.implementation(version),
         }
         if self.server.instructions:
             result["instructions"] = self.server.instructions

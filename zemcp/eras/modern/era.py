@@ -206,7 +206,7 @@ class ModernEra:
         meta = body.get("_meta")
         body["_meta"] = {
             **(meta if isinstance(meta, dict) else {}),
-            META_SERVER_INFO: {"name": self.server.name, "version": self.server.version},
+            META_SERVER_INFO: self.server.implementation(versions.STATELESS),
         }
         if method in CACHEABLE and body["resultType"] == "complete":
             body = {**body, **cache.fields()}
