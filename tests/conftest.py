@@ -8,6 +8,9 @@
 * tests/support/stacks.py: zemcp instances behind HAProxy or nginx (``stack``, ``start_stack``).
 * tests/support/browser.py: headless Chromium and a page on another origin (``chromium``,
   ``page_server``).
+* tests/support/apphost.py: a real MCP Apps host page and its View, bundled from the official
+  npm packages (``apphost_modules``, ``app_host``); tests/support/sdkapps.py: the official Python
+  SDK's MCP Apps server (``sdk_apps_url``).
 * tests/support/oauth_server.py: an OAuth authorization server (``oauth_server``).
 * tests/support/postgres.py: a real PostgreSQL cluster of the tests' own (``postgres``).
 * tests/support/djangosite.py: the test Django project on it (``django_project_db``, ``notes_site``).
@@ -24,6 +27,8 @@ pytest_plugins = [
     "tests.support.node",
     "tests.support.stacks",
     "tests.support.browser",
+    "tests.support.apphost",
+    "tests.support.sdkapps",
     "tests.support.oauth_server",
     "tests.support.postgres",
     "tests.support.djangosite",

@@ -18,7 +18,7 @@ MARKING_FIXTURES: dict[str, frozenset[str]] = {
     # proxy stack's instances are gunicorns too.
     "gunicorn": frozenset({"_log_dir", "start_stack", "stack"}),
     "redis": frozenset({"redis_server", "start_redis", "_shared_redis"}),
-    "node": frozenset({"ts_sdk1_modules", "node_modules", "inspector_modules"}),
+    "node": frozenset({"ts_sdk1_modules", "node_modules", "inspector_modules", "apphost_modules"}),
     "browser": frozenset({"chromium"}),
     "proxy": frozenset({"start_stack", "stack"}),
     "postgres": frozenset({"postgres"}),
