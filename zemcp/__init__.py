@@ -23,6 +23,7 @@ from zemcp.core.resources import ResourceNotFound
 from zemcp.core.server import Server
 from zemcp.core.tools import ToolError
 from zemcp.http.transport import McpApp
+from zemcp.protocol.apps import AppCsp
 from zemcp.protocol.elicitation import (
     ClientDisconnected,
     ElicitAborted,
@@ -55,6 +56,7 @@ __all__ = [
     "ListRoots",
     "McpHeader",
     "Icon",
+    "AppCsp",
     "URLElicitationRequired",
     "ClientRequestError",
     "CapabilityMissing",

@@ -84,6 +84,9 @@ class StdioTransport:
         writer: where the server's messages go, one per line (nothing else is written there).
         user: whom every message acts for (``ctx.user``, asked by ``permission=`` rules): a
             site's user, as ``manage.py zemcp stdio --user`` loads it; None for none.
+    Raises:
+        ValueError: the server's MCP Apps declarations do not hold together
+            (:meth:`zemcp.Server.check_apps`).
     """
 
     def __init__(self, server: Server, reader: IO[bytes], writer: IO[bytes], user: Any = None):
@@ -91,6 +94,7 @@ class StdioTransport:
         self._user = user
         # Whom the session and tasks belong to, as the principal of an HTTP site user is.
         self._principal = site_principal(user) if user is not None else None
+        server.check_apps()
         self.handshake = HandshakeEra(server)
         self.modern = ModernEra(server)
         self._serve_handshake = compose(server, self.handshake.serve)

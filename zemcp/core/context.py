@@ -25,6 +25,7 @@ from zemcp.core.coroutines import waiting
 from zemcp.core.errors import CannotWait, CapabilityMissing, new_elicitation_id
 from zemcp.core.questions import Ask, Elicit, ElicitURL, ListRoots, Sample
 from zemcp.protocol import elicitation, jsonrpc, versions
+from zemcp.protocol.apps import client_supports_apps
 from zemcp.protocol.capabilities import LOG_LEVELS
 from zemcp.state.waitingcalls import CapacityError, Withdrawal
 
@@ -95,6 +96,14 @@ class Context:
     def client_supports(self, capability: str) -> bool:
         """True when the client declared ``capability`` (``sampling``, ``roots``, ``elicitation``)."""
         return self.client.client_supports(capability)
+
+    @property
+    def client_supports_apps(self) -> bool:
+        """True when the client renders MCP Apps: it declared the ``io.modelcontextprotocol/ui``
+        extension with ``text/html;profile=mcp-app`` among its ``mimeTypes`` (MCP Apps
+        2026-01-26, "Client (Host) Capabilities"), at ``initialize`` or, at 2026-07-28, in this
+        request's ``params._meta``. A tool with a UI answers a fuller text when it is False."""
+        return client_supports_apps(self.client.capabilities)
 
     def elicit(
         self,

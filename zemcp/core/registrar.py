@@ -13,10 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from zemcp.auth.access import Access
+from zemcp.core.apps import AppBindings, FilePath, html_reader, with_ui
 from zemcp.core.completions import CompletionRegistry
 from zemcp.core.prompts import PromptRegistry, make_prompt
 from zemcp.core.resources import ResourceRegistry
 from zemcp.core.tools import Tool, ToolRegistry
+from zemcp.protocol import apps
 from zemcp.protocol.caching import CacheHint
 from zemcp.protocol.icons import Icon
 from zemcp.state.fanout import FanOut
@@ -34,6 +36,7 @@ class Registrar:
 
     Attributes:
         tools, resources, prompts, completions: the registries.
+        apps: the tools bound to ``ui://`` resources and the app resources (MCP Apps).
         subscriptions: ``fanout``.
     """
 
@@ -47,6 +50,7 @@ class Registrar:
         self.resources = ResourceRegistry()
         self.prompts = PromptRegistry()
         self.completions = CompletionRegistry(self.prompts, self.resources)
+        self.apps = AppBindings()
 
     @overload
     def tool(self, name: _F, /) -> _F: ...
@@ -72,6 +76,8 @@ class Registrar:
         task: str = "forbidden",
         icons: Icons = (),
         meta: dict[str, Any] | None = None,
+        ui_resource: str | None = None,
+        visibility: list[str] | tuple[str, ...] | None = None,
     ) -> Callable[[_F], _F]: ...
 
     def tool(
@@ -94,6 +100,8 @@ class Registrar:
         task: str = "forbidden",
         icons: Icons = (),
         meta: dict[str, Any] | None = None,
+        ui_resource: str | None = None,
+        visibility: list[str] | tuple[str, ...] | None = None,
     ) -> _F | Callable[[_F], _F]:
         """Decorator registering a function as a tool: ``@server.tool`` or ``@server.tool(...)``.
 
@@ -150,6 +158,13 @@ class Registrar:
             meta: its ``_meta`` (a dict): keys an optional reverse-DNS prefix and a name, no
                 prefix whose second label is ``modelcontextprotocol`` or ``mcp`` (MCP
                 basic/index, "_meta"; docs/apps.md, "_meta"), values JSON.
+            ui_resource: the ``ui://`` resource (:meth:`app_resource`) a host that renders MCP
+                Apps shows the tool's results in: ``_meta.ui.resourceUri`` (MCP Apps
+                2026-01-26, "Resource Discovery"; docs/apps.md, "MCP Apps"). It must exist,
+                with the app MIME type, when the server starts serving.
+            visibility: with ``ui_resource``, who may call the tool: ``["model", "app"]`` (the
+                default when left out), ``["app"]`` for a tool only the app calls (the host
+                hides it from the model; it stays listed and callable) or ``["model"]``.
         Returns:
             the decorator, which returns the function unchanged (bare use: the function).
         Raises:
@@ -159,7 +174,9 @@ class Registrar:
                 for (or, as True, finds none), a blank ``elicit_message``, a
                 ``rate_limit`` that is not a rate, a ``permission`` that is none of the forms
                 above, bad ``icons`` or a ``meta`` key that breaks the rules (the message names
-                the icon or key and the rule).
+                the icon or key and the rule), a ``ui_resource`` that is not ``ui://``, a bad
+                ``visibility`` or one without ``ui_resource``, or a ``meta`` with a ``"ui"``
+                key beside ``ui_resource``.
             TypeError: a parameter or return type that cannot be expressed as JSON Schema,
                 or an async generator function.
         """
@@ -169,6 +186,13 @@ class Registrar:
         permitted = _permission(permission)
 
         def register(func: _F) -> _F:
+            label = f"tool {name if isinstance(name, str) else getattr(func, '__name__', func)!r}"
+            tool_meta = meta
+            if ui_resource is not None:
+                ui = apps.tool_ui(ui_resource, visibility, label)
+                tool_meta = with_ui(meta, ui, label, "ui_resource= and visibility=")
+            elif visibility is not None:
+                raise ValueError(f"{label}: visibility applies to a tool with a ui_resource=; give its ui:// resource")
             tool = self.tools.add(
                 Tool(
                     name if isinstance(name, str) else None,
@@ -185,11 +209,13 @@ class Registrar:
                     rate_limit=rate_limit,
                     task=task,
                     icons=icons,
-                    meta=meta,
+                    meta=tool_meta,
                 )
             )
             self._scopes[("tool", tool.name)] = needed
             self._permit("tool", tool.name, permitted)
+            if ui_resource is not None:
+                self.apps.tools[tool.name] = ui_resource
             self.notify_list_changed("tools")
             return func
 
@@ -264,6 +290,85 @@ class Registrar:
             return func
 
         return register
+
+    def app_resource(
+        self,
+        uri: str,
+        *,
+        html: str | None = None,
+        file: FilePath | None = None,
+        render: Callable[..., str] | None = None,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        csp: apps.AppCsp | Mapping[str, Any] | None = None,
+        permissions: Sequence[str] | Mapping[str, Any] | None = None,
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+        meta: dict[str, Any] | None = None,
+        icons: Icons = (),
+        scopes: tuple[str, ...] | list[str] = (),
+        permission: Permission = None,
+    ) -> None:
+        """Register an MCP App's HTML: a ``ui://`` resource served as ``text/html;profile=mcp-app``,
+        which tools name with ``ui_resource=`` (MCP Apps 2026-01-26, "UI Resource Format";
+        docs/apps.md, "MCP Apps").
+
+        Its ``_meta.ui`` (what of ``csp``, ``permissions``, ``domain`` and ``prefers_border``
+        was given), beside the other ``meta`` keys, is on its ``resources/list`` entry and on
+        the content item of each ``resources/read``; ``_meta`` is left out when empty.
+
+        Args:
+            uri: a ``ui://`` URI.
+            html: the document as a string; or
+            file: a path to it, read at each read (an edit shows without a restart); or
+            render: a callable giving it at each read, ``render()`` or ``render(ctx)``, such as
+                a template of the site (Django's ``render_to_string``, Flask's ``render_template``).
+            name: the URI when omitted.
+            title, description: optional display name and description.
+            csp: the origins the app may reach: :class:`zemcp.AppCsp` or a dict with the
+                specification's camelCase keys (``connectDomains``, ``resourceDomains``,
+                ``frameDomains``, ``baseUriDomains``).
+            permissions: the iframe permissions it asks for, by the specification's names
+                (``camera``, ``microphone``, ``geolocation``, ``clipboardWrite``): a list, or
+                the specification's object (``{"clipboardWrite": {}}``).
+            domain: a dedicated sandbox origin, in the host's format.
+            prefers_border: whether the host should draw a border and background.
+            meta: other ``_meta`` keys (no ``"ui"``: that is made from the keywords above).
+            icons, scopes, permission: as for :meth:`resource`.
+        Raises:
+            ValueError: a URI that is not ``ui://`` or is taken, not exactly one of ``html``,
+                ``file`` and ``render`` (or a ``file`` that is not a file), a bad ``csp``,
+                ``permissions``, ``domain`` or ``prefers_border``, a ``meta`` with a ``"ui"``
+                key or one that breaks the rules, or bad ``icons``, ``scopes`` or ``permission``.
+        """
+        where = f"app resource {uri!r}"
+        apps.check_uri(uri, where)
+        ui = apps.resource_ui(csp, permissions, domain, prefers_border, where)
+        merged = with_ui(meta, ui, where, "csp=, permissions=, domain= and prefers_border=")
+        self.resource(
+            uri,
+            name=name or uri,
+            title=title,
+            description=description,
+            mime_type=apps.MIME_TYPE,
+            scopes=scopes,
+            permission=permission,
+            icons=icons,
+            meta=merged,
+        )(html_reader(uri, html, file, render, merged))
+        self.apps.resources.add(uri)
+
+    def check_apps(self) -> None:
+        """Check the MCP Apps declarations as a whole: every ``ui_resource=`` names a registered
+        resource served as ``text/html;profile=mcp-app``. The transports call it when they
+        start serving (``McpApp(server)``, the stdio transport), since resources may be
+        registered after the tools that show them.
+
+        Raises:
+            ValueError: naming the tool, the URI and the fix.
+        """
+        self.apps.check(self.resources)
 
     @overload
     def prompt(self, name: _F, /) -> _F: ...

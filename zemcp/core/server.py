@@ -44,7 +44,7 @@ from zemcp.core.results import error_result
 from zemcp.core.tasks import TaskRunner
 from zemcp.core.tools import Tool
 from zemcp.observe.telemetry import Telemetry
-from zemcp.protocol import jsonrpc, versions
+from zemcp.protocol import apps, jsonrpc, versions
 from zemcp.protocol.caching import NO_CACHE, CacheHint
 from zemcp.protocol.capabilities import ClientView
 from zemcp.protocol.elicitation import ElicitAborted, RequestCancelled, ServerStopping, SessionEnded
@@ -235,6 +235,10 @@ class Server(Registrar):
         """``ServerCapabilities`` (initialize, ``server/discover``): exactly the features this
         server has that protocol ``version`` knows (``completions`` arrived in 2025-03-26).
 
+        The MCP Apps extension (``extensions["io.modelcontextprotocol/ui"]``) is advertised
+        in every version when the server has an app (:meth:`app_resource`, ``ui_resource=``);
+        the tasks extension at 2026-07-28 when a tool may run as a task.
+
         ``listChanged`` and ``resources.subscribe`` are true only when the era's push stream
         is allowed: ``subscriptions/listen`` in the 2026-07-28 era (``max_listen_streams``
         above 0), a session's standalone GET stream in the handshake era
@@ -253,11 +257,17 @@ class Server(Registrar):
             capabilities["prompts"] = {"listChanged": pushes}
         if (len(self.prompts) or len(self.resources)) and versions.since(version, versions.ANNOTATIONS_AND_COMPLETIONS):
             capabilities["completions"] = {}
+        extensions: dict[str, Any] = {}
         if self.tools.tasks:
             if versions.is_modern(version):
-                capabilities["extensions"] = {EXTENSION: {}}
+                extensions[EXTENSION] = {}
             elif version == TASKS_VERSION:
                 capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+        if self.apps:
+            # MCP Apps negotiates through extensions in every version (apps.mdx, "Capability Negotiation").
+            extensions[apps.EXTENSION] = {}
+        if extensions:
+            capabilities["extensions"] = extensions
         return capabilities
 
     def shutdown(self, grace: float = 0.0) -> int:

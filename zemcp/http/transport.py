@@ -100,6 +100,9 @@ class McpApp:
             a user (``zemcp.django.view(authentication=...)``, the Flask extension's
             ``login_required``): no warning that a non-loopback bind without zemcp's
             authorization is open to anyone.
+    Raises:
+        ValueError: the server's MCP Apps declarations do not hold together
+            (:meth:`zemcp.Server.check_apps`: a ``ui_resource=`` without its resource).
     """
 
     def __init__(self, server: Server, endpoint: str | None = None, *, guarded: bool = False):
@@ -108,6 +111,7 @@ class McpApp:
         self.endpoint = (endpoint or self.settings.endpoint).rstrip("/")
         # Decided once: parsing the bind address on every request would be wasted work.
         self._check_host = self.settings.bind_is_loopback
+        server.check_apps()
         self.handshake = HandshakeEra(server)
         self.modern = ModernEra(server)
         # Each era inside the layers every message meets (zemcp.pipeline), built once.
