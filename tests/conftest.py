@@ -10,7 +10,8 @@
   ``page_server``).
 * tests/support/apphost.py: a real MCP Apps host page and its View, bundled from the official
   npm packages (``apphost_modules``, ``app_host``); tests/support/sdkapps.py: the official Python
-  SDK's MCP Apps server (``sdk_apps_url``).
+  SDK's MCP Apps server (``sdk_apps_url``); tests/support/zemcpapps.py: zemcp's, with the same
+  declarations (``zemcp_apps_url``).
 * tests/support/oauth_server.py: an OAuth authorization server (``oauth_server``).
 * tests/support/postgres.py: a real PostgreSQL cluster of the tests' own (``postgres``).
 * tests/support/djangosite.py: the test Django project on it (``django_project_db``, ``notes_site``).
@@ -29,6 +30,7 @@ pytest_plugins = [
     "tests.support.browser",
     "tests.support.apphost",
     "tests.support.sdkapps",
+    "tests.support.zemcpapps",
     "tests.support.oauth_server",
     "tests.support.postgres",
     "tests.support.djangosite",

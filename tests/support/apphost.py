@@ -314,7 +314,9 @@ def _rpc(url: str, headers: dict, request_id: int, method: str, params: dict | N
     response = requests.post(url, json=message, headers=headers, timeout=READ_TIMEOUT)
     assert response.status_code == 200, (method, response.status_code, response.text)
     kind = response.headers.get("Content-Type", "")
-    messages = sse_messages(response.text) if is_event_stream(kind) else [response.json()]
+    # An event stream is UTF-8 (WHATWG HTML, "Server-sent events"); requests would read a body
+    # without a charset parameter as Latin-1.
+    messages = sse_messages(response.content.decode("utf-8")) if is_event_stream(kind) else [response.json()]
     (reply,) = [m for m in messages if m.get("id") == request_id and "method" not in m]
     assert "result" in reply, (method, reply)
     return reply["result"], response
