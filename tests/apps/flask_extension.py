@@ -12,19 +12,23 @@ server. The endpoint is ``/mcp`` with ``login_required=True``. Its tools:
   request, ``current_app``);
 - ``payroll``: ``permission=`` a callable, for users with the ``payroll`` permission;
 - ``report``: may run as a task, and says what it sees there (the user, no request);
-- ``broken``: raises, to show the app's error handlers stay out of MCP answers.
+- ``broken``: raises, to show the app's error handlers stay out of MCP answers;
+- ``profile``: an MCP App whose card (:data:`PROFILE_CARD`) is the app's template
+  ``templates/profile_card.html``, rendered with ``render_template`` for the request's user.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from flask import Flask, current_app, g, has_request_context, request
+from flask import Flask, current_app, g, has_request_context, render_template, request
 from flask_login import LoginManager, UserMixin, current_user, login_required
 
 import zemcp
 from zemcp.flask import Zemcp
 
+#: The ``ui://`` URI of the ``profile`` tool's card.
+PROFILE_CARD = "ui://flask/profile.html"
 #: Response header the app's after_request hook adds to every response Flask serves.
 SITE_HEADER = "X-Served-By"
 
@@ -154,3 +158,14 @@ def report(ctx: zemcp.Context) -> dict:
 def broken() -> str:
     """Always fails."""
     raise RuntimeError("the tool broke")
+
+
+@server.tool(ui_resource=PROFILE_CARD)
+def profile(ctx: zemcp.Context) -> str:
+    """The user's profile, as a card where the client renders MCP Apps."""
+    return f"profile of {ctx.user.id}" + ("" if ctx.client_supports_apps else " (no card: this client renders no apps)")
+
+
+server.app_resource(
+    PROFILE_CARD, render=lambda: render_template("profile_card.html", title="Profile", user=current_user.id)
+)

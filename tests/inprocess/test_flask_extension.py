@@ -13,6 +13,8 @@ from flask_wtf.csrf import CSRFProtect
 
 import zemcp
 import zemcp.flask
+from tests.apps import flask_extension
+from tests.support.apphost import APP_MIME_TYPE, APPS_CAPABILITIES
 from tests.support.clients import inprocess_modern
 from zemcp.flask import Zemcp
 
@@ -202,3 +204,14 @@ def test_app_config_turns_the_audit_log_on_and_a_hook_stores_records_with_the_ap
     (record,) = stored
     assert (record.tool, record.user, record.outcome) == ("whoami", "carol", "ok")
     assert "tools/call 'whoami' by 'carol' over 2026-07-28: ok" in caplog.text
+
+
+def test_an_app_resource_renders_the_apps_template_for_the_requests_user():
+    client = inprocess_modern(flask_extension.app, capabilities=APPS_CAPABILITIES)
+    bearer = {"Authorization": "Bearer alice-token"}
+    read = client.message("resources/read", {"uri": flask_extension.PROFILE_CARD})
+    (content,) = client.result(client.post(read, headers=bearer))["contents"]
+    assert content["mimeType"] == APP_MIME_TYPE
+    assert "<title>Profile</title>" in content["text"] and '<p class="user">alice</p>' in content["text"]
+    call = client.message("tools/call", {"name": "profile", "arguments": {}})
+    assert client.result(client.post(call, headers=bearer))["content"][0]["text"] == "profile of alice"

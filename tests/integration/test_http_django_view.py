@@ -14,6 +14,7 @@ import time
 import pytest
 import requests
 
+from tests.support.apphost import APP_MIME_TYPE, APPS_CAPABILITIES, EXTENSION_ID
 from tests.support.clients import HandshakeClient, ModernClient, handshake_session
 from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
 
@@ -195,6 +196,16 @@ def test_an_installed_apps_mcp_module_registers_its_tools_on_the_sites_server(si
     assert "catalogue_search" in {tool["name"] for tool in client.list_tools()}
     found = client.rpc("tools/call", {"name": "catalogue_search", "arguments": {"query": "u"}})
     assert found["content"][0]["text"] == '["Dune", "Ulysses"]'
+
+
+def test_an_app_resource_renders_the_sites_template_at_each_read(site):
+    client = handshake_session(site.base + VIEW, capabilities=APPS_CAPABILITIES)
+    assert client.wire.json(client.init_response)["result"]["capabilities"]["extensions"] == {EXTENSION_ID: {}}
+    tools = {tool["name"]: tool for tool in client.list_tools()}
+    assert tools["catalogue_card"]["_meta"] == {"ui": {"resourceUri": "ui://catalogue/card.html"}}
+    (content,) = client.rpc("resources/read", {"uri": "ui://catalogue/card.html"})["contents"]
+    assert content["mimeType"] == APP_MIME_TYPE
+    assert "<ul><li>Dune</li><li>Emma</li><li>Ulysses</li></ul>" in content["text"]
 
 
 @pytest.mark.parametrize(("origin", "status"), [("https://pages.example.test", 200), ("https://elsewhere.test", 403)])

@@ -1,4 +1,4 @@
-"""Settings of the test Django project: no database, the stock middleware (sessions in signed
+"""Settings of the test Django project: no database, the apps' templates, the stock middleware (sessions in signed
 cookies, so that none is needed) with ``LoginRequiredMiddleware``, one middleware of its own,
 and zemcp's settings and server in ``ZEMCP``."""
 
@@ -25,6 +25,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "tests.apps.django_site.middleware.mark",
 ]
+# The apps' templates (catalogue/templates), for the catalogue's MCP App.
+TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}]
 SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
 DATABASES: dict = {}
 USE_TZ = True
