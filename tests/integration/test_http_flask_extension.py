@@ -213,13 +213,13 @@ def test_flask_zemcp_inspect_lists_the_tools_with_their_permission_rules():
     done = flask_command("inspect")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0] == f"{APP_NAME} 0.0.0: 5 tools, 0 resources, 0 resource templates, 0 prompts", lines[0]
+    assert lines[0] == f"{APP_NAME} 0.0.0: 6 tools, 1 resource, 0 resource templates, 0 prompts", lines[0]
     payroll = lines.index("  payroll: For users with the payroll permission.")
     assert lines[payroll + 1] == f"    permission: {APP_NAME}.<lambda>", lines[payroll : payroll + 3]
     greet = lines.index("  greet: Greet someone; leave out 'name' to be asked for it.")
     assert lines[greet + 1] == "    permission: everyone"
     described = json.loads(flask_command("inspect", "--json").stdout)
-    assert [tool["name"] for tool in described["tools"]] == ["greet", "whoami", "payroll", "report", "broken"]
+    assert [tool["name"] for tool in described["tools"]] == ["greet", "whoami", "payroll", "report", "broken", "profile"]
     assert described["tools"][0]["inputSchema"]["properties"]["name"]["type"] == "string"
 
 
