@@ -219,7 +219,14 @@ def test_flask_zemcp_inspect_lists_the_tools_with_their_permission_rules():
     greet = lines.index("  greet: Greet someone; leave out 'name' to be asked for it.")
     assert lines[greet + 1] == "    permission: everyone"
     described = json.loads(flask_command("inspect", "--json").stdout)
-    assert [tool["name"] for tool in described["tools"]] == ["greet", "whoami", "payroll", "report", "broken", "profile"]
+    assert [tool["name"] for tool in described["tools"]] == [
+        "greet",
+        "whoami",
+        "payroll",
+        "report",
+        "broken",
+        "profile",
+    ]
     assert described["tools"][0]["inputSchema"]["properties"]["name"]["type"] == "string"
 
 
