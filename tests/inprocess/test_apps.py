@@ -13,7 +13,8 @@ import pytest
 
 import zemcp
 from tests.support.apphost import APP_MIME_TYPE, APPS_CAPABILITIES, EXTENSION_ID
-from tests.support.clients import inprocess_modern, inprocess_session
+from tests.support.clients import HandshakeClient, inprocess_modern, inprocess_session
+from tests.support.wires import InProcessWire
 from zemcp.cli.stdio import StdioTransport
 
 CARD = "ui://weather/card.html"
@@ -210,6 +211,14 @@ def test_serving_a_tool_whose_resource_is_missing_is_refused_by_both_transports(
     # Registered after the tool, before serving: fine.
     server.app_resource(CARD, html=HTML)
     zemcp.McpApp(server)
+
+
+def test_a_tool_registered_after_its_endpoint_was_made_is_checked_at_the_first_request():
+    server = zemcp.Server("apps")
+    app = zemcp.McpApp(server)
+    server.tool(ui_resource=CARD)(show)
+    with pytest.raises(ValueError, match="no resource has that URI"):
+        HandshakeClient(InProcessWire(app)).initialize()
 
 
 def test_a_plain_resource_bound_by_a_tool_needs_the_app_mime_type():

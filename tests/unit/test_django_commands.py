@@ -41,6 +41,7 @@ def test_inspect_lists_the_sites_server_with_the_tools_of_its_apps_and_their_per
         "report": None,
         "catalogue_search": None,
         "catalogue_size": None,
+        "catalogue_card": None,
     }
 
 

@@ -102,7 +102,8 @@ class McpApp:
             authorization is open to anyone.
     Raises:
         ValueError: the server's MCP Apps declarations do not hold together
-            (:meth:`zemcp.Server.check_apps`: a ``ui_resource=`` without its resource).
+            (:meth:`zemcp.Server.check_apps`: a ``ui_resource=`` without its resource);
+            checked again at the first request, for registrations made after this.
     """
 
     def __init__(self, server: Server, endpoint: str | None = None, *, guarded: bool = False):
@@ -187,6 +188,9 @@ class McpApp:
         """
         if not self._threading_checked:
             self._threading_checked = True
+            # Again at the first request: an app (a Flask app's) may register tools after
+            # building its McpApp.
+            self.server.check_apps()
             if not environ.get("wsgi.multithread"):
                 log.warning(
                     "this WSGI server serves one request at a time per process (wsgi.multithread is false): "
