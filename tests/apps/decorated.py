@@ -17,7 +17,7 @@ from zemcp import Settings
 PNG_ICON = zemcp.Icon("https://example.com/tool.png", mime_type="image/png", sizes=("48x48",), theme="light")
 DATA_ICON = {"src": "data:image/svg+xml;base64,PHN2Zy8+", "mimeType": "image/svg+xml", "sizes": ["any"]}
 SERVER_ICON = {"src": "https://example.com/server.png", "theme": "dark"}
-TOOL_META = {"com.example/category": "search", "ui": {"resourceUri": "ui://weather/view.html"}}
+TOOL_META = {"com.example/category": "search", "com.example/ranking": 3}
 
 
 def build_server() -> zemcp.Server:

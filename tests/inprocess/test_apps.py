@@ -8,6 +8,7 @@ tests/integration/test_http_apps_host.py.
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 
@@ -213,12 +214,19 @@ def test_serving_a_tool_whose_resource_is_missing_is_refused_by_both_transports(
     zemcp.McpApp(server)
 
 
-def test_a_tool_registered_after_its_endpoint_was_made_is_checked_at_the_first_request():
+def test_a_tool_registered_after_its_endpoint_was_made_is_checked_at_each_request_until_it_holds(caplog):
     server = zemcp.Server("apps")
     app = zemcp.McpApp(server)
     server.tool(ui_resource=CARD)(show)
-    with pytest.raises(ValueError, match="no resource has that URI"):
-        HandshakeClient(InProcessWire(app)).initialize()
+    client = HandshakeClient(InProcessWire(app))
+    for _ in range(2):
+        refused = client.initialize()
+        assert refused.status_code == 500
+        error = refused.get_json()["error"]
+        assert error["code"] == -32603 and "no resource has that URI" in error["message"], error
+    assert "not serving: the server's MCP Apps declarations do not hold together" in caplog.text
+    server.app_resource(CARD, html=HTML)
+    assert client.initialize().status_code == 200
 
 
 def test_a_plain_resource_bound_by_a_tool_needs_the_app_mime_type():
@@ -235,3 +243,65 @@ def test_a_plain_resource_bound_by_a_tool_needs_the_app_mime_type():
     fixed.tool(ui_resource=CARD)(show)
     fixed.resource(CARD, mime_type=APP_MIME_TYPE)(lambda: HTML)
     zemcp.McpApp(fixed)
+
+
+@pytest.mark.parametrize(
+    ("csp", "message"),
+    [
+        (
+            zemcp.AppCsp(connect_domains="https://api.example.com"),
+            "csp connectDomains must be a list of origins such as ['https://cdn.example.com'], got "
+            "'https://api.example.com'",
+        ),
+        ({"connectDomains": ["*"]}, "csp connectDomains entry '*' is not an origin"),
+        ({"resourceDomains": ["https://cdn.example.com; script-src *"]}, "is not an origin"),
+        ({"frameDomains": ["ftp://files.example.com"]}, "is not an origin: give scheme (https, http, wss, ws)"),
+    ],
+)
+def test_csp_takes_lists_of_origins_only(csp, message):
+    server = zemcp.Server("apps")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        server.app_resource(CARD, html=HTML, csp=csp)
+    server.app_resource(
+        CARD, html=HTML, csp=zemcp.AppCsp(connect_domains=["https://api.example.com", "wss://*.example.com:8443"])
+    )
+
+
+def test_a_permission_maps_to_an_object():
+    server = zemcp.Server("apps")
+    with pytest.raises(
+        ValueError, match=re.escape("permission 'camera' must map to an object ({} as the specification")
+    ):
+        server.app_resource(CARD, html=HTML, permissions={"camera": True})
+
+
+def test_a_hand_written_ui_meta_is_refused_on_any_tool():
+    server = zemcp.Server("apps")
+    with pytest.raises(
+        ValueError,
+        match=re.escape("tool 'show': meta has a 'ui' key; declare the tool's app with ui_resource= (and visibility=)"),
+    ):
+        server.tool(meta={"ui": {"resourceUri": CARD}})(show)
+
+
+def test_a_duplicated_visibility_is_named():
+    server = zemcp.Server("apps")
+    with pytest.raises(
+        ValueError, match=re.escape("visibility must be a list of 'model' and 'app' (each at most once)")
+    ):
+        server.tool(ui_resource=CARD, visibility=["app", "app"])(show)
+
+
+def test_a_relative_file_is_taken_from_the_working_directory_at_registration(tmp_path, monkeypatch):
+    (tmp_path / "card.html").write_text("<p>card</p>")
+    monkeypatch.chdir(tmp_path)
+    server = zemcp.Server("apps")
+    server.app_resource(CARD, file="card.html")
+    monkeypatch.chdir("/")
+    read = inprocess_session(zemcp.McpApp(server)).rpc("resources/read", {"uri": CARD})
+    assert read["contents"][0]["text"] == "<p>card</p>"
+
+
+def test_an_app_page_is_not_a_template():
+    with pytest.raises(ValueError, match=re.escape("app resource 'ui://x/{id}': an app's page is one document")):
+        zemcp.Server("apps").app_resource("ui://x/{id}", html=HTML)

@@ -1,6 +1,8 @@
 """The registration checks of ``icons=`` and ``meta=`` (MCP 2025-11-25 ``Icon`` and basic/index
 "_meta"), and of the server's implementation info: each rule with its error text."""
 
+import re
+
 import pytest
 
 import zemcp
@@ -112,7 +114,7 @@ def test_an_icon_source_other_than_https_or_data_is_refused(kind, src):
         ),
         (
             {"src": "https://example.com/a.png", "mimeType": "png"},
-            "tool 'lookup': icon 1: mimeType must be a MIME type such as 'image/png', got 'png'",
+            "tool 'lookup': icon 1: mimeType must be an image's MIME type such as 'image/png', got 'png'",
         ),
         (
             {"src": "https://example.com/a.png", "alt": "x"},
@@ -144,7 +146,12 @@ def test_the_implementation_info_is_checked():
 
 def test_implementation_by_version():
     server = zemcp.Server(
-        "x", "1", title="X", description="Does x.", website_url="https://x.example/", icons=[zemcp.Icon("data:,x")]
+        "x",
+        "1",
+        title="X",
+        description="Does x.",
+        website_url="https://x.example/",
+        icons=[zemcp.Icon("data:image/svg+xml,%3Csvg/%3E")],
     )
     whole = {
         "name": "x",
@@ -152,9 +159,47 @@ def test_implementation_by_version():
         "title": "X",
         "description": "Does x.",
         "websiteUrl": "https://x.example/",
-        "icons": [{"src": "data:,x"}],
+        "icons": [{"src": "data:image/svg+xml,%3Csvg/%3E"}],
     }
     assert server.implementation("2026-07-28") == whole
     assert server.implementation("2025-11-25") == whole
     assert server.implementation("2025-06-18") == {"name": "x", "version": "1", "title": "X"}
     assert server.implementation("2025-03-26") == {"name": "x", "version": "1"}
+
+
+@pytest.mark.parametrize(
+    ("icons", "message"),
+    [
+        (
+            [{"src": "data:text/html;base64,PGgxPg=="}],
+            "tool 'lookup': icon 1: a data: icon must hold an image (data:image/png;base64,...), got the media "
+            "type 'text/html'",
+        ),
+        ([{"src": "data:image/png;base64,!!!!"}], "tool 'lookup': icon 1: the data: icon's base64 does not decode"),
+        (
+            [{"src": "https://x.example/a.png", "mimeType": "text/html"}],
+            "tool 'lookup': icon 1: mimeType must be an image's MIME type such as 'image/png', got 'text/html'",
+        ),
+        (
+            [{"src": "https://x.example/a.png", "sizes": "48x48"}],
+            "tool 'lookup': icon 1: sizes must be a list, not a string",
+        ),
+        (
+            [zemcp.Icon("https://x.example/a.png", sizes="48x48")],
+            "tool 'lookup': icon 1: sizes must be a list, not a string",
+        ),
+    ],
+)
+def test_an_icon_must_hold_an_image(icons, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        register("tool", icons=icons)
+
+
+def test_no_icons_is_none():
+    server = zemcp.Server("x", icons=None)
+
+    @server.tool(icons=None)
+    def plain() -> str:
+        return "x"
+
+    assert "icons" not in server.tools.get("plain").definition()

@@ -2,11 +2,12 @@
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 import zemcp
 from zemcp.cli.inspect import describe, render
-from zemcp.cli.serve import main
+from zemcp.cli.serve import TargetError, load_target, main
 
 
 def is_staff(user: object) -> bool:
@@ -123,3 +124,17 @@ def test_icons_and_meta_in_json_and_in_text():
     clipped = ("data:image/png;base64," + "A" * 80)[:57] + "..."
     assert f"    icons: {clipped}\n" in text
     assert '    _meta: {"com.example/area":"maps"}\n' in text
+
+
+def test_a_server_that_cannot_be_served_is_described_and_refused_to_serve_in_one_line(tmp_path):
+    target = tmp_path / "broken.py"
+    target.write_text(
+        "import zemcp\n\nserver = zemcp.Server('broken')\n\n\n@server.tool(ui_resource='ui://broken/card.html')\n"
+        "def card() -> str:\n    '''Shows a card.'''\n    return 'card'\n"
+    )
+    described = CliRunner().invoke(main, ["inspect", str(target)])
+    assert described.exit_code == 0 and "  card: Shows a card." in described.output, described.output
+    with pytest.raises(
+        TargetError, match=r"broken\.py: tool 'card' shows ui_resource 'ui://broken/card\.html', but no"
+    ):
+        load_target(str(target))

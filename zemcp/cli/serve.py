@@ -53,8 +53,30 @@ def load_target(target: str) -> tuple[McpApp, Server]:
         ``(app, server)``; a Server is wrapped in a new ``McpApp``.
     Raises:
         TargetError: the file or module cannot be imported, the attribute is missing or of
-            another type, or the module holds no server or several.
+            another type, the module holds no server or several, or the server cannot be
+            served as declared (its MCP Apps declarations do not hold together).
     """
+    value = _target(target)
+    if isinstance(value, McpApp):
+        return value, value.server
+    try:
+        return McpApp(value), value
+    except ValueError as exc:
+        raise TargetError(f"{target}: {exc}") from None
+
+
+def load_server(target: str) -> Server:
+    """The server that ``target`` names (as for :func:`load_target`), not made ready to serve:
+    what ``zemcp inspect`` describes, a server that could not be served included.
+
+    Raises:
+        TargetError: as :func:`load_target`, but for the server's declarations.
+    """
+    value = _target(target)
+    return value.server if isinstance(value, McpApp) else value
+
+
+def _target(target: str) -> McpApp | Server:
     location, _, attribute = target.partition(":")
     module = _import(location)
     if attribute:
@@ -66,7 +88,7 @@ def load_target(target: str) -> tuple[McpApp, Server]:
             )
     else:
         value = _find(module, location)
-    return (value, value.server) if isinstance(value, McpApp) else (McpApp(value), value)
+    return value
 
 
 def _import(location: str) -> Any:
@@ -314,5 +336,5 @@ def inspect(target: str, as_json: bool) -> None:
     """
     from zemcp.cli import inspect as inspection
 
-    description = inspection.describe(load_target(target)[1])
+    description = inspection.describe(load_server(target))
     click.echo(json.dumps(description, indent=2) if as_json else inspection.render(description), nl=as_json)

@@ -62,8 +62,8 @@ def html_reader(
     Args:
         uri: the resource's ``ui://`` URI, for messages.
         html: the document, served as given; or
-        file: a file holding it, read (UTF-8) at each read, so that an edit shows without a
-            restart; or
+        file: a file holding it (a relative path from the working directory at registration),
+            read (UTF-8) at each read, so that an edit shows without a restart; or
         render: called at each read, as ``render()`` or, when it takes a parameter,
             ``render(ctx)`` with the read's :class:`zemcp.Context`; returns the document
             (``django.template.loader.render_to_string``, ``flask.render_template``).
@@ -88,9 +88,14 @@ def html_reader(
         content = {"text": html, **extra}
         return lambda ctx: content
     if file is not None:
-        path = Path(file)
+        # Made absolute now: a relative path means the directory the server was started in,
+        # whatever the working directory is at a later read.
+        path = Path(file).absolute()
         if not path.is_file():
-            raise ValueError(f"{where}: file {str(path)!r} is not a file; give the path of the app's HTML")
+            raise ValueError(
+                f"{where}: file {str(path)!r} is not a file; give the path of the app's HTML (a relative path is "
+                "taken from the working directory: Path(__file__).with_name('card.html') names one beside your code)"
+            )
         return lambda ctx: {"text": path.read_text(encoding="utf-8"), **extra}
     if not callable(render):
         raise ValueError(f"{where}: render must be a callable returning the HTML, got {type(render).__name__}")

@@ -176,7 +176,7 @@ class Registrar:
                 above, bad ``icons`` or a ``meta`` key that breaks the rules (the message names
                 the icon or key and the rule), a ``ui_resource`` that is not ``ui://``, a bad
                 ``visibility`` or one without ``ui_resource``, or a ``meta`` with a ``"ui"``
-                key beside ``ui_resource``.
+                key (``ui_resource=`` and ``visibility=`` declare it).
             TypeError: a parameter or return type that cannot be expressed as JSON Schema,
                 or an async generator function.
         """
@@ -193,6 +193,12 @@ class Registrar:
                 tool_meta = with_ui(meta, ui, label, "ui_resource= and visibility=")
             elif visibility is not None:
                 raise ValueError(f"{label}: visibility applies to a tool with a ui_resource=; give its ui:// resource")
+            elif isinstance(meta, dict) and "ui" in meta:
+                # A hand-written _meta.ui would escape every check of the declaration.
+                raise ValueError(
+                    f"{label}: meta has a 'ui' key; declare the tool's app with ui_resource= (and visibility=) "
+                    "instead, which zemcp checks and advertises"
+                )
             tool = self.tools.add(
                 Tool(
                     name if isinstance(name, str) else None,
@@ -337,13 +343,18 @@ class Registrar:
             meta: other ``_meta`` keys (no ``"ui"``: that is made from the keywords above).
             icons, scopes, permission: as for :meth:`resource`.
         Raises:
-            ValueError: a URI that is not ``ui://`` or is taken, not exactly one of ``html``,
+            ValueError: a URI that is not ``ui://``, is a template or is taken, not exactly one of ``html``,
                 ``file`` and ``render`` (or a ``file`` that is not a file), a bad ``csp``,
                 ``permissions``, ``domain`` or ``prefers_border``, a ``meta`` with a ``"ui"``
                 key or one that breaks the rules, or bad ``icons``, ``scopes`` or ``permission``.
         """
         where = f"app resource {uri!r}"
         apps.check_uri(uri, where)
+        if "{" in uri or "}" in uri:
+            raise ValueError(
+                f"{where}: an app's page is one document at one URI, not a template; give it a URI without "
+                "{...} and let the page read what varies from the tool's input"
+            )
         ui = apps.resource_ui(csp, permissions, domain, prefers_border, where)
         merged = with_ui(meta, ui, where, "csp=, permissions=, domain= and prefers_border=")
         self.resource(

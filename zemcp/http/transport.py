@@ -103,7 +103,8 @@ class McpApp:
     Raises:
         ValueError: the server's MCP Apps declarations do not hold together
             (:meth:`zemcp.Server.check_apps`: a ``ui_resource=`` without its resource);
-            checked again at the first request, for registrations made after this.
+            checked again at each request until it holds, for registrations made after this
+            (such a request is answered 500 with the error, which is logged).
     """
 
     def __init__(self, server: Server, endpoint: str | None = None, *, guarded: bool = False):
@@ -120,6 +121,7 @@ class McpApp:
         self._serve_modern = compose(server, self.modern.serve)
         self.sessions = SessionEndpoints(server, self.handshake)
         self._threading_checked = False
+        self._apps_checked = False
         # Clients send the same Host and Accept on every request: each distinct value is judged once.
         self._accept_cache: dict[str, bool] = {}
         self._host_cache: dict[str, bool] = {}
@@ -186,11 +188,22 @@ class McpApp:
         Returns:
             the response's body, as a WSGI application returns it.
         """
+        if not self._apps_checked:
+            # Again until it holds: an app (a Flask app's) may register tools after building
+            # its McpApp, and a broken declaration must not be served.
+            try:
+                self.server.check_apps()
+            except ValueError as exc:
+                log.error("not serving: the server's MCP Apps declarations do not hold together: %s", exc)
+                refusal = self._refuse(
+                    500,
+                    jsonrpc.INTERNAL_ERROR,
+                    f"Internal Server Error: the server's MCP Apps declarations are broken: {exc}",
+                )
+                return refusal(environ, start_response)
+            self._apps_checked = True
         if not self._threading_checked:
             self._threading_checked = True
-            # Again at the first request: an app (a Flask app's) may register tools after
-            # building its McpApp.
-            self.server.check_apps()
             if not environ.get("wsgi.multithread"):
                 log.warning(
                     "this WSGI server serves one request at a time per process (wsgi.multithread is false): "

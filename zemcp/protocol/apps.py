@@ -11,6 +11,7 @@ author declares them; and whether a client renders apps, from the capabilities i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,9 @@ CSP_FIELDS = {
     "frameDomains": "frame_domains",
     "baseUriDomains": "base_uri_domains",
 }
+#: An origin of ``_meta.ui.csp``: scheme, host (``*.`` for its subdomains) and optional port,
+#: nothing a host could read as another CSP directive or source.
+_ORIGIN = re.compile(r"(https?|wss?)://(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:[0-9]{1,5})?")
 
 
 @dataclass(frozen=True)
@@ -100,8 +104,13 @@ def tool_ui(resource_uri: str, visibility: Sequence[str] | None, where: str) -> 
             or any(v not in VISIBILITIES for v in visibility)
             or len(set(visibility)) != len(visibility)
         ):
+            repeated = (
+                " (each at most once)"
+                if isinstance(visibility, Sequence) and len(set(visibility)) != len(visibility)
+                else ""
+            )
             raise ValueError(
-                f"{where}: visibility must be a list of 'model' and 'app' (['app'] for a tool only the "
+                f"{where}: visibility must be a list of 'model' and 'app'{repeated} (['app'] for a tool only the "
                 f"app calls, ['model'] for one only the model calls), got {visibility!r}"
             )
         ui["visibility"] = list(visibility)
@@ -162,7 +171,9 @@ def client_supports_apps(capabilities: Mapping[str, Any]) -> bool:
 
 def _csp(csp: AppCsp | Mapping[str, Any], where: str) -> dict[str, list[str]]:
     if isinstance(csp, AppCsp):
-        policy = csp.to_meta()
+        policy: dict[str, Any] = {
+            key: getattr(csp, attr) for key, attr in CSP_FIELDS.items() if getattr(csp, attr) is not None
+        }
     elif isinstance(csp, Mapping):
         unknown = [key for key in csp if key not in CSP_FIELDS]
         if unknown:
@@ -179,7 +190,16 @@ def _csp(csp: AppCsp | Mapping[str, Any], where: str) -> dict[str, list[str]]:
             or not isinstance(domains, Sequence)
             or not all(isinstance(d, str) for d in domains)
         ):
-            raise ValueError(f"{where}: csp {key} must be a list of origins such as 'https://cdn.example.com'")
+            raise ValueError(
+                f"{where}: csp {key} must be a list of origins such as ['https://cdn.example.com'], got {domains!r}"
+            )
+        for domain in domains:
+            if not _ORIGIN.fullmatch(domain):
+                raise ValueError(
+                    f"{where}: csp {key} entry {domain!r} is not an origin: give scheme (https, http, wss, ws), host "
+                    "and optional port, such as 'https://api.example.com' or 'https://*.example.com' for its "
+                    "subdomains"
+                )
     return {key: list(domains) for key, domains in policy.items()}
 
 
@@ -193,5 +213,11 @@ def _permissions(permissions: Sequence[str] | Mapping[str, Any], where: str) -> 
         if name not in PERMISSIONS:
             raise ValueError(f"{where}: permission {name!r} is not one of {', '.join(PERMISSIONS)}")
     if isinstance(permissions, Mapping):
+        for name in names:
+            if not isinstance(permissions[name], Mapping):
+                raise ValueError(
+                    f"{where}: permission {name!r} must map to an object ({{}} as the specification writes it), "
+                    f"got {permissions[name]!r}; or give the names as a list, ['{name}']"
+                )
         return {name: dict(permissions[name]) for name in names}
     return {name: {} for name in names}

@@ -11,6 +11,8 @@ the way).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -57,7 +59,7 @@ def checked_icons(icons: Any, where: str) -> list[dict[str, Any]]:
 
     Args:
         icons: a list of :class:`Icon` and of dicts in the schema's shape
-            (``{"src", "mimeType"?, "sizes"?, "theme"?}``).
+            (``{"src", "mimeType"?, "sizes"?, "theme"?}``); None for none.
         where: what they belong to, for the message (``"tool 'add'"``).
     Returns:
         the icons as dicts, in order.
@@ -67,6 +69,8 @@ def checked_icons(icons: Any, where: str) -> list[dict[str, Any]]:
             ``theme`` other than ``light`` and ``dark`` (the message names ``where``, the icon
             and the rule).
     """
+    if icons is None:
+        return []
     if isinstance(icons, (str, bytes, Mapping, Icon)) or not isinstance(icons, Iterable):
         raise ValueError(f"{where}: icons must be a list of zemcp.Icon or of dicts with 'src', got {icons!r:.100}")
     return [_checked(icon, f"{where}: icon {n}") for n, icon in enumerate(icons, 1)]
@@ -74,8 +78,12 @@ def checked_icons(icons: Any, where: str) -> list[dict[str, Any]]:
 
 def _checked(icon: Any, where: str) -> dict[str, Any]:
     if isinstance(icon, Icon):
+        if isinstance(icon.sizes, str):
+            raise ValueError(f"{where}: sizes must be a list, not a string: ({icon.sizes!r},)")
         entry = icon.definition()
     elif isinstance(icon, Mapping):
+        if isinstance(icon.get("sizes"), str):
+            raise ValueError(f"{where}: sizes must be a list, not a string: ['{icon['sizes']}']")
         unknown = sorted(str(key) for key in icon if key not in _KEYS)
         if unknown:
             raise ValueError(
@@ -88,8 +96,10 @@ def _checked(icon: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: must be a zemcp.Icon or a dict with 'src', got {type(icon).__name__}")
     _check_src(entry.get("src"), where)
     mime_type = entry.get("mimeType")
-    if mime_type is not None and (not isinstance(mime_type, str) or not _MIME.fullmatch(mime_type)):
-        raise ValueError(f"{where}: mimeType must be a MIME type such as 'image/png', got {mime_type!r}")
+    if mime_type is not None and (
+        not isinstance(mime_type, str) or not _MIME.fullmatch(mime_type) or not mime_type.lower().startswith("image/")
+    ):
+        raise ValueError(f"{where}: mimeType must be an image's MIME type such as 'image/png', got {mime_type!r}")
     sizes = entry.get("sizes")
     if sizes is not None and (
         not isinstance(sizes, list) or not all(isinstance(s, str) and _SIZE.fullmatch(s) for s in sizes)
@@ -109,9 +119,26 @@ def _check_src(src: Any, where: str) -> None:
     if scheme == "https" and parts.netloc:
         return
     if scheme == "data" and "," in src:
+        _check_data(src, where)
         return
     raise ValueError(
         f"{where}: src {src[:100]!r} must be an https: URL with a host or a data: URI "
         "(data:image/png;base64,...): clients reject icons from any other scheme "
         "(MCP basic/index, 'icons'), so serve the image over https or inline it"
     )
+
+
+def _check_data(src: str, where: str) -> None:
+    """A ``data:`` icon holds an image: an ``image/`` media type, and valid base64 when it says so."""
+    header, _, payload = src[len("data:") :].partition(",")
+    media_type = header.split(";", 1)[0].strip().lower()
+    if not media_type.startswith("image/"):
+        raise ValueError(
+            f"{where}: a data: icon must hold an image (data:image/png;base64,...), got the media type "
+            f"{media_type or 'none'!r}"
+        )
+    if header.lower().endswith(";base64"):
+        try:
+            base64.b64decode(payload, validate=True)
+        except binascii.Error:
+            raise ValueError(f"{where}: the data: icon's base64 does not decode; encode the image again") from None
