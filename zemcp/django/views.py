@@ -37,7 +37,7 @@ from zemcp.django.connections import recycle_connections
 from zemcp.http.transport import McpApp
 
 if TYPE_CHECKING:
-    from types import TracebackType
+    pass
 
 log = logging.getLogger("zemcp.django")
 
@@ -117,26 +117,15 @@ def view(
                     "Unauthorized: this MCP endpoint needs a user; send the token the site issued you "
                     "(Authorization header)",
                 )
-        environ = dict(request.META)
-        # The answer goes back through Django's response and middleware: a handler never
-        # writes to the client's socket itself here (zemcp's pool runs it).
-        environ.pop("gunicorn.socket", None)
-        # A CSRF-exempt view's body is unread unless the site's authentication read it: the
-        # request reads it as the WSGI input would, else the copy Django kept.
-        environ["wsgi.input"] = request if not request._read_started else io.BytesIO(request.body)  # type: ignore[attr-defined]
-        started: dict[str, Any] = {}
-
-        def start_response(
-            status: str,
-            headers: list[tuple[str, str]],
-            exc_info: tuple[type[BaseException], BaseException, TracebackType] | tuple[None, None, None] | None = None,
-            /,
-        ) -> Callable[[bytes], object]:
-            started["status"], started["headers"] = int(status.split(" ", 1)[0]), headers
-            return _no_write
-
-        body = app.serve(environ, start_response, routed=True, user=user, request=request, unauthorized=unauthorized)
-        return _django_response(body, started["status"], started["headers"])
+        environ = request.META
+        if request._read_started:  # type: ignore[attr-defined]
+            # The site's authentication read the body: zemcp reads the copy Django kept.
+            environ = {**environ, "wsgi.input": io.BytesIO(request.body)}
+        else:
+            # A CSRF-exempt view's body is unread: zemcp reads it from the request, as WSGI input.
+            environ = {**environ, "wsgi.input": request}
+        answer = app.answer(environ, user=user, request=request, unauthorized=unauthorized)
+        return _django_response(answer.body, answer.status, answer.headers)
 
     mcp.__doc__ = "The MCP endpoint (Streamable HTTP) of the site, served by zemcp."
     return _exempt(mcp)
@@ -168,18 +157,8 @@ def metadata_view(target: Server | McpApp | None = None) -> Callable[[HttpReques
     app = target if isinstance(target, McpApp) else McpApp(server)
 
     def metadata(request: HttpRequest) -> HttpResponseBase:
-        environ = dict(request.META)
-        environ.pop("gunicorn.socket", None)
-        started: dict[str, Any] = {}
-
-        def start_response(
-            status: str, headers: list[tuple[str, str]], exc_info: Any = None, /
-        ) -> Callable[[bytes], object]:
-            started["status"], started["headers"] = int(status.split(" ", 1)[0]), headers
-            return _no_write
-
-        body = app.serve(environ, start_response, routed=True, metadata=True, request=request)
-        return _django_response(body, started["status"], started["headers"])
+        answer = app.answer(request.META, metadata=True, request=request)
+        return _django_response(answer.body, answer.status, answer.headers)
 
     metadata.__doc__ = "The Protected Resource Metadata (RFC 9728) of the site's MCP endpoint, served by zemcp."
     return _exempt(metadata)
@@ -248,10 +227,6 @@ def _django_response(body: Iterable[bytes], status: int, headers: list[tuple[str
 
 def _authenticated(user: Any) -> bool:
     return user is not None and bool(getattr(user, "is_authenticated", False))
-
-
-def _no_write(data: bytes) -> None:
-    raise RuntimeError("zemcp answers through Django's response; nothing is written directly")
 
 
 def _exempt(view: Callable[[HttpRequest], HttpResponseBase]) -> Callable[[HttpRequest], HttpResponseBase]:

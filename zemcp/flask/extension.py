@@ -30,8 +30,6 @@ from zemcp.flask.state import State
 from zemcp.http.transport import McpApp
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from flask.wrappers import Request
 
 #: The key of the extension's state in ``app.extensions``, and the endpoint name of the route.
@@ -171,47 +169,21 @@ def mcp() -> Response:
         if user is None and state.login_required
         else None
     )
-    environ = dict(site_request.environ)
-    # The answer goes back through Flask's response: a handler never writes to the client's
-    # socket itself here (zemcp's pool runs it).
-    environ.pop("gunicorn.socket", None)
+    environ = site_request.environ
     if getattr(site_request, "_cached_data", None) is not None:
         # A hook read the body already (request.get_data()): zemcp reads it from there.
-        environ["wsgi.input"] = io.BytesIO(site_request.get_data())
+        environ = {**environ, "wsgi.input": io.BytesIO(site_request.get_data())}
     state.contexts.remember(site_request, capture())
-    started: dict[str, Any] = {}
-
-    def start_response(
-        status: str,
-        headers: list[tuple[str, str]],
-        exc_info: tuple[type[BaseException], BaseException, TracebackType] | tuple[None, None, None] | None = None,
-        /,
-    ) -> Callable[[bytes], object]:
-        started["status"], started["headers"] = int(status.split(" ", 1)[0]), headers
-        return _no_write
-
-    body = state.mcp_app.serve(
-        environ, start_response, routed=True, user=user, request=site_request, unauthorized=unauthorized
-    )
-    return _flask_response(body, started["status"], started["headers"])
+    answer = state.mcp_app.answer(environ, user=user, request=site_request, unauthorized=unauthorized)
+    return _flask_response(answer.body, answer.status, answer.headers)
 
 
 def metadata() -> Response:
     """The Protected Resource Metadata (RFC 9728) of zemcp's own OAuth authorization."""
     state: State = current_app.extensions[EXTENSION]
     site_request: Request = request._get_current_object()  # type: ignore[attr-defined]
-    environ = dict(site_request.environ)
-    environ.pop("gunicorn.socket", None)
-    started: dict[str, Any] = {}
-
-    def start_response(
-        status: str, headers: list[tuple[str, str]], exc_info: Any = None, /
-    ) -> Callable[[bytes], object]:
-        started["status"], started["headers"] = int(status.split(" ", 1)[0]), headers
-        return _no_write
-
-    body = state.mcp_app.serve(environ, start_response, routed=True, metadata=True, request=site_request)
-    return _flask_response(body, started["status"], started["headers"])
+    answer = state.mcp_app.answer(site_request.environ, metadata=True, request=site_request)
+    return _flask_response(answer.body, answer.status, answer.headers)
 
 
 def _flask_response(body: Iterable[bytes], status: int, headers: list[tuple[str, str]]) -> Response:
@@ -268,7 +240,3 @@ def _exempt_from_csrf(app: Flask) -> bool:
 def _exempt_when_csrf_arrives() -> None:
     """A ``before_request`` hook: exempt the endpoint once a later ``CSRFProtect(app)`` is there."""
     _exempt_from_csrf(current_app)
-
-
-def _no_write(data: bytes) -> None:
-    raise RuntimeError("zemcp answers through Flask's response; nothing is written directly")

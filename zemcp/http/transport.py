@@ -25,7 +25,7 @@ import ipaddress
 import logging
 import socket
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
 from werkzeug.exceptions import ClientDisconnected, HTTPException
@@ -85,6 +85,19 @@ HOST_FIX = (
 _BODY_READ = "zemcp.body_read"
 #: The trace-context headers (W3C) a message's span takes as its transport's context, by environ key.
 _TRACE_KEYS = {"HTTP_TRACEPARENT": "traceparent", "HTTP_TRACESTATE": "tracestate", "HTTP_BAGGAGE": "baggage"}
+
+
+class RoutedAnswer(NamedTuple):
+    """What :meth:`McpApp.answer` gives a framework: ``status`` (an HTTP status code),
+    ``headers`` (name, value pairs) and ``body`` (bytes chunks; close it when done)."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: Iterable[bytes]
+
+
+def _no_write(data: bytes) -> None:
+    raise RuntimeError("zemcp answers through the framework's response; nothing is written directly")
 
 
 class McpApp:
@@ -235,6 +248,50 @@ class McpApp:
             # next request sent on it. Announce the close instead.
             _close_connection(server_start_response)
         return response(environ, start_response)
+
+    def answer(
+        self,
+        environ: dict[str, Any],
+        *,
+        user: Any = None,
+        request: Any = None,
+        metadata: bool = False,
+        unauthorized: tuple[str, str] | None = None,
+    ) -> RoutedAnswer:
+        """Answer a request a framework routed here (:meth:`serve` with ``routed``), for the
+        framework to send as its own response object (a Django view's, a Flask route's).
+
+        The answer goes back through the framework's response and middleware, so a handler
+        never writes to the client's socket itself here: ``gunicorn.socket`` is left out of
+        the environ zemcp sees, and zemcp's handler pool runs the handler.
+
+        Args:
+            environ: the request's WSGI environ (a copy is used).
+            user, request, metadata, unauthorized: as for :meth:`serve`.
+        Returns:
+            the status, the headers and the body (an event stream's, iterated as it is sent).
+        """
+        environ = dict(environ)
+        environ.pop("gunicorn.socket", None)
+        started: list[tuple[int, list[tuple[str, str]]]] = []
+
+        def start_response(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None, /
+        ) -> Callable[[bytes], object]:
+            started.append((int(status.split(" ", 1)[0]), headers))
+            return _no_write
+
+        body = self.serve(
+            environ,
+            start_response,
+            routed=True,
+            user=user,
+            request=request,
+            metadata=metadata,
+            unauthorized=unauthorized,
+        )
+        status, headers = started[-1]
+        return RoutedAnswer(status, headers, body)
 
     def dispatch(self, request: Request) -> WSGIResponse:
         """Answer one HTTP request; the checks run in the order of ``docs/transport.md``.
