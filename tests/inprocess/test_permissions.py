@@ -145,25 +145,26 @@ def test_the_2026_era_hides_and_refuses_the_same_way():
     assert error["message"] == "Unknown tool: 'payroll'; tools/list names the available tools", error
 
 
-def test_stdio_hides_and_refuses_the_same_way():
-    lines = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": LATEST_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "s", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "payroll", "arguments": {}}},
-    ]
+def stdio_answers(requests: list[dict[str, Any]], user: Any = None) -> dict[int, dict[str, Any]]:
+    """The answers, by id, of a stdio connection (acting for ``user``) that initializes, then
+    sends ``requests`` (numbered from 2) and closes."""
+    initialize = {
+        "protocolVersion": LATEST_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "s", "version": "1"},
+    }
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize}]
+    lines += [{"jsonrpc": "2.0", "id": n, **request} for n, request in enumerate(requests, 2)]
     out = io.BytesIO()
     data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-    StdioTransport(make_server(), io.BufferedReader(io.BytesIO(data)), out).serve()
-    answers = {a["id"]: a for a in map(json.loads, out.getvalue().splitlines())}
+    StdioTransport(make_server(), io.BufferedReader(io.BytesIO(data)), out, user=user).serve()
+    return {a["id"]: a for a in map(json.loads, out.getvalue().splitlines())}
+
+
+def test_stdio_hides_and_refuses_the_same_way():
+    answers = stdio_answers(
+        [{"method": "tools/list"}, {"method": "tools/call", "params": {"name": "payroll", "arguments": {}}}]
+    )
     assert names(answers[2]["result"]["tools"]) == ["everyone", "report"]
     assert answers[3]["error"]["message"] == "Unknown tool: 'payroll'; tools/list names the available tools"
 
@@ -175,25 +176,14 @@ def test_stdio_acts_for_the_user_it_was_given():
         def has_perm(self, name: str) -> bool:
             return name == "payroll.view_salary"
 
-    lines = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": LATEST_VERSION,
-                "capabilities": {},
-                "clientInfo": {"name": "s", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "salaries", "arguments": {}}},
-        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "report", "arguments": {}}},
-    ]
-    out = io.BytesIO()
-    data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-    StdioTransport(make_server(), io.BufferedReader(io.BytesIO(data)), out, user=Staff()).serve()
-    answers = {a["id"]: a for a in map(json.loads, out.getvalue().splitlines())}
+    answers = stdio_answers(
+        [
+            {"method": "tools/list"},
+            {"method": "tools/call", "params": {"name": "salaries", "arguments": {}}},
+            {"method": "tools/call", "params": {"name": "report", "arguments": {}}},
+        ],
+        user=Staff(),
+    )
     assert names(answers[2]["result"]["tools"]) == ["everyone", "payroll", "report", "salaries"]
     assert answers[3]["result"]["content"][0]["text"] == "the salaries"
     assert answers[4]["result"]["content"][0]["text"] == "staff, request None"
