@@ -106,6 +106,14 @@ def make_server(records: list[zemcp.AuditRecord] | None = None, auth: bool = Fal
         """The message of the day."""
         return "be kind"
 
+    @server.prompt
+    def letter(ctx: zemcp.Context) -> str:
+        """A letter to whom the user names."""
+        answer = ctx.elicit(
+            "To whom?", {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
+        )
+        return f"Dear {answer['to']}"
+
     return server
 
 
@@ -244,6 +252,18 @@ def test_a_call_the_client_cancels_is_cancelled():
     assert not [m for m in stream.rest() if m.get("id") == request_id], "a cancelled request gets no response"
     (record,) = records
     assert (record.tool, record.outcome, record.reason) == ("book", "cancelled", "RequestCancelled")
+
+
+def test_a_prompt_whose_session_ends_while_it_asks_is_cancelled():
+    records: list[zemcp.AuditRecord] = []
+    session = inprocess_session(zemcp.McpApp(make_server(records)))
+    message = {"jsonrpc": "2.0", "id": session.new_id(), "method": "prompts/get", "params": {"name": "letter"}}
+    _, stream = session.open_stream(message)
+    assert stream.next_message()["method"] == "elicitation/create"
+    assert session.delete().status_code == 204
+    stream.rest()
+    (record,) = [r for r in records if r.tool == "letter"]
+    assert (record.method, record.outcome, record.reason) == ("prompts/get", "cancelled", "SessionEnded")
 
 
 def test_an_elicitation_without_an_answer_in_time_is_a_timeout():

@@ -435,7 +435,10 @@ class Server(Registrar):
         except RequestCancelled:
             return None
         except ElicitAborted as exc:
-            # The session ended or the client left; the error explains it to whoever reads.
+            # The session ended or the client left; the error explains it to whoever reads, and
+            # the audit record of any handler (a tool's notes it already) says it was cancelled.
+            if exchange.ending is None:
+                exchange.ending = exc
             return self._failure(work, request_id, str(exc))
         except ProtocolError as exc:
             return jsonrpc.error(request_id, exc.code, exc.message, exc.data)
