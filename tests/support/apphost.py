@@ -45,15 +45,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-import requests
 
 from tests.support import REPO
 from tests.support.browser import DevTools
-from tests.support.clients import ACCEPT, LATEST_VERSION, MODERN_VERSION, ModernClient
-from tests.support.net import HOST, READ_TIMEOUT
+from tests.support.clients import LATEST_VERSION, MODERN_VERSION, HandshakeClient, ModernClient
+from tests.support.net import HOST
 from tests.support.nodeinstall import cache_folder, npm_install, run_bounded
-from tests.support.sse import sse_messages
-from tests.support.wires import is_event_stream
 
 ASSETS = REPO / "tests" / "browser"
 #: The npm packages of the host and the View (name -> the leading part of the version).
@@ -307,21 +304,6 @@ def click_refresh(devtools: DevTools, shown: AppShown) -> str:
     return shown_text
 
 
-def _rpc(url: str, headers: dict, request_id: int, method: str, params: dict | None) -> tuple[dict, requests.Response]:
-    """POST one handshake-era request and return its JSON-RPC response (from a JSON or an event
-    stream body) and the HTTP response."""
-    message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
-    response = requests.post(url, json=message, headers=headers, timeout=READ_TIMEOUT)
-    assert response.status_code == 200, (method, response.status_code, response.text)
-    kind = response.headers.get("Content-Type", "")
-    # An event stream is UTF-8 (WHATWG HTML, "Server-sent events"); requests would read a body
-    # without a charset parameter as Latin-1.
-    messages = sse_messages(response.content.decode("utf-8")) if is_event_stream(kind) else [response.json()]
-    (reply,) = [m for m in messages if m.get("id") == request_id and "method" not in m]
-    assert "result" in reply, (method, reply)
-    return reply["result"], response
-
-
 def fetch_app_meta(url: str, era: str = "legacy") -> dict:
     """What a server answers a client that renders apps, as on the wire: for comparing the
     ``_meta`` of two servers' tools and UI resources.
@@ -342,28 +324,11 @@ def fetch_app_meta(url: str, era: str = "legacy") -> dict:
         def rpc(method: str, params: dict | None = None) -> dict:
             return client.rpc(method, params)
     else:
-        headers = {"Accept": ACCEPT, "Content-Type": "application/json"}
-        ids = iter(range(1, 1 << 30))
-        init, response = _rpc(
-            url,
-            headers,
-            next(ids),
-            "initialize",
-            {
-                "protocolVersion": LATEST_VERSION,
-                "capabilities": APPS_CAPABILITIES,
-                "clientInfo": {"name": "zemcp-app-meta", "version": "1.0"},
-            },
-        )
-        capabilities = init["capabilities"]
-        headers = {**headers, "MCP-Protocol-Version": init["protocolVersion"]}
-        if "Mcp-Session-Id" in response.headers:
-            headers["Mcp-Session-Id"] = response.headers["Mcp-Session-Id"]
-        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        assert requests.post(url, json=note, headers=headers, timeout=READ_TIMEOUT).status_code == 202
-
-        def rpc(method: str, params: dict | None = None) -> dict:
-            return _rpc(url, headers, next(ids), method, params)[0]
+        session = HandshakeClient(url, "zemcp-app-meta", "1.0")
+        response = session.initialize(protocol_version=LATEST_VERSION, capabilities=APPS_CAPABILITIES)
+        assert response.status_code == 200, response.text
+        capabilities = session.init_result["capabilities"]
+        rpc = session.result
 
     tools = rpc("tools/list")["tools"]
     resources = rpc("resources/list")["resources"]

@@ -88,6 +88,7 @@ class HandshakeClient:
         session_id: the ``Mcp-Session-Id`` from initialize, or None.
         protocol_version: the negotiated version, sent as ``MCP-Protocol-Version``.
         init_response: the response to initialize.
+        init_result: initialize's result, once it succeeded.
     """
 
     def __init__(
@@ -106,6 +107,7 @@ class HandshakeClient:
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.init_response: Any = None
+        self.init_result: dict[str, Any] = {}
         self._next_id = 0
         self._streams: list[SseStream] = []
 
@@ -238,7 +240,8 @@ class HandshakeClient:
         self.init_response = response
         if status_code(response) == 200:
             self.session_id = response.headers["Mcp-Session-Id"]
-            self.protocol_version = self.wire.json(response)["result"]["protocolVersion"]
+            self.init_result = self._reply(response, message["id"])["result"]
+            self.protocol_version = self.init_result["protocolVersion"]
             if initialized:
                 self.notify_initialized()
         return response
@@ -266,6 +269,30 @@ class HandshakeClient:
         body = self.wire.json(response)
         assert body.get("id") == message["id"], (message["id"], body)
         return body
+
+    def _reply(self, response: Any, request_id: Any) -> dict:
+        """The JSON-RPC response to ``request_id`` in ``response``: its JSON body, or the message
+        of its event stream that answers it (as other servers than zemcp answer plain requests)."""
+        if not is_event_stream(response.headers.get("Content-Type")):
+            body: dict = self.wire.json(response)
+            return body
+        (reply,) = [
+            m for m in sse_messages(self.wire.text(response)) if m.get("id") == request_id and "method" not in m
+        ]
+        return reply
+
+    def result(self, method: str, params: dict | None = None) -> dict:
+        """A request that must succeed, answered as JSON or as an event stream (any server: the
+        official SDK's answers plain requests with a stream); returns its ``result``.
+        :meth:`rpc` is the check that zemcp answers JSON."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.new_id(), "method": method}
+        if params is not None:
+            message["params"] = params
+        response = self.post(message)
+        assert status_code(response) == 200, (status_code(response), self.wire.text(response))
+        reply = self._reply(response, message["id"])
+        assert "result" in reply, reply
+        return reply["result"]
 
     def rpc(self, method: str, params: dict | None = None) -> dict:
         """A request that must succeed with a JSON answer to its id; returns its ``result``."""

@@ -170,7 +170,10 @@ class HttpWire(Wire):
         return response.json()
 
     def text(self, response: Any) -> str:
-        """See :meth:`Wire.text`."""
+        """See :meth:`Wire.text`; an event stream is UTF-8 (WHATWG HTML, "Server-sent events"),
+        which requests would read as Latin-1 without a ``charset``."""
+        if is_event_stream(response.headers.get("Content-Type")):
+            return response.content.decode("utf-8", "replace")
         return response.text
 
     def close(self) -> None:
