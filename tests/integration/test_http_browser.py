@@ -24,7 +24,7 @@ import time
 
 import requests
 
-from tests.support.browser import run_chromium
+from tests.support.browser import PAGE_PATH, run_chromium
 from tests.support.clients import ACCEPT, CLIENT_VERSION
 from tests.support.gunicorn import GunicornServer
 from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
@@ -136,7 +136,7 @@ def test_browser_speaks_mcp_across_origins(start_server, page_server, chromium, 
     """A page on http://localhost:<port> initializes, reads Mcp-Session-Id, notifies and calls a tool."""
     server = start_server()
     page = page_server(browser_page(server.url))
-    dom, errors = run_chromium(chromium, page.url, tmp_path)
+    dom, errors = run_chromium(chromium, page.origin + PAGE_PATH, tmp_path)
     outcome = page_outcome(dom, errors)
     seen = mcp_requests(server, posts=3)
     report = f"page: {json.dumps(outcome, indent=1)}\n/mcp requests: {seen}\nconsole:\n{console_lines(errors)}"

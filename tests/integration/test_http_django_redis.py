@@ -8,9 +8,7 @@ import importlib.util
 import pytest
 
 from tests.support.clients import HandshakeClient
-from tests.support.net import CONNECT_TIMEOUT, READ_TIMEOUT
-from tests.support.placement import answer_on, redis_settings, start_call, worker_connection
-from tests.support.sse import SseStream
+from tests.support.placement import answer_on, redis_settings, resume_on, start_call, worker_connection
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("django") is None, reason="django is not installed (pip install 'zemcp[django]')"
@@ -54,15 +52,8 @@ def test_a_stream_dropped_on_one_worker_resumes_through_the_view_on_another(site
     last_id = stream.last_event_id
     stream.close()
     resumer, resumer_pid = worker_connection(client, {runner_pid})
-    response = resumer.get(
-        client.url,
-        headers={**client.headers({"Accept": "text/event-stream", "Content-Type": None}), "Last-Event-ID": last_id},
-        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
-        stream=True,
-    )
-    assert response.status_code == 200, response.text
+    response, resumed = resume_on(client, resumer, last_id)
     assert response.headers.get(SITE_HEADER) == "django", "the resumed stream passes through the middleware"
-    resumed = SseStream.from_requests(response, resumer)
     answerer, _ = worker_connection(client, {runner_pid, resumer_pid})
     assert answer_on(client, answerer, ask["id"], "server status").status_code == 202
     result = resumed.next_message()

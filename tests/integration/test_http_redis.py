@@ -28,6 +28,7 @@ from tests.support.placement import (
     answer_on,
     open_standalone,
     redis_settings,
+    resume_on,
     serving_workers,
     start_call,
     worker_connection,
@@ -109,14 +110,7 @@ def test_a_stream_dropped_on_one_worker_resumes_on_another(start_server, redis_s
     last_id = stream.last_event_id
     stream.close()
     resumer, resumer_pid = worker_connection(client, {runner_pid})
-    response = resumer.get(
-        client.url,
-        headers={**client.headers({"Accept": "text/event-stream", "Content-Type": None}), "Last-Event-ID": last_id},
-        timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
-        stream=True,
-    )
-    assert response.status_code == 200, response.text
-    resumed = SseStream.from_requests(response, resumer)
+    _, resumed = resume_on(client, resumer, last_id)
     answerer, _ = worker_connection(client, {runner_pid, resumer_pid})
     assert answer_on(client, answerer, ask["id"], "server status").status_code == 202
     result = resumed.next_message()
@@ -132,10 +126,7 @@ def test_a_killed_worker_is_reported_to_the_client_that_resumes(start_server, re
     last_id = stream.last_event_id
     os.kill(runner_pid, signal.SIGKILL)
     started = time.monotonic()
-    headers = {**client.headers({"Accept": "text/event-stream", "Content-Type": None}), "Last-Event-ID": last_id}
-    response = requests.get(client.url, headers=headers, timeout=(CONNECT_TIMEOUT, READ_TIMEOUT), stream=True)
-    assert response.status_code == 200, response.text
-    message = SseStream.from_requests(response, requests.Session()).next_message()
+    message = resume_on(client, requests.Session(), last_id)[1].next_message()
     assert message["id"] == call["id"] and message["error"]["code"] == -32603, message
     assert "stopped" in message["error"]["message"], message
     assert time.monotonic() - started < 8, "the client learnt of the dead worker only after 8 s"

@@ -37,17 +37,15 @@ from __future__ import annotations
 import json
 import platform
 import sys
-import threading
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.support import REPO
-from tests.support.browser import DevTools
+from tests.support.browser import DevTools, FileServer
 from tests.support.clients import LATEST_VERSION, MODERN_VERSION, HandshakeClient, ModernClient
 from tests.support.net import HOST
 from tests.support.nodeinstall import cache_folder, npm_install, run_bounded
@@ -109,49 +107,6 @@ def app_html(script: str, refresh_tool: str) -> str:
     assert "</script" not in script.lower(), "the View's bundle contains </script"
     page = (ASSETS / "app.html").read_text(encoding="utf-8")
     return page.replace("__REFRESH_TOOL__", refresh_tool).replace("__APP_SCRIPT__", script)
-
-
-class FileServer:
-    """Serves fixed files on 127.0.0.1 in a background thread, under the origin ``origin_host``.
-
-    Args:
-        files: URL path -> (body, Content-Type).
-        origin_host: the host name of the origin the browser sees (``localhost`` or ``127.0.0.1``).
-
-    Attributes:
-        origin: ``http://<origin_host>:<port>``.
-    """
-
-    def __init__(self, files: dict[str, tuple[bytes, str]], origin_host: str):
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                found = files.get(urllib.parse.urlsplit(self.path).path)
-                if found is None:
-                    self.send_error(404)
-                    return
-                body, kind = found
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Cache-Control", "no-store")
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args) -> None:
-                # The pages' requests are not under test; keep pytest's output to the servers'.
-                pass
-
-        self._httpd = ThreadingHTTPServer((HOST, 0), Handler)
-        self._httpd.daemon_threads = True
-        self.origin = f"http://{origin_host}:{self._httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="file-server", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Stop serving, close the socket and wait for the thread."""
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
 
 
 @dataclass

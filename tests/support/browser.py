@@ -3,8 +3,8 @@
 Fixtures:
     chromium: the chromium executable; the test skips, saying why, where it is not installed
         (CI installs it: .ci/run).
-    page_server: factory ``page_server(html)`` -> :class:`PageServer`, a page served on another
-        origin than the MCP server's; stopped after the test.
+    page_server: factory ``page_server(html)`` -> :class:`FileServer`, a page served at
+        :data:`PAGE_PATH` on another origin than the MCP server's; stopped after the test.
 
 :func:`run_chromium` loads a page in headless chromium in a process group of its own and
 returns the DOM the page's script left. :func:`devtools_browser` runs chromium under the
@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -34,45 +35,49 @@ from tests.support.gunicorn import STOP_TIMEOUT
 from tests.support.net import HOST
 from tests.support.processes import stop_group
 
+#: Where ``page_server`` serves its page.
+PAGE_PATH = "/page.html"
 #: [seconds] bound of one chromium run (start, page load, three fetches, DOM dump).
 BROWSER_TIMEOUT = 60
 #: [milliseconds] virtual time the page may use; fetches in flight do not consume it.
 VIRTUAL_TIME_BUDGET = 15000
 
 
-class PageServer:
-    """Serves one HTML page at ``/page.html`` on 127.0.0.1 in a background thread.
+class FileServer:
+    """Serves fixed files on 127.0.0.1 in a background thread, under the origin ``origin_host``
+    (pages on another origin than the MCP server's, the MCP Apps host and its sandbox).
+
+    Args:
+        files: URL path -> (body, Content-Type).
+        origin_host: the host name of the origin the browser sees (``localhost`` or ``127.0.0.1``).
 
     Attributes:
-        origin: ``http://localhost:<port>``: the page's origin as the browser sees it, other
-            than the MCP server's ``http://127.0.0.1:<port>`` in host and port.
-        url: the page's URL under that origin.
+        origin: ``http://<origin_host>:<port>``.
     """
 
-    def __init__(self, page: str):
-        body = page.encode("utf-8")
-
+    def __init__(self, files: dict[str, tuple[bytes, str]], origin_host: str):
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                if self.path != "/page.html":
+                found = files.get(urllib.parse.urlsplit(self.path).path)
+                if found is None:
                     self.send_error(404)
                     return
+                body, kind = found
                 self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(body)))
+                self.send_header("Cache-Control", "no-store")
                 self.end_headers()
                 self.wfile.write(body)
 
             def log_message(self, format: str, *args) -> None:
-                # The page's requests are not under test; keep pytest's output to zemcp's.
+                # The pages' requests are not under test; keep pytest's output to the servers'.
                 pass
 
         self._httpd = ThreadingHTTPServer((HOST, 0), Handler)
         self._httpd.daemon_threads = True
-        port = self._httpd.server_address[1]
-        self.origin = f"http://localhost:{port}"
-        self.url = f"{self.origin}/page.html"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="page-server", daemon=True)
+        self.origin = f"http://{origin_host}:{self._httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="file-server", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -95,10 +100,11 @@ def chromium() -> str:
 @pytest.fixture
 def page_server() -> Iterator:
     """Factory: ``page_server(html)`` serves a page on another origin; stopped after the test."""
-    servers: list[PageServer] = []
+    servers: list[FileServer] = []
 
-    def start(page: str) -> PageServer:
-        server = PageServer(page)
+    def start(page: str) -> FileServer:
+        # localhost, not 127.0.0.1: the page's origin differs from the MCP server's in host too.
+        server = FileServer({PAGE_PATH: (page.encode("utf-8"), "text/html; charset=utf-8")}, "localhost")
         servers.append(server)
         return server
 

@@ -65,19 +65,31 @@ def answer_on(client: HandshakeClient, http: requests.Session, request_id, comma
     return http.post(client.url, json=message, headers=client.headers(), timeout=(CONNECT_TIMEOUT, READ_TIMEOUT))
 
 
+def resume_on(
+    client: HandshakeClient, http: requests.Session, last_event_id: str
+) -> tuple[requests.Response, SseStream]:
+    """Resume the session's stream after ``last_event_id`` with a GET on the connection
+    ``http`` (its worker); it must answer 200. Returns the response and its stream."""
+    return _stream_get(client, http, {"Last-Event-ID": last_event_id})
+
+
 def open_standalone(client: HandshakeClient, http: requests.Session) -> SseStream:
     """The session's standalone GET stream, opened on the kept-alive connection ``http`` (its
     worker), past its priming event."""
+    stream = _stream_get(client, http, {})[1]
+    stream.read_priming()
+    return stream
+
+
+def _stream_get(client: HandshakeClient, http: requests.Session, extra: dict) -> tuple[requests.Response, SseStream]:
     response = http.get(
         client.url,
-        headers=client.headers({"Accept": "text/event-stream", "Content-Type": None}),
+        headers={**client.headers({"Accept": "text/event-stream", "Content-Type": None}), **extra},
         timeout=(CONNECT_TIMEOUT, READ_TIMEOUT),
         stream=True,
     )
     assert response.status_code == 200, response.text
-    stream = SseStream.from_requests(response, http)
-    stream.read_priming()
-    return stream
+    return response, SseStream.from_requests(response, http)
 
 
 #: [seconds] how long :func:`serving_workers` waits for the workers to serve.

@@ -34,7 +34,7 @@ from zemcp.core.server import Server
 from zemcp.django import site
 from zemcp.django.authentication import Authenticator, Refused, SiteAuthentication
 from zemcp.django.connections import recycle_connections
-from zemcp.http.transport import McpApp
+from zemcp.http.transport import McpApp, RoutedAnswer
 
 if TYPE_CHECKING:
     pass
@@ -125,7 +125,7 @@ def view(
             # A CSRF-exempt view's body is unread: zemcp reads it from the request, as WSGI input.
             environ = {**environ, "wsgi.input": request}
         answer = app.answer(environ, user=user, request=request, unauthorized=unauthorized)
-        return _django_response(answer.body, answer.status, answer.headers)
+        return _django_response(answer)
 
     mcp.__doc__ = "The MCP endpoint (Streamable HTTP) of the site, served by zemcp."
     return _exempt(mcp)
@@ -158,7 +158,7 @@ def metadata_view(target: Server | McpApp | None = None) -> Callable[[HttpReques
 
     def metadata(request: HttpRequest) -> HttpResponseBase:
         answer = app.answer(request.META, metadata=True, request=request)
-        return _django_response(answer.body, answer.status, answer.headers)
+        return _django_response(answer)
 
     metadata.__doc__ = "The Protected Resource Metadata (RFC 9728) of the site's MCP endpoint, served by zemcp."
     return _exempt(metadata)
@@ -205,21 +205,14 @@ def _check_settings(server: Server) -> None:
         )
 
 
-def _django_response(body: Iterable[bytes], status: int, headers: list[tuple[str, str]]) -> HttpResponseBase:
-    """zemcp's WSGI answer as a Django response: streamed for an event stream, whole otherwise."""
-    content_type = next((value for name, value in headers if name.lower() == "content-type"), None)
+def _django_response(answer: RoutedAnswer) -> HttpResponseBase:
+    """zemcp's answer as a Django response: streamed for an event stream, whole otherwise."""
     response: HttpResponseBase
-    if content_type == "text/event-stream":
-        response = StreamingHttpResponse(body, status=status, content_type=content_type)
+    if answer.streams:
+        response = StreamingHttpResponse(answer.body, status=answer.status, content_type=answer.content_type)
     else:
-        try:
-            content = b"".join(body)
-        finally:
-            close = getattr(body, "close", None)
-            if callable(close):
-                close()
-        response = HttpResponse(content, status=status, content_type=content_type)
-    for name, value in headers:
+        response = HttpResponse(answer.content(), status=answer.status, content_type=answer.content_type)
+    for name, value in answer.headers:
         if name.lower() not in _DJANGO_OWN and name.lower() != "content-type":
             response[name] = value
     return response

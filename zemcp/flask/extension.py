@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flask import Flask, Response, current_app, request
@@ -27,7 +27,7 @@ from zemcp.config.environment import read_mapping
 from zemcp.core.server import Server
 from zemcp.flask.handlercontext import HandlerContexts, capture
 from zemcp.flask.state import State
-from zemcp.http.transport import McpApp
+from zemcp.http.transport import McpApp, RoutedAnswer
 
 if TYPE_CHECKING:
     from flask.wrappers import Request
@@ -175,7 +175,7 @@ def mcp() -> Response:
         environ = {**environ, "wsgi.input": io.BytesIO(site_request.get_data())}
     state.contexts.remember(site_request, capture())
     answer = state.mcp_app.answer(environ, user=user, request=site_request, unauthorized=unauthorized)
-    return _flask_response(answer.body, answer.status, answer.headers)
+    return _flask_response(answer)
 
 
 def metadata() -> Response:
@@ -183,26 +183,21 @@ def metadata() -> Response:
     state: State = current_app.extensions[EXTENSION]
     site_request: Request = request._get_current_object()  # type: ignore[attr-defined]
     answer = state.mcp_app.answer(site_request.environ, metadata=True, request=site_request)
-    return _flask_response(answer.body, answer.status, answer.headers)
+    return _flask_response(answer)
 
 
-def _flask_response(body: Iterable[bytes], status: int, headers: list[tuple[str, str]]) -> Response:
-    """zemcp's WSGI answer as a Flask response: streamed for an event stream, whole otherwise."""
-    content_type = next((value for name, value in headers if name.lower() == "content-type"), None)
-    if content_type == "text/event-stream":
+def _flask_response(answer: RoutedAnswer) -> Response:
+    """zemcp's answer as a Flask response: streamed for an event stream, whole otherwise."""
+    if answer.streams:
         # The iterable itself: werkzeug writes each event as zemcp yields it, and closes it at the end.
-        response = Response(body, status=status, content_type=content_type, direct_passthrough=True)
+        response = Response(
+            answer.body, status=answer.status, content_type=answer.content_type, direct_passthrough=True
+        )
     else:
-        try:
-            content = b"".join(body)
-        finally:
-            close = getattr(body, "close", None)
-            if callable(close):
-                close()
-        response = Response(content, status=status, content_type=content_type)
-        if content_type is None:  # werkzeug would call it text/html (a preflight's 204, a 202)
+        response = Response(answer.content(), status=answer.status, content_type=answer.content_type)
+        if answer.content_type is None:  # werkzeug would call it text/html (a preflight's 204, a 202)
             del response.headers["Content-Type"]
-    for name, value in headers:
+    for name, value in answer.headers:
         if name.lower() not in _WERKZEUG_OWN:
             response.headers.add(name, value)
     return response

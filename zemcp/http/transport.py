@@ -95,6 +95,25 @@ class RoutedAnswer(NamedTuple):
     headers: list[tuple[str, str]]
     body: Iterable[bytes]
 
+    @property
+    def content_type(self) -> str | None:
+        """The ``Content-Type`` header's value, or None (a 202, a preflight's 204)."""
+        return next((value for name, value in self.headers if name.lower() == "content-type"), None)
+
+    @property
+    def streams(self) -> bool:
+        """Whether the body is an event stream, to send as it is made (never buffered)."""
+        return self.content_type == "text/event-stream"
+
+    def content(self) -> bytes:
+        """The whole body of an answer that is not a stream, read and closed (PEP 3333)."""
+        try:
+            return b"".join(self.body)
+        finally:
+            close = getattr(self.body, "close", None)
+            if callable(close):
+                close()
+
 
 def _no_write(data: bytes) -> None:
     raise RuntimeError("zemcp answers through the framework's response; nothing is written directly")
